@@ -1,0 +1,123 @@
+/*
+ * cpu_backend.c: the CPU backend. Memory comes from the runtime's allocation hook
+ * (64-byte aligned), launches are synchronous, so synchronize has nothing to wait for.
+ */
+#include <string.h>
+
+#include "../../runtime/internal.h"
+
+/* The CPU has no state; open returns this address so state is never NULL. */
+static int cpu_state;
+
+/* Wide enough for AVX-512 loads of any element. */
+#define CPU_ALIGNMENT 64u
+
+static tack_status
+cpu_open(int ordinal, const tack_device_options *options, void **state)
+{
+    (void)options;
+    if (ordinal != 0) {
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                          "the cpu device has ordinal 0 only, not %d", ordinal);
+    }
+    *state = &cpu_state;
+    return TACK_OK;
+}
+
+static tack_status
+cpu_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
+{
+    (void)state;
+    (void)exportable; /* export_memory refuses CPU arrays whatever the flag says */
+    void *p = tack__alloc(nbytes, CPU_ALIGNMENT);
+    if (!p) {
+        return tack__fail(TACK_ERR_NO_MEMORY,
+                          "out of memory allocating %zu bytes on the cpu", nbytes);
+    }
+    *ptr = p;
+    return TACK_OK;
+}
+
+static void
+cpu_free(void *state, void *ptr)
+{
+    (void)state;
+    tack__free(ptr);
+}
+
+static tack_status
+cpu_copy(void *state, void *dst, const void *src, size_t nbytes, tack_copy_kind kind)
+{
+    (void)state;
+    (void)kind;
+    memmove(dst, src, nbytes);
+    return TACK_OK;
+}
+
+static tack_status
+cpu_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes,
+         size_t count)
+{
+    (void)state;
+    unsigned char *d = dst;
+    const unsigned char *p = pattern;
+    bool uniform = true;
+    for (size_t k = 1; k < pattern_nbytes; k++) {
+        uniform = uniform && p[k] == p[0];
+    }
+    if (uniform) {
+        memset(d, p[0], pattern_nbytes * count);
+        return TACK_OK;
+    }
+    /* Doubling copies: log2(count) memcpy calls instead of count. */
+    memcpy(d, p, pattern_nbytes);
+    size_t done = 1;
+    while (done < count) {
+        size_t n = done < count - done ? done : count - done;
+        memcpy(d + done * pattern_nbytes, d, n * pattern_nbytes);
+        done += n;
+    }
+    return TACK_OK;
+}
+
+static tack_status
+cpu_memory_space(void *state, const void *ptr, tack_memory_space *out)
+{
+    (void)state;
+    (void)ptr;
+    /* The CPU cannot tell one host allocation from another: all of it is host. */
+    *out = TACK_MEMORY_HOST;
+    return TACK_OK;
+}
+
+static tack_status
+cpu_synchronize(void *state)
+{
+    (void)state;
+    return TACK_OK;
+}
+
+static uint64_t
+cpu_memory_domain(void *state, int ordinal)
+{
+    (void)state;
+    (void)ordinal;
+    return 0; /* one host memory for the whole process */
+}
+
+static const char *const cpu_options[] = {NULL};
+
+const tack_backend tack__backend_cpu = {
+    .name = "cpu",
+    .dlpack_device_type = 1, /* kDLCPU */
+    .option_names = cpu_options,
+    .open = cpu_open,
+    .close = NULL,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .copy = cpu_copy,
+    .fill = cpu_fill,
+    .memory_space = cpu_memory_space,
+    .synchronize = cpu_synchronize,
+    .memory_domain = cpu_memory_domain,
+};

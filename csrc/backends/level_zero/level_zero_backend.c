@@ -1,0 +1,78 @@
+/*
+ * level_zero_backend.c: the level_zero backend table. Its devices accept the option
+ * external_context: the driver, device and context handles of another library's
+ * Level Zero context, so that Tack allocates where that library can use the memory
+ * (see docs/architecture.md). The handles are checked before the driver is loaded,
+ * so a mistake in them is reported as such on every machine.
+ */
+#include <string.h>
+
+#include "../gpu_driver.h"
+
+static const char *const level_zero_libraries[] = {"libze_loader.so.1",
+                                                   "libze_loader.so", NULL};
+
+static tack_status
+check_external_context(const tack_external_context *ctx)
+{
+    static const char *const names[] = {"driver", "device", "context"};
+    uintptr_t values[] = {ctx->driver, ctx->device, ctx->context};
+    char bad[64] = "";
+    size_t used = 0;
+    for (unsigned k = 0; k < 3; k++) {
+        if (!(ctx->present & (1u << k)) || values[k] == 0) {
+            size_t n = strlen(names[k]);
+            if (used) {
+                memcpy(bad + used, ", ", 2);
+                used += 2;
+            }
+            memcpy(bad + used, names[k], n);
+            used += n;
+            bad[used] = '\0';
+        }
+    }
+    if (used) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "external_context is missing or has null handles for: %s; give "
+                          "all three of driver, device and context as non-zero integers",
+                          bad);
+    }
+    return TACK_OK;
+}
+
+static tack_status
+level_zero_open(int ordinal, const tack_device_options *options, void **state)
+{
+    (void)ordinal;
+    (void)state;
+    if (options && options->external_context) {
+        tack_status st = check_external_context(options->external_context);
+        if (st != TACK_OK) {
+            return st;
+        }
+    }
+    void *handle;
+    tack_status st = tack__driver_load("level_zero", level_zero_libraries,
+                                       "the oneAPI Level Zero loader", &handle);
+    if (st != TACK_OK) {
+        return st;
+    }
+    return tack__driver_not_built("level_zero");
+}
+
+static const char *const level_zero_options[] = {"external_context", NULL};
+
+const tack_backend tack__backend_level_zero = {
+    .name = "level_zero",
+    .dlpack_device_type = 14, /* kDLOneAPI */
+    .option_names = level_zero_options,
+    .open = level_zero_open,
+    .close = NULL,
+    .alloc = tack__gpu_alloc,
+    .free = tack__gpu_free,
+    .copy = tack__gpu_copy,
+    .fill = tack__gpu_fill,
+    .memory_space = tack__gpu_memory_space,
+    .synchronize = tack__gpu_synchronize,
+    .memory_domain = tack__gpu_memory_domain,
+};

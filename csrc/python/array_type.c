@@ -1,0 +1,709 @@
+/*
+ * array_type.c: tack.Array and the functions that make arrays (empty, zeros, full,
+ * array, copyto).
+ *
+ * A tack.Array owns one reference to a C tack_array; everything about memory lives
+ * there, so a DLPack export or a kernel launch holds the C array, not this object.
+ * numpy() and np.asarray() give independent copies; np.from_dlpack(a) is the
+ * zero-copy way out.
+ */
+#include "tackpy.h"
+#include <string.h>
+
+#include <structmember.h>
+
+#define ARR(self) (((tackpy_Array *)(self))->arr)
+
+PyObject *
+tackpy_array_wrap(tackpy_state *st, tack_array *arr)
+{
+    tackpy_Array *obj = PyObject_GC_New(tackpy_Array, st->Array_type);
+    if (!obj) {
+        tack_array_release(arr);
+        return NULL;
+    }
+    obj->arr = arr;
+    obj->weakreflist = NULL;
+    PyObject_GC_Track(obj);
+    return (PyObject *)obj;
+}
+
+int
+tackpy_array_check(tackpy_state *st, PyObject *obj)
+{
+    return Py_IS_TYPE(obj, st->Array_type);
+}
+
+static tackpy_state *
+state_of(PyObject *self)
+{
+    return tackpy_state_of_type(Py_TYPE(self));
+}
+
+/* ---- creation ----------------------------------------------------------------- */
+
+typedef enum { MAKE_EMPTY, MAKE_ZEROS, MAKE_FULL } make_kind;
+
+static PyObject *
+make_array(PyObject *module, const char *fname, make_kind kind, PyObject *const *args,
+           Py_ssize_t nargs, PyObject *kwnames)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    static const char *const names_empty[] = {"shape", "dtype", "device", "exportable",
+                                              NULL};
+    static const char *const names_full[] = {"shape", "fill_value", "dtype", "device",
+                                             "exportable", NULL};
+    PyObject *a[5];
+    int full = kind == MAKE_FULL;
+    if (tackpy_parse_args(fname, args, nargs, kwnames, full ? names_full : names_empty,
+                          full ? 4 : 3, full ? 2 : 1, a) < 0) {
+        return NULL;
+    }
+    PyObject *shape_obj = a[0];
+    PyObject *value = full ? a[1] : NULL;
+    PyObject *dtype_obj = a[full + 1], *device_obj = a[full + 2];
+    PyObject *exportable_obj = a[full + 3];
+    int64_t shape[TACK_MAX_NDIM];
+    int ndim = tackpy_parse_shape(st, shape_obj, shape);
+    if (ndim < 0) {
+        return NULL;
+    }
+    tack_dtype dtype = TACK_FLOAT32;
+    if (dtype_obj && dtype_obj != Py_None &&
+        tackpy_dtype_from_object(st, dtype_obj, &dtype) < 0) {
+        return NULL;
+    }
+    int exportable = exportable_obj ? PyObject_IsTrue(exportable_obj) : 0;
+    if (exportable < 0) {
+        return NULL;
+    }
+    unsigned char element[16];
+    if (value && tackpy_scalar_to_element(st, value, dtype, element) < 0) {
+        return NULL;
+    }
+    tack_device *dev;
+    if (tackpy_device_from_object(st, device_obj, &dev) < 0) {
+        return NULL;
+    }
+    unsigned flags = TACK_BUFFER_WRITABLE | (exportable ? TACK_BUFFER_EXPORTABLE : 0u);
+    tack_array *arr;
+    tack_status status = kind == MAKE_ZEROS
+                             ? tack_array_zeros(dev, dtype, ndim, shape, flags, &arr)
+                             : tack_array_empty(dev, dtype, ndim, shape, flags, &arr);
+    tack_device_release(dev);
+    if (status == TACK_OK && value) {
+        status = tack_array_fill(arr, element, dtype);
+        if (status != TACK_OK) {
+            tack_array_release(arr);
+        }
+    }
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    return tackpy_array_wrap(st, arr);
+}
+
+PyObject *
+tackpy_empty_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    return make_array(module, "empty", MAKE_EMPTY, args, nargs, kwnames);
+}
+
+PyObject *
+tackpy_zeros_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    return make_array(module, "zeros", MAKE_ZEROS, args, nargs, kwnames);
+}
+
+PyObject *
+tackpy_full_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    return make_array(module, "full", MAKE_FULL, args, nargs, kwnames);
+}
+
+/* The shape an array of dtype gets from host data: a vec dtype eats the trailing
+ * dimension, which must equal its component count. */
+static int
+array_shape_of_host(tackpy_state *st, const tackpy_host *h, tack_dtype dtype,
+                    int64_t *shape)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    int ndim = h->ndim;
+    memcpy(shape, h->shape, (size_t)ndim * sizeof(int64_t));
+    if (info->ncomponents > 1) {
+        if (ndim == 0 || shape[ndim - 1] != info->ncomponents) {
+            tackpy_raise_kind(st, TACK_KIND_VALUE,
+                              "data for a %s array needs a last dimension of %d, the "
+                              "component count",
+                              info->name, (int)info->ncomponents);
+            return -1;
+        }
+        ndim--;
+    }
+    return ndim;
+}
+
+PyObject *
+tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    static const char *const names[] = {"obj", "dtype", "device", NULL};
+    PyObject *a[3];
+    if (tackpy_parse_args("array", args, nargs, kwnames, names, 3, 1, a) < 0) {
+        return NULL;
+    }
+    tack_device *dev;
+    if (tackpy_device_from_object(st, a[2], &dev) < 0) {
+        return NULL;
+    }
+    tack_status status;
+    tack_array *arr = NULL;
+    if (tackpy_array_check(st, a[0])) {
+        /* A Tack array: copy it, converting dtype and moving device as asked. */
+        tack_array *src = ARR(a[0]);
+        tack_dtype dtype = tack_array_dtype(src);
+        if (a[1] && a[1] != Py_None && tackpy_dtype_from_object(st, a[1], &dtype) < 0) {
+            tack_device_release(dev);
+            return NULL;
+        }
+        status = tack_array_empty(dev, dtype, tack_array_ndim(src), tack_array_shape(src),
+                                  TACK_BUFFER_WRITABLE, &arr);
+        if (status == TACK_OK) {
+            Py_BEGIN_ALLOW_THREADS
+            status = tack_array_copyto(arr, src);
+            Py_END_ALLOW_THREADS
+        }
+        tack_device_release(dev);
+        if (status != TACK_OK) {
+            tack_array_release(arr);
+            return tackpy_raise(st, status);
+        }
+        return tackpy_array_wrap(st, arr);
+    }
+    tackpy_host h;
+    if (tackpy_host_get(st, a[0], &h) < 0) {
+        tack_device_release(dev);
+        return NULL;
+    }
+    tack_dtype dtype = h.dtype;
+    int64_t shape[TACK_MAX_NDIM];
+    int ndim = -1;
+    if (a[1] && a[1] != Py_None && tackpy_dtype_from_object(st, a[1], &dtype) < 0) {
+        goto fail;
+    }
+    ndim = array_shape_of_host(st, &h, dtype, shape);
+    if (ndim < 0) {
+        goto fail;
+    }
+    status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
+    if (status == TACK_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        status = tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
+        Py_END_ALLOW_THREADS
+    }
+    if (status != TACK_OK) {
+        tack_array_release(arr);
+        tackpy_raise(st, status);
+        goto fail;
+    }
+    tackpy_host_release(&h);
+    tack_device_release(dev);
+    return tackpy_array_wrap(st, arr);
+fail:
+    tackpy_host_release(&h);
+    tack_device_release(dev);
+    return NULL;
+}
+
+PyObject *
+tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    static const char *const names[] = {"dst", "src", NULL};
+    PyObject *a[2];
+    if (tackpy_parse_args("copyto", args, nargs, kwnames, names, 2, 2, a) < 0) {
+        return NULL;
+    }
+    if (!tackpy_array_check(st, a[0])) {
+        return tackpy_raise_kind(st, TACK_KIND_TYPE,
+                                 "copyto(dst, src): dst must be a tack array, not %.100s",
+                                 Py_TYPE(a[0])->tp_name);
+    }
+    tack_array *dst = ARR(a[0]);
+    tack_status status;
+    if (tackpy_array_check(st, a[1])) {
+        Py_BEGIN_ALLOW_THREADS
+        status = tack_array_copyto(dst, ARR(a[1]));
+        Py_END_ALLOW_THREADS
+        if (status != TACK_OK) {
+            return tackpy_raise(st, status);
+        }
+        Py_RETURN_NONE;
+    }
+    if (PyBool_Check(a[1]) || PyLong_Check(a[1]) || PyFloat_Check(a[1])) {
+        /* A Python scalar broadcasts, as in numpy.copyto. */
+        unsigned char element[16];
+        if (tackpy_scalar_to_element(st, a[1], tack_array_dtype(dst), element) < 0) {
+            return NULL;
+        }
+        status = tack_array_fill(dst, element, tack_array_dtype(dst));
+        if (status != TACK_OK) {
+            return tackpy_raise(st, status);
+        }
+        Py_RETURN_NONE;
+    }
+    tackpy_host h;
+    if (tackpy_host_get(st, a[1], &h) < 0) {
+        return NULL;
+    }
+    /* The host data's shape must be the destination's scalar shape. */
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
+    int dn = tack_array_ndim(dst) + (info->ncomponents > 1);
+    int same = h.ndim == dn;
+    for (int k = 0; same && k < tack_array_ndim(dst); k++) {
+        same = h.shape[k] == tack_array_shape(dst)[k];
+    }
+    if (same && info->ncomponents > 1) {
+        same = h.shape[dn - 1] == info->ncomponents;
+    }
+    if (!same) {
+        tackpy_host_release(&h);
+        return tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                 "copyto needs the source to have the destination's shape "
+                                 "(%d-d source, %d-d destination): reshape the source",
+                                 h.ndim, dn);
+    }
+    Py_BEGIN_ALLOW_THREADS
+    status = tack_array_copy_from_host(dst, h.view.buf, h.dtype, h.nscalars);
+    Py_END_ALLOW_THREADS
+    tackpy_host_release(&h);
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- attributes ---------------------------------------------------------------- */
+
+static PyObject *
+shape_tuple(const tack_array *arr)
+{
+    int ndim = tack_array_ndim(arr);
+    PyObject *t = PyTuple_New(ndim);
+    if (!t) {
+        return NULL;
+    }
+    for (int k = 0; k < ndim; k++) {
+        PyObject *v = PyLong_FromLongLong(tack_array_shape(arr)[k]);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, v);
+    }
+    return t;
+}
+
+static PyObject *
+array_get_shape(PyObject *self, void *c)
+{
+    (void)c;
+    return shape_tuple(ARR(self));
+}
+
+static PyObject *
+array_get_dtype(PyObject *self, void *c)
+{
+    (void)c;
+    return Py_NewRef(tackpy_dtype_object(state_of(self), tack_array_dtype(ARR(self))));
+}
+
+static PyObject *
+array_get_ndim(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(tack_array_ndim(ARR(self)));
+}
+
+static PyObject *
+array_get_size(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(tack_array_nelem(ARR(self)));
+}
+
+static PyObject *
+array_get_nbytes(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(tack_array_nbytes(ARR(self)));
+}
+
+static PyObject *
+array_get_writable(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(tack_array_writable(ARR(self)));
+}
+
+static PyObject *
+array_get_device(PyObject *self, void *c)
+{
+    (void)c;
+    tack_device *dev = tack_array_device(ARR(self));
+    tack_device_retain(dev);
+    return tackpy_device_wrap(state_of(self), dev);
+}
+
+static PyObject *
+array_get_ptr(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(tack_array_data(ARR(self)));
+}
+
+static PyGetSetDef array_getset[] = {
+    {"shape", array_get_shape, NULL, "The extents, a tuple of ints.", NULL},
+    {"dtype", array_get_dtype, NULL, "The element type.", NULL},
+    {"ndim", array_get_ndim, NULL, "The number of dimensions.", NULL},
+    {"size", array_get_size, NULL, "The number of elements.", NULL},
+    {"nbytes", array_get_nbytes, NULL, "The size of the elements in bytes.", NULL},
+    {"writable", array_get_writable, NULL, "Whether host and kernel writes are allowed.",
+     NULL},
+    {"device", array_get_device, NULL, "The device holding the memory.", NULL},
+    {"ptr", array_get_ptr, NULL, "The address of the first element, as an int.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* ---- methods -------------------------------------------------------------------- */
+
+static PyObject *
+array_numpy(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return tackpy_array_to_numpy(state_of(self), ARR(self), NULL);
+}
+
+static PyObject *
+array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                   PyObject *kwnames)
+{
+    static const char *const names[] = {"dtype", "copy", NULL};
+    PyObject *a[2];
+    if (tackpy_parse_args("__array__", args, nargs, kwnames, names, 2, 0, a) < 0) {
+        return NULL;
+    }
+    if (a[1] == Py_False) {
+        return tackpy_raise_kind(state_of(self), TACK_KIND_VALUE,
+                                 "a Tack array cannot become a NumPy array without a copy "
+                                 "here: use np.from_dlpack(a) to share its memory");
+    }
+    return tackpy_array_to_numpy(state_of(self), ARR(self), a[0]);
+}
+
+static PyObject *
+array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    tackpy_state *st = state_of(self);
+    int64_t shape[TACK_MAX_NDIM];
+    int ndim;
+    if (nargs == 1) {
+        ndim = tackpy_parse_shape(st, args[0], shape);
+    }
+    else {
+        PyObject *t = PyTuple_New(nargs);
+        if (!t) {
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < nargs; k++) {
+            PyTuple_SET_ITEM(t, k, Py_NewRef(args[k]));
+        }
+        ndim = tackpy_parse_shape(st, t, shape);
+        Py_DECREF(t);
+    }
+    if (ndim < 0) {
+        return NULL;
+    }
+    tack_array *out;
+    tack_status status = tack_array_reshape(ARR(self), ndim, shape, &out);
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    return tackpy_array_wrap(st, out);
+}
+
+static PyObject *
+array_fill(PyObject *self, PyObject *value)
+{
+    tackpy_state *st = state_of(self);
+    tack_array *arr = ARR(self);
+    if (!tack_array_writable(arr)) {
+        return tackpy_raise(st, tack_array_fill(arr, NULL, tack_array_dtype(arr)));
+    }
+    unsigned char element[16];
+    if (tackpy_scalar_to_element(st, value, tack_array_dtype(arr), element) < 0) {
+        return NULL;
+    }
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = tack_array_fill(arr, element, tack_array_dtype(arr));
+    Py_END_ALLOW_THREADS
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+array_to_device(PyObject *self, PyObject *device)
+{
+    tackpy_state *st = state_of(self);
+    tack_device *dev;
+    if (tackpy_device_from_object(st, device, &dev) < 0) {
+        return NULL;
+    }
+    tack_array *out;
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = tack_array_to_device(ARR(self), dev, &out);
+    Py_END_ALLOW_THREADS
+    tack_device_release(dev);
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    return tackpy_array_wrap(st, out);
+}
+
+static PyObject *
+array_export_memory(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    tack_device *dev = tack_array_device(ARR(self));
+    return tackpy_raise_kind(state_of(self), TACK_KIND_RUNTIME,
+                             "Backend %s does not support memory export: only CUDA "
+                             "arrays (and Metal on macOS) can be exported as OS handles; "
+                             "share this array with DLPack instead",
+                             tack_device_backend_name(dev));
+}
+
+/* Reads a full index (an int or a tuple of ints) into a flat element offset. */
+static int
+flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offset)
+{
+    int ndim = tack_array_ndim(arr);
+    const int64_t *shape = tack_array_shape(arr);
+    PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
+    if (!items) {
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int rc = -1;
+    if (n != ndim) {
+        tackpy_raise_kind(st, TACK_KIND_INDEX,
+                          "a %d-d array takes %d indices, not %zd: Tack arrays have no "
+                          "slicing; use numpy() for a copy you can slice",
+                          ndim, ndim, n);
+        goto done;
+    }
+    size_t off = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *item = PyTuple_GET_ITEM(items, k);
+        if (!PyIndex_Check(item)) {
+            tackpy_raise_kind(st, TACK_KIND_INDEX,
+                              "only integer indices are supported, not %.100s: Tack "
+                              "arrays have no slicing",
+                              Py_TYPE(item)->tp_name);
+            goto done;
+        }
+        Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (i < 0) {
+            i += (Py_ssize_t)shape[k];
+        }
+        if (i < 0 || i >= shape[k]) {
+            tackpy_raise_kind(st, TACK_KIND_INDEX,
+                              "index %zd is out of range for dimension %zd of extent %lld",
+                              PyNumber_AsSsize_t(item, NULL), k, (long long)shape[k]);
+            goto done;
+        }
+        off = off * (size_t)shape[k] + (size_t)i;
+    }
+    *offset = off;
+    rc = 0;
+done:
+    Py_DECREF(items);
+    return rc;
+}
+
+static PyObject *
+array_getitem(PyObject *self, PyObject *key)
+{
+    tackpy_state *st = state_of(self);
+    tack_array *arr = ARR(self);
+    size_t off;
+    if (flat_index(st, arr, key, &off) < 0) {
+        return NULL;
+    }
+    tack_device *dev = tack_array_device(arr);
+    size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
+    unsigned char element[16];
+    if (tack_device_dlpack_type(dev) == 1) {
+        memcpy(element, (unsigned char *)tack_array_data(arr) + off * itemsize, itemsize);
+    }
+    else {
+        return tackpy_raise_kind(st, TACK_KIND_RUNTIME,
+                                 "element access needs a host array: use numpy()");
+    }
+    return tackpy_element_to_object(element, tack_array_dtype(arr));
+}
+
+static int
+array_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    tackpy_state *st = state_of(self);
+    tack_array *arr = ARR(self);
+    if (!value) {
+        PyErr_SetString(PyExc_TypeError, "Tack array elements cannot be deleted");
+        return -1;
+    }
+    if (!tack_array_writable(arr)) {
+        tackpy_raise_kind(st, TACK_KIND_READ_ONLY,
+                          "element store: the array is read-only (a read-only import or "
+                          "view); copy it with tack.array(...) to get a writable array");
+        return -1;
+    }
+    size_t off;
+    if (flat_index(st, arr, key, &off) < 0) {
+        return -1;
+    }
+    unsigned char element[16];
+    if (tackpy_scalar_to_element(st, value, tack_array_dtype(arr), element) < 0) {
+        return -1;
+    }
+    if (tack_device_dlpack_type(tack_array_device(arr)) != 1) {
+        tackpy_raise_kind(st, TACK_KIND_RUNTIME,
+                          "element stores need a host array: use copyto() or a kernel");
+        return -1;
+    }
+    size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
+    memcpy((unsigned char *)tack_array_data(arr) + off * itemsize, element, itemsize);
+    return 0;
+}
+
+static Py_ssize_t
+array_len(PyObject *self)
+{
+    tack_array *arr = ARR(self);
+    if (tack_array_ndim(arr) == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d array");
+        return -1;
+    }
+    return (Py_ssize_t)tack_array_shape(arr)[0];
+}
+
+static PyObject *
+array_repr(PyObject *self)
+{
+    tack_array *arr = ARR(self);
+    PyObject *shape = shape_tuple(arr);
+    if (!shape) {
+        return NULL;
+    }
+    tack_device *dev = tack_array_device(arr);
+    PyObject *r = PyUnicode_FromFormat(
+        "tack.Array(shape=%R, dtype=tack.%s, device='%s:%d'%s)", shape,
+        tack_dtype_get(tack_array_dtype(arr))->name, tack_device_backend_name(dev),
+        tack_device_ordinal(dev), tack_array_writable(arr) ? "" : ", writable=False");
+    Py_DECREF(shape);
+    return r;
+}
+
+static PyObject *
+array_class_getitem(PyObject *cls, PyObject *args)
+{
+    return Py_GenericAlias(cls, args);
+}
+
+static PyMethodDef array_methods[] = {
+    {"numpy", array_numpy, METH_NOARGS,
+     "numpy($self, /)\n--\n\nAn independent NumPy copy of the array."},
+    {"__array__", (PyCFunction)(void (*)(void))array_dunder_array,
+     METH_FASTCALL | METH_KEYWORDS,
+     "__array__($self, /, dtype=None, copy=None)\n--\n\nA NumPy copy (never a view)."},
+    {"reshape", (PyCFunction)(void (*)(void))array_reshape, METH_FASTCALL,
+     "reshape($self, /, *shape)\n--\n\nA view with another shape over the same memory."},
+    {"fill", array_fill, METH_O,
+     "fill($self, value, /)\n--\n\nSet every element to value."},
+    {"to_device", array_to_device, METH_O,
+     "to_device($self, device, /)\n--\n\nA copy of the array on device."},
+    {"export_memory", array_export_memory, METH_NOARGS,
+     "export_memory($self, /)\n--\n\nThe memory as an OS handle for another API."},
+    {"__class_getitem__", array_class_getitem, METH_O | METH_CLASS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+array_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static void
+array_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (((tackpy_Array *)self)->weakreflist) {
+        PyObject_ClearWeakRefs(self);
+    }
+    tack_array_release(ARR(self));
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef array_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(tackpy_Array, weakreflist), READONLY,
+     NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot array_slots[] = {
+    {Py_tp_repr, array_repr},
+    {Py_tp_getset, array_getset},
+    {Py_tp_methods, array_methods},
+    {Py_tp_members, array_members},
+    {Py_mp_subscript, array_getitem},
+    {Py_mp_ass_subscript, array_setitem},
+    {Py_mp_length, array_len},
+    {Py_tp_traverse, array_traverse},
+    {Py_tp_dealloc, array_dealloc},
+    {Py_tp_doc, "A C-contiguous array on a device. Make one with tack.empty, zeros, "
+                "full, array, from_dlpack or array_from_ptr."},
+    {0, NULL},
+};
+
+static PyType_Spec array_spec = {
+    .name = "tack.Array",
+    .basicsize = sizeof(tackpy_Array),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = array_slots,
+};
+
+int
+tackpy_array_init(PyObject *module, tackpy_state *st)
+{
+    st->Array_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &array_spec, NULL);
+    if (!st->Array_type || PyModule_AddType(module, st->Array_type) < 0) {
+        return -1;
+    }
+    return 0;
+}

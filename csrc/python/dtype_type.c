@@ -1,0 +1,244 @@
+/*
+ * dtype_type.c: tack.dtype, one immutable singleton per element type
+ * (tack.float32 is tack.f32). Arguments that take a dtype also accept its name,
+ * its alias, and anything numpy.dtype() understands.
+ */
+#include "tackpy.h"
+#include <string.h>
+
+PyObject *
+tackpy_dtype_object(tackpy_state *st, tack_dtype dtype)
+{
+    return st->dtypes[dtype];
+}
+
+/* Matches a NumPy type string ("<f4") against the scalar dtypes. */
+static int
+from_numpy_str(const char *s, tack_dtype *out)
+{
+    /* NumPy writes '=' or '|' where byte order does not apply or is native. */
+    char norm[8];
+    PyOS_snprintf(norm, sizeof norm, "%s", s);
+    if (norm[0] == '=') {
+        norm[0] = '<';
+    }
+    for (int k = 0; k < TACK_DTYPE_COUNT; k++) {
+        const tack_dtype_info *info = tack_dtype_get((tack_dtype)k);
+        if (info->ncomponents != 1) {
+            continue;
+        }
+        const char *np = info->numpy_str;
+        if (strcmp(np, norm) == 0 ||
+            (np[0] == '|' && norm[0] == '<' && strcmp(np + 1, norm + 1) == 0)) {
+            *out = (tack_dtype)k;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int
+tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
+{
+    if (Py_IS_TYPE(obj, st->DType_type)) {
+        *out = ((tackpy_DType *)obj)->dtype;
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        const char *name = PyUnicode_AsUTF8(obj);
+        if (!name) {
+            return -1;
+        }
+        if (tack_dtype_from_name(name, out) == TACK_OK) {
+            return 0;
+        }
+    }
+    /* Anything NumPy understands: np.float32, np.dtype("f4"), "f4", float. */
+    PyObject *np = tackpy_numpy(st);
+    if (!np) {
+        return -1;
+    }
+    PyObject *npdt = PyObject_CallMethod(np, "dtype", "O", obj);
+    if (!npdt) {
+        PyErr_Clear();
+        goto bad;
+    }
+    PyObject *str = PyObject_GetAttrString(npdt, "str");
+    Py_DECREF(npdt);
+    if (!str) {
+        PyErr_Clear();
+        goto bad;
+    }
+    const char *s = PyUnicode_Check(str) ? PyUnicode_AsUTF8(str) : NULL;
+    int rc = s ? from_numpy_str(s, out) : -1;
+    Py_DECREF(str);
+    if (rc == 0) {
+        return 0;
+    }
+bad:
+    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
+                 "%R is not a Tack dtype: use tack.bool, tack.int8..int64, "
+                 "tack.uint8..uint64, tack.float16/32/64 or tack.vec2/3/4",
+                 obj);
+    return -1;
+}
+
+static PyObject *
+dtype_repr(PyObject *self)
+{
+    return PyUnicode_FromFormat("tack.%s", tack_dtype_get(((tackpy_DType *)self)->dtype)->name);
+}
+
+static PyObject *
+dtype_str(PyObject *self)
+{
+    return PyUnicode_FromString(tack_dtype_get(((tackpy_DType *)self)->dtype)->name);
+}
+
+static Py_hash_t
+dtype_hash(PyObject *self)
+{
+    PyObject *name = dtype_str(self);
+    if (!name) {
+        return -1;
+    }
+    Py_hash_t h = PyObject_Hash(name);
+    Py_DECREF(name);
+    return h;
+}
+
+static PyObject *
+dtype_richcompare(PyObject *self, PyObject *other, int op)
+{
+    if (op != Py_EQ && op != Py_NE) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    tackpy_state *st = tackpy_state_of_type(Py_TYPE(self));
+    tack_dtype mine = ((tackpy_DType *)self)->dtype;
+    tack_dtype theirs;
+    int equal;
+    if (Py_IS_TYPE(other, st->DType_type)) {
+        equal = ((tackpy_DType *)other)->dtype == mine;
+    }
+    else if (PyUnicode_Check(other)) {
+        const char *s = PyUnicode_AsUTF8(other);
+        if (!s) {
+            return NULL;
+        }
+        equal = tack_dtype_from_name(s, &theirs) == TACK_OK && theirs == mine;
+        tack_clear_error();
+    }
+    else {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+}
+
+static PyObject *
+dtype_get_name(PyObject *self, void *c)
+{
+    (void)c;
+    return dtype_str(self);
+}
+
+static PyObject *
+dtype_get_itemsize(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(tack_dtype_get(((tackpy_DType *)self)->dtype)->itemsize);
+}
+
+static PyObject *
+dtype_get_ncomponents(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(tack_dtype_get(((tackpy_DType *)self)->dtype)->ncomponents);
+}
+
+static PyObject *
+dtype_get_kind(PyObject *self, void *c)
+{
+    (void)c;
+    char kind = tack_dtype_get(((tackpy_DType *)self)->dtype)->kind;
+    return PyUnicode_FromStringAndSize(&kind, 1);
+}
+
+static PyObject *
+dtype_get_numpy_str(PyObject *self, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(tack_dtype_get(((tackpy_DType *)self)->dtype)->numpy_str);
+}
+
+static PyGetSetDef dtype_getset[] = {
+    {"name", dtype_get_name, NULL, "The dtype's name, e.g. 'float32'.", NULL},
+    {"itemsize", dtype_get_itemsize, NULL, "Bytes per element.", NULL},
+    {"ncomponents", dtype_get_ncomponents, NULL, "1, or 2..4 for the vec types.", NULL},
+    {"kind", dtype_get_kind, NULL, "'b' bool, 'i' signed, 'u' unsigned, 'f' float.", NULL},
+    {"numpy_str", dtype_get_numpy_str, NULL, "The NumPy type string of the scalar.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static int
+dtype_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static void
+dtype_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot dtype_slots[] = {
+    {Py_tp_repr, dtype_repr},
+    {Py_tp_str, dtype_str},
+    {Py_tp_hash, dtype_hash},
+    {Py_tp_richcompare, dtype_richcompare},
+    {Py_tp_getset, dtype_getset},
+    {Py_tp_traverse, dtype_traverse},
+    {Py_tp_dealloc, dtype_dealloc},
+    {Py_tp_doc, "An element type of Tack arrays. The instances are module constants "
+                "(tack.float32 is tack.f32); there is no constructor."},
+    {0, NULL},
+};
+
+static PyType_Spec dtype_spec = {
+    .name = "tack.dtype",
+    .basicsize = sizeof(tackpy_DType),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = dtype_slots,
+};
+
+int
+tackpy_dtype_init(PyObject *module, tackpy_state *st)
+{
+    st->DType_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &dtype_spec, NULL);
+    if (!st->DType_type || PyModule_AddType(module, st->DType_type) < 0) {
+        return -1;
+    }
+    for (int k = 0; k < TACK_DTYPE_COUNT; k++) {
+        tackpy_DType *obj = PyObject_GC_New(tackpy_DType, st->DType_type);
+        if (!obj) {
+            return -1;
+        }
+        obj->dtype = (tack_dtype)k;
+        PyObject_GC_Track(obj);
+        st->dtypes[k] = (PyObject *)obj;
+        const tack_dtype_info *info = tack_dtype_get((tack_dtype)k);
+        if (PyModule_AddObjectRef(module, info->name, (PyObject *)obj) < 0) {
+            return -1;
+        }
+        if (strcmp(info->alias, info->name) != 0 &&
+            PyModule_AddObjectRef(module, info->alias, (PyObject *)obj) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,434 @@
+/*
+ * host_data.c: Python values in and out of host memory: shapes, scalars, contiguous
+ * host buffers from anything NumPy can read, NumPy copies of arrays, and the one
+ * argument parser of the extension.
+ */
+#include "tackpy.h"
+#include <math.h>
+#include <string.h>
+
+int
+tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames, const char *const *names, int npos_max,
+                  int nrequired, PyObject **out)
+{
+    int n = 0;
+    while (names[n]) {
+        out[n] = NULL;
+        n++;
+    }
+    if (nargs > npos_max) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
+                     fname, npos_max, npos_max == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        out[k] = args[k];
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int j = 0; j < n; j++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
+                found = j;
+                break;
+            }
+        }
+        if (found < 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                         fname, key);
+            return -1;
+        }
+        if (out[found]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
+                         fname, names[found]);
+            return -1;
+        }
+        out[found] = args[nargs + k];
+    }
+    for (int j = 0; j < nrequired; j++) {
+        if (!out[j]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fname,
+                         names[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
+parse_extent(tackpy_state *st, PyObject *item, int64_t *out)
+{
+    PyObject *index = PyNumber_Index(item);
+    if (!index) {
+        PyErr_Clear();
+        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
+                     "shape entries must be integers, not %.100s", Py_TYPE(item)->tp_name);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        tackpy_raise_kind(st, TACK_KIND_VALUE,
+                          "shape extent %R does not fit in 64 bits: use a smaller shape",
+                          item);
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+int
+tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
+{
+    if (PyLong_Check(obj) || (!PySequence_Check(obj) && PyIndex_Check(obj))) {
+        return parse_extent(st, obj, &shape[0]) < 0 ? -1 : 1;
+    }
+    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
+    if (!seq) {
+        PyErr_Clear();
+        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
+                     "shape must be an int or a sequence of ints, not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > TACK_MAX_NDIM) {
+        Py_DECREF(seq);
+        tackpy_raise_kind(st, TACK_KIND_VALUE,
+                          "a shape has at most %d dimensions, not %zd", TACK_MAX_NDIM, n);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (parse_extent(st, PySequence_Fast_GET_ITEM(seq, k), &shape[k]) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return (int)n;
+}
+
+/* The dtype of a struct-module format with the given item size. */
+static int
+dtype_from_format(const char *fmt, Py_ssize_t itemsize, tack_dtype *out)
+{
+    if (!fmt) {
+        fmt = "B";
+    }
+    if (*fmt == '@' || *fmt == '=' || *fmt == '<' || *fmt == '|') {
+        fmt++;
+    }
+    if (fmt[0] == '\0' || fmt[1] != '\0') {
+        return -1;
+    }
+    char c = fmt[0];
+    switch (c) {
+    case '?': *out = TACK_BOOL; return 0;
+    case 'e': *out = TACK_FLOAT16; return 0;
+    case 'f': *out = TACK_FLOAT32; return 0;
+    case 'd': *out = TACK_FLOAT64; return 0;
+    default: break;
+    }
+    static const tack_dtype sints[] = {TACK_INT8, TACK_INT16, TACK_INT32, TACK_INT64};
+    static const tack_dtype uints[] = {TACK_UINT8, TACK_UINT16, TACK_UINT32, TACK_UINT64};
+    int slot = itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
+    if (slot < 0) {
+        return -1;
+    }
+    if (strchr("bhilq", c)) {
+        *out = sints[slot];
+        return 0;
+    }
+    if (strchr("BHILQ", c)) {
+        *out = uints[slot];
+        return 0;
+    }
+    return -1;
+}
+
+static int
+host_from_buffer(tackpy_state *st, PyObject *obj, tackpy_host *out)
+{
+    if (PyObject_GetBuffer(obj, &out->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        return -1;
+    }
+    if (dtype_from_format(out->view.format, out->view.itemsize, &out->dtype) < 0) {
+        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
+                     "elements of format '%s' have no Tack dtype: convert the data to "
+                     "bool, an integer or a float type first",
+                     out->view.format ? out->view.format : "B");
+        PyBuffer_Release(&out->view);
+        return -1;
+    }
+    out->ndim = out->view.ndim;
+    if (out->ndim > TACK_MAX_NDIM) {
+        PyBuffer_Release(&out->view);
+        tackpy_raise_kind(st, TACK_KIND_VALUE, "data has more than %d dimensions",
+                          TACK_MAX_NDIM);
+        return -1;
+    }
+    out->nscalars = 1;
+    for (int k = 0; k < out->ndim; k++) {
+        out->shape[k] = (int64_t)out->view.shape[k];
+        out->nscalars *= (size_t)out->view.shape[k];
+    }
+    if (out->ndim == 0) {
+        out->nscalars = 1;
+    }
+    out->owner = Py_NewRef(obj);
+    return 0;
+}
+
+int
+tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out)
+{
+    memset(out, 0, sizeof *out);
+    if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyByteArray_Check(obj)) {
+        if (host_from_buffer(st, obj, out) == 0) {
+            return 0;
+        }
+        if (!PyErr_ExceptionMatches(PyExc_BufferError) &&
+            !PyErr_ExceptionMatches(PyExc_ValueError)) {
+            return -1;
+        }
+        PyErr_Clear(); /* not contiguous: let NumPy make it so */
+    }
+    PyObject *np = tackpy_numpy(st);
+    if (!np) {
+        return -1;
+    }
+    PyObject *contiguous = PyObject_CallMethod(np, "ascontiguousarray", "O", obj);
+    if (!contiguous) {
+        return -1;
+    }
+    int rc = host_from_buffer(st, contiguous, out);
+    Py_DECREF(contiguous);
+    return rc;
+}
+
+void
+tackpy_host_release(tackpy_host *h)
+{
+    PyBuffer_Release(&h->view);
+    Py_CLEAR(h->owner);
+}
+
+/* Range checks for Python ints going into integer dtypes. */
+static int
+int_fits(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    if (overflow > 0 && dtype == TACK_UINT64) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(obj);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            goto range;
+        }
+        memcpy(out, &u, 8);
+        return 0;
+    }
+    if (overflow) {
+        goto range;
+    }
+    if (info->kind == 'f') {
+        double d = (double)v;
+        tack_convert(out, dtype, &d, TACK_FLOAT64, 1);
+        return 0;
+    }
+    if (info->kind == 'b') {
+        *(uint8_t *)out = v != 0;
+        return 0;
+    }
+    unsigned bits = (unsigned)info->itemsize * 8u;
+    if (info->kind == 'i') {
+        long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
+        long long hi = bits == 64 ? INT64_MAX : (1LL << (bits - 1)) - 1;
+        if (v < lo || v > hi) {
+            goto range;
+        }
+    }
+    else if (v < 0 || (bits < 64 && (unsigned long long)v > (1ULL << bits) - 1)) {
+        goto range;
+    }
+    int64_t v64 = (int64_t)v;
+    tack_convert(out, dtype, &v64, TACK_INT64, 1);
+    return 0;
+range:
+    PyErr_Format(st->kind_exc[TACK_KIND_OVERFLOW],
+                 "Python integer %R is out of bounds for %s", obj, info->name);
+    return -1;
+}
+
+int
+tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    if (info->ncomponents > 1 && PySequence_Check(obj) && !PyUnicode_Check(obj)) {
+        Py_ssize_t n = PySequence_Size(obj);
+        if (n != (Py_ssize_t)info->ncomponents) {
+            if (n >= 0) {
+                tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                  "a %s element has %d components, not %zd", info->name,
+                                  (int)info->ncomponents, n);
+            }
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *item = PySequence_GetItem(obj, k);
+            if (!item) {
+                return -1;
+            }
+            int rc = tackpy_scalar_to_element(st, item, TACK_FLOAT32,
+                                              (float *)out + k);
+            Py_DECREF(item);
+            if (rc < 0) {
+                return -1;
+            }
+        }
+        return 0;
+    }
+    tack_dtype scalar = info->scalar;
+    unsigned char one[8];
+    if (PyBool_Check(obj)) {
+        one[0] = obj == Py_True;
+        tack_convert(one + 0, scalar, one, TACK_BOOL, 1);
+        memcpy(out, one, tack_dtype_get(scalar)->itemsize);
+    }
+    else if (PyLong_Check(obj)) {
+        if (int_fits(st, obj, scalar, out) < 0) {
+            return -1;
+        }
+    }
+    else if (PyFloat_Check(obj) || PyIndex_Check(obj) || PyNumber_Check(obj)) {
+        if (PyIndex_Check(obj) && !PyFloat_Check(obj)) {
+            PyObject *index = PyNumber_Index(obj);
+            if (!index) {
+                return -1;
+            }
+            int rc = int_fits(st, index, scalar, out);
+            Py_DECREF(index);
+            if (rc < 0) {
+                return -1;
+            }
+        }
+        else {
+            double d = PyFloat_AsDouble(obj);
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto bad;
+            }
+            tack_convert(out, scalar, &d, TACK_FLOAT64, 1);
+        }
+    }
+    else {
+        goto bad;
+    }
+    /* Vec types repeat a scalar in every component. */
+    size_t ssize = tack_dtype_get(scalar)->itemsize;
+    for (size_t c = 1; c < info->ncomponents; c++) {
+        memcpy((unsigned char *)out + c * ssize, out, ssize);
+    }
+    return 0;
+bad:
+    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
+                 "cannot store a %.100s in a %s array: give a bool, int or float",
+                 Py_TYPE(obj)->tp_name, info->name);
+    return -1;
+}
+
+PyObject *
+tackpy_element_to_object(const void *p, tack_dtype dtype)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    if (info->ncomponents > 1) {
+        PyObject *t = PyTuple_New(info->ncomponents);
+        if (!t) {
+            return NULL;
+        }
+        for (Py_ssize_t k = 0; k < info->ncomponents; k++) {
+            PyObject *v = PyFloat_FromDouble(((const float *)p)[k]);
+            if (!v) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(t, k, v);
+        }
+        return t;
+    }
+    switch (info->kind) {
+    case 'b': return PyBool_FromLong(*(const uint8_t *)p != 0);
+    case 'f': {
+        double d;
+        tack_convert(&d, TACK_FLOAT64, p, dtype, 1);
+        return PyFloat_FromDouble(d);
+    }
+    case 'u': {
+        uint64_t u;
+        tack_convert(&u, TACK_UINT64, p, dtype, 1);
+        return PyLong_FromUnsignedLongLong(u);
+    }
+    default: {
+        int64_t i;
+        tack_convert(&i, TACK_INT64, p, dtype, 1);
+        return PyLong_FromLongLong(i);
+    }
+    }
+}
+
+PyObject *
+tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype)
+{
+    PyObject *np = tackpy_numpy(st);
+    if (!np) {
+        return NULL;
+    }
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(arr));
+    int ndim = tack_array_ndim(arr);
+    int extra = info->ncomponents > 1;
+    PyObject *shape = PyTuple_New(ndim + extra);
+    if (!shape) {
+        return NULL;
+    }
+    for (int k = 0; k < ndim; k++) {
+        PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(tack_array_shape(arr)[k]));
+    }
+    if (extra) {
+        PyTuple_SET_ITEM(shape, ndim, PyLong_FromLong(info->ncomponents));
+    }
+    PyObject *out = PyObject_CallMethod(np, "empty", "Os", shape, info->numpy_str);
+    Py_DECREF(shape);
+    if (!out) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS
+    status = tack_array_copy_to_host(arr, view.buf, info->scalar);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (status != TACK_OK) {
+        Py_DECREF(out);
+        return tackpy_raise(st, status);
+    }
+    if (dtype && dtype != Py_None) {
+        PyObject *cast = PyObject_CallMethod(out, "astype", "O", dtype);
+        Py_DECREF(out);
+        return cast;
+    }
+    return out;
+}

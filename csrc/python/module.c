@@ -1,0 +1,156 @@
+/*
+ * module.c: the extension module tack._tack: its state, its functions and its
+ * initialisation (multi-phase, PEP 489; one state per module object, no C globals
+ * holding Python objects).
+ */
+#include "tackpy.h"
+
+tackpy_state *
+tackpy_state_of_type(PyTypeObject *type)
+{
+    PyObject *module = PyType_GetModuleByDef(type, &tackpy_module_def);
+    return module ? PyModule_GetState(module) : NULL;
+}
+
+PyObject *
+tackpy_numpy(tackpy_state *st)
+{
+    if (!st->numpy) {
+        st->numpy = PyImport_ImportModule("numpy");
+    }
+    return st->numpy;
+}
+
+static PyObject *
+synchronize_fn(PyObject *module, PyObject *unused)
+{
+    (void)unused;
+    tackpy_state *st = PyModule_GetState(module);
+    tack_device *dev;
+    tack_status status = tack_default_device(&dev);
+    if (status == TACK_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        status = tack_device_synchronize(dev);
+        Py_END_ALLOW_THREADS
+        tack_device_release(dev);
+    }
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    Py_RETURN_NONE;
+}
+
+#define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
+
+static PyMethodDef module_methods[] = {
+    {"empty", FASTKW(tackpy_empty_fn),
+     "empty(shape, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
+     "A new array with uninitialized elements."},
+    {"zeros", FASTKW(tackpy_zeros_fn),
+     "zeros(shape, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
+     "A new array of zeros."},
+    {"full", FASTKW(tackpy_full_fn),
+     "full(shape, fill_value, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
+     "A new array with every element set to fill_value."},
+    {"array", FASTKW(tackpy_array_fn),
+     "array(obj, dtype=None, device=None)\n--\n\n"
+     "A new array holding a copy of obj (anything NumPy can read, or a Tack array)."},
+    {"copyto", FASTKW(tackpy_copyto_fn),
+     "copyto(dst, src)\n--\n\n"
+     "Replace the elements of dst with those of src, converting to dst's dtype."},
+    {"device", FASTKW(tackpy_device_fn),
+     "device(name, ordinal=0, **options)\n--\n\n"
+     "A device: 'cpu', 'cuda', 'hip' or 'level_zero' ('cuda:1' names an ordinal)."},
+    {"set_default_device", FASTKW(tackpy_set_default_device_fn),
+     "set_default_device(name, ordinal=0, **options)\n--\n\n"
+     "Make a device the default for new arrays and imports; returns it."},
+    {"get_default_device", tackpy_get_default_device_fn, METH_NOARGS,
+     "get_default_device()\n--\n\nThe default device."},
+    {"synchronize", synchronize_fn, METH_NOARGS,
+     "synchronize()\n--\n\nWait for every launch queued on the default device."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+module_exec(PyObject *module)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    if (tackpy_errors_init(module, st) < 0 || tackpy_dtype_init(module, st) < 0 ||
+        tackpy_device_init(module, st) < 0 || tackpy_array_init(module, st) < 0) {
+        return -1;
+    }
+    if (PyModule_AddIntConstant(module, "MAX_NDIM", TACK_MAX_NDIM) < 0 ||
+        PyModule_AddStringConstant(module, "__version__", TACK_VERSION) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    Py_VISIT(st->Array_type);
+    Py_VISIT(st->Device_type);
+    Py_VISIT(st->DType_type);
+    for (int k = 0; k < TACK_DTYPE_COUNT; k++) {
+        Py_VISIT(st->dtypes[k]);
+    }
+    Py_VISIT(st->TackError);
+    for (int k = 0; k < TACK_KIND_COUNT; k++) {
+        Py_VISIT(st->kind_exc[k]);
+    }
+    Py_VISIT(st->KernelError);
+    Py_VISIT(st->numpy);
+    return 0;
+}
+
+static int
+module_clear(PyObject *module)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    Py_CLEAR(st->Array_type);
+    Py_CLEAR(st->Device_type);
+    Py_CLEAR(st->DType_type);
+    for (int k = 0; k < TACK_DTYPE_COUNT; k++) {
+        Py_CLEAR(st->dtypes[k]);
+    }
+    Py_CLEAR(st->TackError);
+    for (int k = 0; k < TACK_KIND_COUNT; k++) {
+        Py_CLEAR(st->kind_exc[k]);
+    }
+    Py_CLEAR(st->KernelError);
+    Py_CLEAR(st->numpy);
+    return 0;
+}
+
+static void
+module_free(void *module)
+{
+    module_clear(module);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+PyModuleDef tackpy_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tack._tack",
+    .m_doc = "The C core of Tack: arrays, devices, DLPack and kernel launches.",
+    .m_size = sizeof(tackpy_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__tack(void);
+
+PyMODINIT_FUNC
+PyInit__tack(void)
+{
+    return PyModuleDef_Init(&tackpy_module_def);
+}

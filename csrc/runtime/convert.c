@@ -1,0 +1,202 @@
+/*
+ * convert.c: element conversion between scalar dtypes on the host, used by
+ * copy-in, copy-out, copyto and fill.
+ *
+ * Rules (documented in docs/architecture.md): the same dtype is a memcpy; to bool is
+ * "nonzero"; integer to integer wraps modulo 2^bits like a C cast through the
+ * unsigned type; float to integer truncates toward zero, saturates at the target's
+ * range and maps NaN to 0, because a C cast of an out-of-range float is undefined
+ * behaviour; integer and float to float round to nearest.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* IEEE half <-> single, by hand: C11 has no portable half type. */
+float
+tack__half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        }
+        else {
+            /* Subnormal half: normalise into a float. */
+            int e = -1;
+            do {
+                e++;
+                mant <<= 1;
+            } while ((mant & 0x400u) == 0);
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+        }
+    }
+    else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    }
+    else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t
+tack__float_to_half(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t exp = (x >> 23) & 0xffu;
+    uint32_t mant = x & 0x7fffffu;
+    if (exp == 0xff) {
+        /* Inf stays Inf; NaN stays a quiet NaN. */
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    }
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 0x1f) {
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (e <= 0) {
+        if (e < -10) {
+            return sign;
+        }
+        /* Subnormal half, round to nearest even. */
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t half_mant = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1u);
+        uint32_t halfway = 1u << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (half_mant & 1u))) {
+            half_mant++;
+        }
+        return (uint16_t)(sign | half_mant);
+    }
+    uint32_t half = ((uint32_t)e << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) {
+        half++; /* may carry into the exponent, which rounds up to Inf correctly */
+    }
+    return (uint16_t)(sign | half);
+}
+
+/* A scalar read in its widest form. */
+typedef struct {
+    char kind; /* 'i' (and bool), 'u' or 'f' */
+    int64_t i;
+    uint64_t u;
+    double f;
+} wide;
+
+static wide
+load(const void *p, tack_dtype dt)
+{
+    wide w = {'i', 0, 0, 0.0};
+    switch (dt) {
+    case TACK_BOOL: w.i = *(const uint8_t *)p != 0; break;
+    case TACK_INT8: w.i = *(const int8_t *)p; break;
+    case TACK_INT16: w.i = *(const int16_t *)p; break;
+    case TACK_INT32: w.i = *(const int32_t *)p; break;
+    case TACK_INT64: w.i = *(const int64_t *)p; break;
+    case TACK_UINT8: w.kind = 'u'; w.u = *(const uint8_t *)p; break;
+    case TACK_UINT16: w.kind = 'u'; w.u = *(const uint16_t *)p; break;
+    case TACK_UINT32: w.kind = 'u'; w.u = *(const uint32_t *)p; break;
+    case TACK_UINT64: w.kind = 'u'; w.u = *(const uint64_t *)p; break;
+    case TACK_FLOAT16: w.kind = 'f'; w.f = tack__half_to_float(*(const uint16_t *)p); break;
+    case TACK_FLOAT32:
+    case TACK_VEC2F:
+    case TACK_VEC3F:
+    case TACK_VEC4F: w.kind = 'f'; w.f = *(const float *)p; break;
+    case TACK_FLOAT64: w.kind = 'f'; w.f = *(const double *)p; break;
+    default: break;
+    }
+    return w;
+}
+
+static double
+wide_as_double(wide w)
+{
+    switch (w.kind) {
+    case 'u': return (double)w.u;
+    case 'f': return w.f;
+    default: return (double)w.i;
+    }
+}
+
+/* The value as an unsigned 64-bit pattern, for integer targets. */
+static uint64_t
+wide_as_bits(wide w, int64_t lo, uint64_t hi)
+{
+    if (w.kind == 'u') {
+        return w.u;
+    }
+    if (w.kind == 'i') {
+        return (uint64_t)w.i;
+    }
+    /* Float: truncate, saturate to [lo, hi], NaN -> 0. */
+    double f = w.f;
+    if (isnan(f)) {
+        return 0;
+    }
+    if (f <= (double)lo) {
+        return (uint64_t)lo;
+    }
+    if (f >= (double)hi) {
+        return hi;
+    }
+    f = trunc(f);
+    return f < 0 ? (uint64_t)(int64_t)f : (uint64_t)f;
+}
+
+static void
+store(void *p, tack_dtype dt, wide w)
+{
+    switch (dt) {
+    case TACK_BOOL: {
+        int nz = w.kind == 'f' ? w.f != 0.0 : (w.kind == 'u' ? w.u != 0 : w.i != 0);
+        *(uint8_t *)p = (uint8_t)nz;
+        break;
+    }
+    case TACK_INT8: *(int8_t *)p = (int8_t)(uint8_t)wide_as_bits(w, INT8_MIN, INT8_MAX); break;
+    case TACK_INT16: *(int16_t *)p = (int16_t)(uint16_t)wide_as_bits(w, INT16_MIN, INT16_MAX); break;
+    case TACK_INT32: *(int32_t *)p = (int32_t)(uint32_t)wide_as_bits(w, INT32_MIN, INT32_MAX); break;
+    case TACK_INT64: *(int64_t *)p = (int64_t)wide_as_bits(w, INT64_MIN, INT64_MAX); break;
+    case TACK_UINT8: *(uint8_t *)p = (uint8_t)wide_as_bits(w, 0, UINT8_MAX); break;
+    case TACK_UINT16: *(uint16_t *)p = (uint16_t)wide_as_bits(w, 0, UINT16_MAX); break;
+    case TACK_UINT32: *(uint32_t *)p = (uint32_t)wide_as_bits(w, 0, UINT32_MAX); break;
+    case TACK_UINT64: *(uint64_t *)p = wide_as_bits(w, 0, UINT64_MAX); break;
+    case TACK_FLOAT16: *(uint16_t *)p = tack__float_to_half((float)wide_as_double(w)); break;
+    case TACK_FLOAT32:
+    case TACK_VEC2F:
+    case TACK_VEC3F:
+    case TACK_VEC4F: *(float *)p = (float)wide_as_double(w); break;
+    case TACK_FLOAT64: *(double *)p = wide_as_double(w); break;
+    default: break;
+    }
+}
+
+void
+tack_convert(void *dst, tack_dtype dst_dtype, const void *src, tack_dtype src_dtype,
+              size_t n)
+{
+    const tack_dtype_info *di = tack_dtype_get(dst_dtype);
+    const tack_dtype_info *si = tack_dtype_get(src_dtype);
+    dst_dtype = di->scalar;
+    src_dtype = si->scalar;
+    size_t dsize = tack_dtype_get(dst_dtype)->itemsize;
+    size_t ssize = tack_dtype_get(src_dtype)->itemsize;
+    if (dst_dtype == src_dtype) {
+        memmove(dst, src, n * dsize);
+        return;
+    }
+    unsigned char *d = dst;
+    const unsigned char *s = src;
+    for (size_t k = 0; k < n; k++) {
+        store(d + k * dsize, dst_dtype, load(s + k * ssize, src_dtype));
+    }
+}

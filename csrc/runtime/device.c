@@ -1,0 +1,257 @@
+/*
+ * device.c: opening devices, the registry of plain devices and the default device.
+ *
+ * Invariants: a registry device (opened without options) is made once per (backend,
+ * ordinal), lives until the process ends and is never freed, so a borrowed pointer to
+ * it never dangles; a device opened with options is refcounted and closed with its
+ * backend when the last reference goes.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Ordinals above this are refused: no machine has that many devices of one kind. */
+#define TACK__MAX_ORDINAL 64
+
+static const tack_backend *const backends[] = {
+    &tack__backend_cpu,
+    &tack__backend_cuda,
+    &tack__backend_hip,
+    &tack__backend_level_zero,
+};
+#define TACK__NBACKENDS (sizeof backends / sizeof backends[0])
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static tack_device *registry[TACK__NBACKENDS][TACK__MAX_ORDINAL];
+static tack_device *default_device; /* Owned reference; NULL means the CPU */
+
+static const tack_backend *
+find_backend(const char *name, size_t *index)
+{
+    for (size_t i = 0; i < TACK__NBACKENDS; i++) {
+        if (strcmp(backends[i]->name, name) == 0) {
+            *index = i;
+            return backends[i];
+        }
+    }
+    return NULL;
+}
+
+tack_status
+tack_device_parse(const char *spec, char *name_out, size_t name_cap, int *ordinal)
+{
+    if (!spec || !*spec) {
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                          "empty device name: use 'cpu', 'cuda', 'hip' or 'level_zero'");
+    }
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (len + 1 > name_cap) {
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE, "unknown device '%.64s': use 'cpu', "
+                          "'cuda', 'hip' or 'level_zero'", spec);
+    }
+    int ord = *ordinal;
+    if (colon) {
+        const char *p = colon + 1;
+        if (*p == '\0') {
+            return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                              "device '%.64s' has no ordinal after ':': write e.g. 'cuda:1'",
+                              spec);
+        }
+        long v = 0;
+        for (; *p; p++) {
+            if (*p < '0' || *p > '9' || v > TACK__MAX_ORDINAL) {
+                return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                                  "device '%.64s' has a bad ordinal: write e.g. 'cuda:1'",
+                                  spec);
+            }
+            v = v * 10 + (*p - '0');
+        }
+        ord = (int)v;
+    }
+    memcpy(name_out, spec, len);
+    name_out[len] = '\0';
+    *ordinal = ord;
+    return TACK_OK;
+}
+
+bool
+tack_device_accepts_option(const char *name, const char *option)
+{
+    size_t index;
+    const tack_backend *b = find_backend(name, &index);
+    if (!b || !b->option_names) {
+        return false;
+    }
+    for (const char *const *o = b->option_names; *o; o++) {
+        if (strcmp(*o, option) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static tack_status
+device_make(const tack_backend *b, int ordinal, const tack_device_options *options,
+            tack_device **out)
+{
+    void *state = NULL;
+    tack_status st = b->open(ordinal, options, &state);
+    if (st != TACK_OK) {
+        return st;
+    }
+    tack_device *dev;
+    st = tack__new(sizeof *dev, (void **)&dev);
+    if (st != TACK_OK) {
+        if (b->close) {
+            b->close(state);
+        }
+        return st;
+    }
+    atomic_init(&dev->refcount, 1);
+    dev->backend = b;
+    dev->ordinal = ordinal;
+    dev->state = state;
+    dev->external_context = options && options->external_context;
+    dev->memory_domain = b->memory_domain(state, ordinal);
+    *out = dev;
+    return TACK_OK;
+}
+
+tack_status
+tack_device_open(const char *name, int ordinal, const tack_device_options *options,
+                 tack_device **out)
+{
+    if (!name) {
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE, "no device name given");
+    }
+    if (strcmp(name, "metal") == 0) {
+        return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
+                          "the 'metal' backend exists only on macOS with Apple GPUs; on "
+                          "this system use 'cpu', 'cuda', 'hip' or 'level_zero'");
+    }
+    size_t index;
+    const tack_backend *b = find_backend(name, &index);
+    if (!b) {
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                          "unknown device '%.64s': use 'cpu', 'cuda', 'hip' or "
+                          "'level_zero'",
+                          name);
+    }
+    if (ordinal < 0 || ordinal >= TACK__MAX_ORDINAL) {
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                          "device ordinal %d is out of range for '%s': use 0..%d", ordinal,
+                          name, TACK__MAX_ORDINAL - 1);
+    }
+    if (options && options->external_context) {
+        return device_make(b, ordinal, options, out);
+    }
+    pthread_mutex_lock(&registry_lock);
+    tack_device *dev = registry[index][ordinal];
+    tack_status st = TACK_OK;
+    if (!dev) {
+        st = device_make(b, ordinal, NULL, &dev);
+        if (st == TACK_OK) {
+            dev->in_registry = true;
+            registry[index][ordinal] = dev;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (st == TACK_OK) {
+        *out = dev;
+    }
+    return st;
+}
+
+void
+tack_device_retain(tack_device *dev)
+{
+    if (dev && !dev->in_registry) {
+        atomic_fetch_add_explicit(&dev->refcount, 1, memory_order_relaxed);
+    }
+}
+
+void
+tack_device_release(tack_device *dev)
+{
+    if (!dev || dev->in_registry) {
+        return;
+    }
+    if (atomic_fetch_sub_explicit(&dev->refcount, 1, memory_order_acq_rel) == 1) {
+        if (dev->backend->close) {
+            dev->backend->close(dev->state);
+        }
+        tack__free(dev);
+    }
+}
+
+const char *
+tack_device_backend_name(const tack_device *dev)
+{
+    return dev->backend->name;
+}
+
+int
+tack_device_ordinal(const tack_device *dev)
+{
+    return dev->ordinal;
+}
+
+int
+tack_device_dlpack_type(const tack_device *dev)
+{
+    return dev->backend->dlpack_device_type;
+}
+
+uint64_t
+tack_device_memory_domain(const tack_device *dev)
+{
+    return dev->memory_domain;
+}
+
+bool
+tack_device_has_external_context(const tack_device *dev)
+{
+    return dev->external_context;
+}
+
+const tack_backend *
+tack_device_backend(const tack_device *dev)
+{
+    return dev->backend;
+}
+
+tack_status
+tack_device_synchronize(tack_device *dev)
+{
+    return dev->backend->synchronize ? dev->backend->synchronize(dev->state) : TACK_OK;
+}
+
+tack_status
+tack_default_device(tack_device **out)
+{
+    pthread_mutex_lock(&registry_lock);
+    tack_device *dev = default_device;
+    if (dev) {
+        tack_device_retain(dev);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (dev) {
+        *out = dev;
+        return TACK_OK;
+    }
+    return tack_device_open("cpu", 0, NULL, out);
+}
+
+void
+tack_set_default_device(tack_device *dev)
+{
+    tack_device_retain(dev);
+    pthread_mutex_lock(&registry_lock);
+    tack_device *old = default_device;
+    default_device = dev;
+    pthread_mutex_unlock(&registry_lock);
+    tack_device_release(old);
+}

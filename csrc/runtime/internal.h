@@ -1,0 +1,85 @@
+/*
+ * internal.h: what the runtime's files share with each other and nothing else.
+ * Names here are tack__*: not exported, not for the extension, free to change.
+ */
+#ifndef TACK_INTERNAL_H
+#define TACK_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tack/alloc.h"
+#include "tack/array.h"
+#include "tack/backend.h"
+#include "tack/device.h"
+#include "tack/dtype.h"
+#include "tack/status.h"
+
+#if defined(__GNUC__)
+#define TACK__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TACK__PRINTF(fmt, args)
+#endif
+
+/* ---- errors (status.c) ------------------------------------------------------- */
+
+/* Records a message for tack_last_error() and returns st, so a failure reads
+ * `return tack__fail(TACK_ERR_BAD_SHAPE, "...", ...);`. */
+tack_status tack__fail(tack_status st, const char *fmt, ...) TACK__PRINTF(2, 3);
+
+/* ---- allocation (alloc.c) ----------------------------------------------------- */
+
+/* Through the hook of alloc.h. nbytes 0 is allowed and returns a unique pointer. */
+void *tack__alloc(size_t nbytes, size_t alignment);
+void *tack__calloc(size_t nbytes);
+void tack__free(void *ptr);
+/* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
+tack_status tack__new(size_t nbytes, void **out);
+
+/* ---- devices (device.c) -------------------------------------------------------- */
+
+struct tack_device {
+    atomic_size_t refcount;
+    const tack_backend *backend; /* Borrowed: static table */
+    int ordinal;
+    void *state;                 /* Owned: made by backend->open */
+    bool external_context;       /* opened with options: not in the registry */
+    bool in_registry;            /* registry devices are never freed */
+    uint64_t memory_domain;
+};
+
+/* ---- buffers and arrays (buffer.c, array.c) ---------------------------------- */
+
+struct tack_buffer {
+    atomic_size_t refcount;
+    tack_device *device;      /* Owned reference */
+    void *data;               /* device address; NULL only when nbytes is 0 */
+    size_t nbytes;
+    tack_owner_kind owner;
+    atomic_uint flags;        /* enum tack_buffer_flags */
+    tack_release_fn release;  /* imported only: runs once at the last release */
+    void *release_ctx;
+};
+
+struct tack_array {
+    atomic_size_t refcount;
+    tack_buffer *buffer;      /* Owned reference; the array starts at its first byte */
+    tack_dtype dtype;
+    bool writable;            /* per array: a read-only view of a writable buffer */
+    int32_t ndim;
+    size_t nelem;             /* product of shape */
+    size_t nbytes;            /* nelem * itemsize, checked for overflow */
+    int64_t shape[];          /* ndim extents, row-major */
+};
+
+/* ---- conversion (convert.c) ------------------------------------------------------ */
+
+/* Element conversion is public: tack_convert() in dtype.h. */
+
+float tack__half_to_float(uint16_t h);
+uint16_t tack__float_to_half(float f);
+
+#endif /* TACK_INTERNAL_H */

@@ -1,0 +1,186 @@
+/*
+ * array.h: buffers and arrays.
+ *
+ * A buffer is a refcounted block of memory on one device. Its owner kind says who
+ * frees the memory:
+ *   own       Tack allocated it and frees it with the backend when the last
+ *             reference goes;
+ *   wrapped   a raw pointer whose lifetime is the caller's (array_from_ptr);
+ *   imported  memory held for someone else: the release callback runs exactly once,
+ *             when the last reference goes (a DLPack import calls the producer's
+ *             deleter there).
+ * Reference counts are C11 atomics: a buffer may be released from any thread.
+ *
+ * An array is a buffer plus dtype and shape. Arrays are always C-contiguous from the
+ * start of their buffer; reshape makes a new array over the same buffer. An array is
+ * immutable apart from its elements, so it is shared between threads by reference
+ * counting alone.
+ */
+#ifndef TACK_ARRAY_H
+#define TACK_ARRAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tack/device.h"
+#include "tack/dtype.h"
+#include "tack/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Enough for every array NumPy can make (NPY_MAXDIMS is 64). */
+#define TACK_MAX_NDIM 64
+
+typedef struct tack_buffer tack_buffer;
+typedef struct tack_array tack_array;
+
+typedef enum tack_owner_kind {
+    TACK_OWNER_OWN = 0,
+    TACK_OWNER_WRAPPED,
+    TACK_OWNER_IMPORTED
+} tack_owner_kind;
+
+enum tack_buffer_flags {
+    TACK_BUFFER_WRITABLE = 1u << 0,   /* host and kernel writes allowed */
+    TACK_BUFFER_SHARED = 1u << 1,     /* every launch using it completes before return */
+    TACK_BUFFER_EXPORTABLE = 1u << 2  /* exportable as an OS handle (CUDA VMM) */
+};
+
+/* Called once, from whichever thread drops the last reference. */
+typedef void (*tack_release_fn)(void *ctx);
+
+/* ---- buffers ---------------------------------------------------------------- */
+
+/*
+ * Allocates nbytes on dev (owner kind own). flags: TACK_BUFFER_WRITABLE and
+ * TACK_BUFFER_EXPORTABLE are honoured. Returns: new reference in *out, release with
+ * tack_buffer_release(). Out: set only on success.
+ */
+TACK_API tack_status tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags,
+                                     tack_buffer **out);
+
+/*
+ * Wraps memory Tack does not own. With release == NULL the buffer is wrapped (the
+ * caller keeps the memory alive); otherwise it is imported and release(ctx) runs
+ * exactly once when the last reference goes. The buffer is shared from birth.
+ * Consumes the release obligation, even on failure: if this fails, release(ctx) has
+ * already been called. Returns: new reference in *out. Out: set only on success.
+ */
+TACK_API tack_status tack_buffer_wrap(tack_device *dev, void *data, size_t nbytes,
+                                      unsigned flags, tack_release_fn release,
+                                      void *ctx, tack_buffer **out);
+
+TACK_API void tack_buffer_retain(tack_buffer *buf);
+/* Drops a reference; the last one frees the memory (own) or runs release (imported).
+ * Safe from any thread and without any interpreter lock. NULL is ignored. */
+TACK_API void tack_buffer_release(tack_buffer *buf);
+
+TACK_API void *tack_buffer_data(const tack_buffer *buf);
+TACK_API size_t tack_buffer_nbytes(const tack_buffer *buf);
+TACK_API unsigned tack_buffer_flags(const tack_buffer *buf);
+TACK_API tack_owner_kind tack_buffer_owner(const tack_buffer *buf);
+/* Borrowed: valid while buf lives. */
+TACK_API tack_device *tack_buffer_device(const tack_buffer *buf);
+/* Waits for the launches queued so far that use the buffer, then marks it shared:
+ * every later launch that uses it completes before it returns. */
+TACK_API tack_status tack_buffer_share(tack_buffer *buf);
+
+/* ---- arrays ----------------------------------------------------------------- */
+
+/*
+ * Computes the element count of a shape, refusing negative extents, ndim outside
+ * [0, TACK_MAX_NDIM] and products (also in bytes of itemsize) that overflow.
+ * Out: *nelem only on success. Errors: TACK_ERR_BAD_SHAPE, TACK_ERR_SIZE_OVERFLOW.
+ */
+TACK_API tack_status tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize,
+                                     size_t *nelem);
+
+/*
+ * A new array with uninitialized elements on dev. flags as for tack_buffer_new.
+ * Returns: new reference in *out, release with tack_array_release().
+ */
+TACK_API tack_status tack_array_empty(tack_device *dev, tack_dtype dtype, int32_t ndim,
+                                      const int64_t *shape, unsigned flags,
+                                      tack_array **out);
+
+/* As tack_array_empty, with every byte zero. */
+TACK_API tack_status tack_array_zeros(tack_device *dev, tack_dtype dtype, int32_t ndim,
+                                      const int64_t *shape, unsigned flags,
+                                      tack_array **out);
+
+/*
+ * An array over buf from its first byte. buf is borrowed (the array takes its own
+ * reference). writable is and-ed with the buffer's writable flag. Errors:
+ * TACK_ERR_BAD_SHAPE when the array would not fit in the buffer.
+ */
+TACK_API tack_status tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype,
+                                            int32_t ndim, const int64_t *shape,
+                                            bool writable, tack_array **out);
+
+TACK_API void tack_array_retain(tack_array *arr);
+/* Safe from any thread and without any interpreter lock. NULL is ignored. */
+TACK_API void tack_array_release(tack_array *arr);
+
+/* Accessors. Borrowed results are valid while arr lives. */
+TACK_API void *tack_array_data(const tack_array *arr);
+TACK_API tack_dtype tack_array_dtype(const tack_array *arr);
+TACK_API int32_t tack_array_ndim(const tack_array *arr);
+TACK_API const int64_t *tack_array_shape(const tack_array *arr);
+TACK_API size_t tack_array_nelem(const tack_array *arr);
+TACK_API size_t tack_array_nbytes(const tack_array *arr);
+TACK_API bool tack_array_writable(const tack_array *arr);
+TACK_API tack_buffer *tack_array_buffer(const tack_array *arr);
+TACK_API tack_device *tack_array_device(const tack_array *arr);
+
+/*
+ * A view with another shape over the same buffer; one extent may be -1 (inferred).
+ * Errors: TACK_ERR_BAD_SHAPE when the element counts differ.
+ */
+TACK_API tack_status tack_array_reshape(const tack_array *arr, int32_t ndim,
+                                        const int64_t *shape, tack_array **out);
+
+/* A view of the same memory that refuses writes. */
+TACK_API tack_status tack_array_readonly_view(const tack_array *arr, tack_array **out);
+
+/*
+ * Sets every element to the value at value: one element of the array's own dtype
+ * (all components), or one scalar of another dtype, converted and, for vec arrays,
+ * put in every component.
+ * Errors: TACK_ERR_READ_ONLY (memory unchanged).
+ */
+TACK_API tack_status tack_array_fill(tack_array *arr, const void *value,
+                                     tack_dtype value_dtype);
+
+/*
+ * Replaces the elements of dst with host data: nscalars scalars of src_dtype at src,
+ * converted to dst's dtype. nscalars must equal the element count of dst times its
+ * component count. Errors: TACK_ERR_READ_ONLY, TACK_ERR_BAD_SHAPE (memory unchanged).
+ */
+TACK_API tack_status tack_array_copy_from_host(tack_array *dst, const void *src,
+                                               tack_dtype src_dtype, size_t nscalars);
+
+/* Writes the elements of src to host memory at dst as nelem*components scalars of
+ * dst_dtype (a scalar dtype, or src's own dtype). */
+TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst,
+                                             tack_dtype dst_dtype);
+
+/*
+ * Replaces the elements of dst with those of src, converting dtype. The shapes must be
+ * equal (vec arrays compare as their scalar shape). Errors: TACK_ERR_READ_ONLY,
+ * TACK_ERR_BAD_SHAPE, TACK_ERR_DEVICE_MISMATCH is never raised: copies between
+ * devices go through the host.
+ */
+TACK_API tack_status tack_array_copyto(tack_array *dst, const tack_array *src);
+
+/* A copy of src on dev (same dtype and shape). Returns: new reference. */
+TACK_API tack_status tack_array_to_device(const tack_array *src, tack_device *dev,
+                                          tack_array **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TACK_ARRAY_H */

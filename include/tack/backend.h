@@ -1,0 +1,78 @@
+/*
+ * backend.h: the backend table. Each backend (csrc/backends/<name>/) fills one
+ * tack_backend with function pointers. The runtime never calls a driver directly;
+ * GPU backends open their driver with dlopen on first use, so Tack builds, imports
+ * and runs its CPU tests with no GPU and no GPU toolkit.
+ *
+ * The table is append-only: later capabilities add slots at the end, and a backend
+ * that lacks one leaves it NULL (the runtime then reports TACK_ERR_UNSUPPORTED).
+ */
+#ifndef TACK_BACKEND_H
+#define TACK_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tack/device.h"
+#include "tack/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where a pointer lives, as far as a backend can tell. */
+typedef enum tack_memory_space {
+    TACK_MEMORY_HOST = 0,    /* ordinary host memory */
+    TACK_MEMORY_DEVICE,      /* memory of this backend's device */
+    TACK_MEMORY_PINNED,      /* page-locked host memory of this backend */
+    TACK_MEMORY_MANAGED,     /* unified memory reachable from host and device */
+    TACK_MEMORY_UNKNOWN      /* not an allocation this backend knows */
+} tack_memory_space;
+
+/* Direction of a copy, from the device's point of view. */
+typedef enum tack_copy_kind {
+    TACK_COPY_HOST_TO_DEVICE,
+    TACK_COPY_DEVICE_TO_HOST,
+    TACK_COPY_DEVICE_TO_DEVICE
+} tack_copy_kind;
+
+struct tack_backend {
+    const char *name;          /* "cpu" */
+    int dlpack_device_type;    /* kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10, kDLOneAPI = 14 */
+    /* Options the backend's devices accept, NULL-terminated. tack.device() refuses
+     * any other keyword before anything is constructed. */
+    const char *const *option_names;
+
+    /* Prepares the backend state of a device: loads the driver, checks the ordinal,
+     * adopts an external context. Out: *state only on success. */
+    tack_status (*open)(int ordinal, const tack_device_options *options, void **state);
+    /* Frees what open made; may be NULL. Never called at process exit. */
+    void (*close)(void *state);
+
+    /* Allocates nbytes (may be 0) of device memory. exportable asks for memory that
+     * export_memory can hand out as an OS handle. Out: *ptr only on success. */
+    tack_status (*alloc)(void *state, size_t nbytes, bool exportable, void **ptr);
+    void (*free)(void *state, void *ptr);
+    tack_status (*copy)(void *state, void *dst, const void *src, size_t nbytes,
+                        tack_copy_kind kind);
+    /* Writes count copies of the pattern_nbytes-long pattern at dst. */
+    tack_status (*fill)(void *state, void *dst, const void *pattern,
+                        size_t pattern_nbytes, size_t count);
+    tack_status (*memory_space)(void *state, const void *ptr, tack_memory_space *out);
+    tack_status (*synchronize)(void *state);
+    /* The memory domain of a device of this backend (see device.h). */
+    uint64_t (*memory_domain)(void *state, int ordinal);
+};
+
+/* The backend tables Tack was built with. Borrowed: static. */
+extern const tack_backend tack__backend_cpu;
+extern const tack_backend tack__backend_cuda;
+extern const tack_backend tack__backend_hip;
+extern const tack_backend tack__backend_level_zero;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TACK_BACKEND_H */

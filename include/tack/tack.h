@@ -1,0 +1,17 @@
+/*
+ * tack.h: the umbrella header of the Tack C runtime. A C host includes this and
+ * links libtack.
+ */
+#ifndef TACK_H
+#define TACK_H
+
+#include "tack/alloc.h"
+#include "tack/array.h"
+#include "tack/backend.h"
+#include "tack/device.h"
+#include "tack/dtype.h"
+#include "tack/status.h"
+
+#define TACK_VERSION "0.1.0"
+
+#endif /* TACK_H */

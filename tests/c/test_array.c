@@ -1,0 +1,226 @@
+/* test_array.c: buffers and arrays: shapes, views, fill, copies, owner kinds. */
+#include "harness.h"
+#include "internal.h"
+
+static tack_device *
+cpu(void)
+{
+    tack_device *d;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &d));
+    return d;
+}
+
+TACK_TEST(shape_size_refuses_negative_and_overflowing_shapes)
+{
+    size_t n;
+    int64_t ok[] = {3, 4};
+    CHECK_OK(tack_shape_size(2, ok, 4, &n));
+    CHECK_EQ_INT(n, 12);
+    int64_t neg[] = {3, -1};
+    CHECK_STATUS(tack_shape_size(2, neg, 4, &n), TACK_ERR_BAD_SHAPE);
+    int64_t huge[] = {INT64_MAX, INT64_MAX};
+    CHECK_STATUS(tack_shape_size(2, huge, 4, &n), TACK_ERR_SIZE_OVERFLOW);
+    int64_t bytes[] = {INT64_MAX / 2};
+    CHECK_STATUS(tack_shape_size(1, bytes, 8, &n), TACK_ERR_SIZE_OVERFLOW);
+    int64_t zero[] = {0, INT64_MAX, INT64_MAX};
+    CHECK_STATUS(tack_shape_size(3, zero, 4, &n), TACK_ERR_SIZE_OVERFLOW);
+    int64_t zero_ok[] = {0, 5};
+    CHECK_OK(tack_shape_size(2, zero_ok, 4, &n));
+    CHECK_EQ_INT(n, 0);
+    CHECK_STATUS(tack_shape_size(TACK_MAX_NDIM + 1, ok, 4, &n), TACK_ERR_BAD_SHAPE);
+    CHECK_OK(tack_shape_size(0, NULL, 4, &n));
+    CHECK_EQ_INT(n, 1);
+}
+
+TACK_TEST(arrays_of_many_dimensions_are_supported)
+{
+    int64_t shape[TACK_MAX_NDIM];
+    for (int k = 0; k < TACK_MAX_NDIM; k++) {
+        shape[k] = 1;
+    }
+    shape[0] = 3;
+    tack_array *a;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT8, TACK_MAX_NDIM, shape, TACK_BUFFER_WRITABLE,
+                              &a));
+    CHECK_EQ_INT(tack_array_ndim(a), TACK_MAX_NDIM);
+    CHECK_EQ_INT(tack_array_nelem(a), 3);
+    tack_array_release(a);
+}
+
+TACK_TEST(zeros_fill_and_copy_out_with_conversion)
+{
+    int64_t shape[] = {2, 3};
+    tack_array *a;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_FLOAT32, 2, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_EQ_INT(tack_array_nbytes(a), 24);
+    CHECK_EQ_DBL(((float *)tack_array_data(a))[5], 0.0);
+    double v = 2.75;
+    CHECK_OK(tack_array_fill(a, &v, TACK_FLOAT64));
+    int32_t out[6];
+    CHECK_OK(tack_array_copy_to_host(a, out, TACK_INT32));
+    for (int k = 0; k < 6; k++) {
+        CHECK_EQ_INT(out[k], 2);
+    }
+    tack_array_release(a);
+}
+
+TACK_TEST(vec_arrays_fill_every_component_and_copy_as_scalars)
+{
+    int64_t shape[] = {4};
+    tack_array *a;
+    CHECK_OK(tack_array_empty(cpu(), TACK_VEC3F, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_EQ_INT(tack_array_nbytes(a), 48);
+    float one = 1.5f;
+    CHECK_OK(tack_array_fill(a, &one, TACK_FLOAT32));
+    float host[12];
+    CHECK_OK(tack_array_copy_to_host(a, host, TACK_FLOAT32));
+    for (int k = 0; k < 12; k++) {
+        CHECK_EQ_DBL(host[k], 1.5);
+    }
+    double src[12];
+    for (int k = 0; k < 12; k++) {
+        src[k] = k;
+    }
+    CHECK_OK(tack_array_copy_from_host(a, src, TACK_FLOAT64, 12));
+    CHECK_EQ_DBL(((float *)tack_array_data(a))[11], 11.0);
+    CHECK_STATUS(tack_array_copy_from_host(a, src, TACK_FLOAT64, 4), TACK_ERR_BAD_SHAPE);
+    tack_array_release(a);
+}
+
+TACK_TEST(reshape_is_a_view_and_checks_the_count)
+{
+    int64_t shape[] = {12};
+    tack_array *a, *b;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT16, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    int64_t s2[] = {3, -1};
+    CHECK_OK(tack_array_reshape(a, 2, s2, &b));
+    CHECK_EQ_INT(tack_array_shape(b)[1], 4);
+    CHECK(tack_array_data(a) == tack_array_data(b));
+    CHECK(tack_array_buffer(a) == tack_array_buffer(b));
+    int64_t bad[] = {5, 2};
+    tack_array *c = NULL;
+    CHECK_STATUS(tack_array_reshape(a, 2, bad, &c), TACK_ERR_BAD_SHAPE);
+    CHECK(c == NULL);
+    int64_t two_infer[] = {-1, -1};
+    CHECK_STATUS(tack_array_reshape(a, 2, two_infer, &c), TACK_ERR_BAD_SHAPE);
+    int64_t not_div[] = {5, -1};
+    CHECK_STATUS(tack_array_reshape(a, 2, not_div, &c), TACK_ERR_BAD_SHAPE);
+    tack_array_release(a);
+    /* The view keeps the buffer alive on its own. */
+    ((int16_t *)tack_array_data(b))[11] = 7;
+    CHECK_EQ_INT(((int16_t *)tack_array_data(b))[11], 7);
+    tack_array_release(b);
+}
+
+TACK_TEST(read_only_arrays_refuse_host_writes_and_stay_unchanged)
+{
+    int64_t shape[] = {4};
+    tack_array *a, *ro;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(tack_array_readonly_view(a, &ro));
+    CHECK(!tack_array_writable(ro));
+    int32_t v = 5;
+    CHECK_STATUS(tack_array_fill(ro, &v, TACK_INT32), TACK_ERR_READ_ONLY);
+    int32_t src[4] = {1, 2, 3, 4};
+    CHECK_STATUS(tack_array_copy_from_host(ro, src, TACK_INT32, 4), TACK_ERR_READ_ONLY);
+    CHECK_STATUS(tack_array_copyto(ro, a), TACK_ERR_READ_ONLY);
+    for (int k = 0; k < 4; k++) {
+        CHECK_EQ_INT(((int32_t *)tack_array_data(a))[k], 0);
+    }
+    /* Reshaping a read-only array keeps it read-only. */
+    tack_array *view;
+    CHECK_OK(tack_array_reshape(ro, 1, shape, &view));
+    CHECK(!tack_array_writable(view));
+    tack_array_release(view);
+    tack_array_release(ro);
+    tack_array_release(a);
+}
+
+TACK_TEST(copyto_converts_and_checks_shapes)
+{
+    int64_t shape[] = {3};
+    tack_array *f, *i;
+    CHECK_OK(tack_array_empty(cpu(), TACK_FLOAT64, 1, shape, TACK_BUFFER_WRITABLE, &f));
+    CHECK_OK(tack_array_zeros(cpu(), TACK_UINT8, 1, shape, TACK_BUFFER_WRITABLE, &i));
+    double src[] = {1.9, 255.0, -4.0};
+    CHECK_OK(tack_array_copy_from_host(f, src, TACK_FLOAT64, 3));
+    CHECK_OK(tack_array_copyto(i, f));
+    CHECK_EQ_INT(((uint8_t *)tack_array_data(i))[0], 1);
+    CHECK_EQ_INT(((uint8_t *)tack_array_data(i))[1], 255);
+    CHECK_EQ_INT(((uint8_t *)tack_array_data(i))[2], 0);
+    int64_t other[] = {4};
+    tack_array *g;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_FLOAT64, 1, other, TACK_BUFFER_WRITABLE, &g));
+    CHECK_STATUS(tack_array_copyto(g, f), TACK_ERR_BAD_SHAPE);
+    CHECK_EQ_DBL(((double *)tack_array_data(g))[0], 0.0);
+    /* vec3[2] and float32[2, 3] have the same scalar shape. */
+    int64_t v2[] = {2}, s23[] = {2, 3};
+    tack_array *vec, *flat;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_VEC3F, 1, v2, TACK_BUFFER_WRITABLE, &vec));
+    CHECK_OK(tack_array_empty(cpu(), TACK_FLOAT32, 2, s23, TACK_BUFFER_WRITABLE, &flat));
+    float one = 1.0f;
+    CHECK_OK(tack_array_fill(flat, &one, TACK_FLOAT32));
+    CHECK_OK(tack_array_copyto(vec, flat));
+    CHECK_EQ_DBL(((float *)tack_array_data(vec))[5], 1.0);
+    tack_array_release(vec);
+    tack_array_release(flat);
+    tack_array_release(f);
+    tack_array_release(i);
+    tack_array_release(g);
+}
+
+static int release_calls;
+static void
+count_release(void *ctx)
+{
+    CHECK(ctx == &release_calls);
+    release_calls++;
+}
+
+TACK_TEST(imported_buffer_releases_exactly_once_after_the_last_view)
+{
+    static float memory[8];
+    tack_buffer *buf;
+    CHECK_OK(tack_buffer_wrap(cpu(), memory, sizeof memory, TACK_BUFFER_WRITABLE,
+                              count_release, &release_calls, &buf));
+    CHECK_EQ_INT(tack_buffer_owner(buf), TACK_OWNER_IMPORTED);
+    CHECK(tack_buffer_flags(buf) & TACK_BUFFER_SHARED);
+    int64_t s8[] = {8}, s24[] = {2, 4};
+    tack_array *a, *b;
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT32, 1, s8, true, &a));
+    tack_buffer_release(buf);
+    CHECK_OK(tack_array_reshape(a, 2, s24, &b));
+    tack_array_release(a);
+    CHECK_EQ_INT(release_calls, 0);
+    tack_array_release(b);
+    CHECK_EQ_INT(release_calls, 1);
+}
+
+TACK_TEST(from_buffer_refuses_shapes_larger_than_the_memory)
+{
+    static int32_t memory[4];
+    tack_buffer *buf;
+    CHECK_OK(tack_buffer_wrap(cpu(), memory, sizeof memory, 0, NULL, NULL, &buf));
+    CHECK_EQ_INT(tack_buffer_owner(buf), TACK_OWNER_WRAPPED);
+    int64_t s5[] = {5};
+    tack_array *a = NULL;
+    CHECK_STATUS(tack_array_from_buffer(buf, TACK_INT32, 1, s5, false, &a), TACK_ERR_BAD_SHAPE);
+    int64_t s4[] = {4};
+    CHECK_OK(tack_array_from_buffer(buf, TACK_INT32, 1, s4, true, &a));
+    /* A buffer wrapped without the writable flag gives read-only arrays. */
+    CHECK(!tack_array_writable(a));
+    tack_array_release(a);
+    tack_buffer_release(buf);
+}
+
+TACK_TEST(to_device_copies)
+{
+    int64_t s[] = {3};
+    tack_array *a, *b;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT64, 1, s, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(tack_array_to_device(a, cpu(), &b));
+    CHECK(tack_array_data(a) != tack_array_data(b));
+    CHECK_EQ_INT(tack_array_nelem(b), 3);
+    tack_array_release(a);
+    tack_array_release(b);
+}

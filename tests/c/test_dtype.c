@@ -1,0 +1,87 @@
+/* test_dtype.c: the dtype table and element conversion. */
+#include <math.h>
+
+#include "harness.h"
+#include "internal.h"
+
+TACK_TEST(dtype_table_has_sizes_dlpack_codes_and_numpy_strings)
+{
+    const tack_dtype_info *f32 = tack_dtype_get(TACK_FLOAT32);
+    CHECK_EQ_INT(f32->itemsize, 4);
+    CHECK_EQ_INT(f32->dlpack_code, 2);
+    CHECK_EQ_INT(f32->dlpack_bits, 32);
+    CHECK(strcmp(f32->numpy_str, "<f4") == 0);
+    const tack_dtype_info *v3 = tack_dtype_get(TACK_VEC3F);
+    CHECK_EQ_INT(v3->itemsize, 12);
+    CHECK_EQ_INT(v3->ncomponents, 3);
+    CHECK_EQ_INT(v3->scalar, TACK_FLOAT32);
+    CHECK_EQ_INT(tack_dtype_get(TACK_BOOL)->dlpack_code, 6);
+    CHECK_EQ_INT(tack_dtype_get(TACK_UINT16)->dlpack_code, 1);
+    CHECK(tack_dtype_get((tack_dtype)TACK_DTYPE_COUNT) == NULL);
+}
+
+TACK_TEST(dtype_lookup_by_name_alias_and_dlpack)
+{
+    tack_dtype dt;
+    CHECK_OK(tack_dtype_from_name("float64", &dt));
+    CHECK_EQ_INT(dt, TACK_FLOAT64);
+    CHECK_OK(tack_dtype_from_name("i32", &dt));
+    CHECK_EQ_INT(dt, TACK_INT32);
+    CHECK_STATUS(tack_dtype_from_name("complex64", &dt), TACK_ERR_BAD_DTYPE);
+    CHECK_OK(tack_dtype_from_dlpack(1, 8, &dt));
+    CHECK_EQ_INT(dt, TACK_UINT8);
+    CHECK_OK(tack_dtype_from_dlpack(2, 16, &dt));
+    CHECK_EQ_INT(dt, TACK_FLOAT16);
+    CHECK_STATUS(tack_dtype_from_dlpack(5, 64, &dt), TACK_ERR_DLPACK_DTYPE);
+    CHECK_STATUS(tack_dtype_from_dlpack(4, 16, &dt), TACK_ERR_DLPACK_DTYPE);
+}
+
+TACK_TEST(conversion_saturates_floats_and_maps_nan_to_zero)
+{
+    double src[] = {1e10, -1e10, NAN, 3.9, -3.9, INFINITY};
+    int32_t dst[6];
+    tack_convert(dst, TACK_INT32, src, TACK_FLOAT64, 6);
+    CHECK_EQ_INT(dst[0], INT32_MAX);
+    CHECK_EQ_INT(dst[1], INT32_MIN);
+    CHECK_EQ_INT(dst[2], 0);
+    CHECK_EQ_INT(dst[3], 3);
+    CHECK_EQ_INT(dst[4], -3);
+    CHECK_EQ_INT(dst[5], INT32_MAX);
+    uint8_t u[2];
+    double neg[] = {-5.0, 300.0};
+    tack_convert(u, TACK_UINT8, neg, TACK_FLOAT64, 2);
+    CHECK_EQ_INT(u[0], 0);
+    CHECK_EQ_INT(u[1], 255);
+}
+
+TACK_TEST(conversion_between_integers_wraps_and_keeps_int64_exact)
+{
+    int64_t big[] = {INT64_MAX, 300, -1};
+    int64_t back[3];
+    tack_convert(back, TACK_INT64, big, TACK_INT64, 3);
+    CHECK_EQ_INT(back[0], INT64_MAX);
+    uint8_t w[3];
+    tack_convert(w, TACK_UINT8, big, TACK_INT64, 3);
+    CHECK_EQ_INT(w[1], 44);
+    CHECK_EQ_INT(w[2], 255);
+    uint8_t b[3];
+    double d[] = {0.0, -0.5, 2.0};
+    tack_convert(b, TACK_BOOL, d, TACK_FLOAT64, 3);
+    CHECK_EQ_INT(b[0], 0);
+    CHECK_EQ_INT(b[1], 1);
+    CHECK_EQ_INT(b[2], 1);
+}
+
+TACK_TEST(half_precision_round_trips_and_rounds_to_nearest_even)
+{
+    float values[] = {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+        CHECK_EQ_DBL(tack__half_to_float(tack__float_to_half(values[k])), values[k]);
+    }
+    CHECK(isinf(tack__half_to_float(tack__float_to_half(70000.0f))));
+    CHECK(isnan(tack__half_to_float(tack__float_to_half(NAN))));
+    /* 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties go to the even (1.0). */
+    CHECK_EQ_DBL(tack__half_to_float(tack__float_to_half(1.0f + 0x1p-11f)), 1.0f);
+    CHECK_EQ_DBL(tack__half_to_float(tack__float_to_half(1.0f + 0x1.8p-10f)),
+                 1.0f + 0x1p-9f);
+}

@@ -1,0 +1,48 @@
+/* test_status.c: the status table and the thread-local last-error message. */
+#include <pthread.h>
+
+#include "harness.h"
+#include "internal.h"
+
+TACK_TEST(status_names_and_kinds_come_from_the_table)
+{
+    CHECK(strcmp(tack_status_name(TACK_OK), "ok") == 0);
+    CHECK(strcmp(tack_status_name(TACK_ERR_READ_ONLY), "read_only") == 0);
+    CHECK_EQ_INT(tack_status_kind(TACK_ERR_READ_ONLY), TACK_KIND_READ_ONLY);
+    CHECK_EQ_INT(tack_status_kind(TACK_ERR_DLPACK_INVALID), TACK_KIND_DLPACK_VALUE);
+    CHECK_EQ_INT(tack_status_kind(TACK_ERR_NO_MEMORY), TACK_KIND_MEMORY);
+    CHECK(strcmp(tack_status_name((tack_status)9999), "unknown") == 0);
+    for (int s = 0; s < TACK_STATUS_COUNT; s++) {
+        CHECK(tack_status_message((tack_status)s)[0] != '\0');
+    }
+}
+
+TACK_TEST(last_error_is_set_by_failures_and_cleared)
+{
+    tack_clear_error();
+    CHECK(tack_last_error()[0] == '\0');
+    tack_device *dev;
+    CHECK_STATUS(tack_device_open("gpu9000", 0, NULL, &dev), TACK_ERR_UNKNOWN_DEVICE);
+    CHECK(strstr(tack_last_error(), "gpu9000") != NULL);
+    tack_clear_error();
+    CHECK(tack_last_error()[0] == '\0');
+}
+
+static void *
+other_thread(void *arg)
+{
+    (void)arg;
+    /* A fresh thread starts with an empty message. */
+    return (void *)(uintptr_t)(tack_last_error()[0] == '\0');
+}
+
+TACK_TEST(last_error_is_per_thread)
+{
+    tack__fail(TACK_ERR_INTERNAL, "main thread failure");
+    pthread_t t;
+    void *res;
+    CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0);
+    CHECK(pthread_join(t, &res) == 0);
+    CHECK(res == (void *)1);
+    CHECK(strcmp(tack_last_error(), "main thread failure") == 0);
+}
