@@ -21,7 +21,8 @@ tack__driver_load(const char *backend, const char *const *candidates,
             *handle = h;
             return TACK_OK;
         }
-        int n = snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", *c);
+        int n =
+            snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", *c);
         if (n > 0 && (size_t)n < sizeof tried - used) {
             used += (size_t)n;
         }
@@ -61,7 +62,8 @@ tack__gpu_free(void *state, void *ptr)
 }
 
 tack_status
-tack__gpu_copy(void *state, void *dst, const void *src, size_t nbytes, tack_copy_kind kind)
+tack__gpu_copy(void *state, void *dst, const void *src, size_t nbytes,
+               tack_copy_kind kind)
 {
     (void)state, (void)dst, (void)src, (void)nbytes, (void)kind;
     return unreachable();

@@ -28,7 +28,8 @@ tack_status tack__gpu_copy(void *state, void *dst, const void *src, size_t nbyte
                            tack_copy_kind kind);
 tack_status tack__gpu_fill(void *state, void *dst, const void *pattern,
                            size_t pattern_nbytes, size_t count);
-tack_status tack__gpu_memory_space(void *state, const void *ptr, tack_memory_space *out);
+tack_status tack__gpu_memory_space(void *state, const void *ptr,
+                                   tack_memory_space *out);
 tack_status tack__gpu_synchronize(void *state);
 uint64_t tack__gpu_memory_domain(void *state, int ordinal);
 

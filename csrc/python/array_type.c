@@ -51,8 +51,8 @@ make_array(PyObject *module, const char *fname, make_kind kind, PyObject *const 
     tackpy_state *st = PyModule_GetState(module);
     static const char *const names_empty[] = {"shape", "dtype", "device", "exportable",
                                               NULL};
-    static const char *const names_full[] = {"shape", "fill_value", "dtype", "device",
-                                             "exportable", NULL};
+    static const char *const names_full[] = {"shape",  "fill_value", "dtype",
+                                             "device", "exportable", NULL};
     PyObject *a[5];
     int full = kind == MAKE_FULL;
     if (tackpy_parse_args(fname, args, nargs, kwnames, full ? names_full : names_empty,
@@ -170,11 +170,10 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             tack_device_release(dev);
             return NULL;
         }
-        status = tack_array_empty(dev, dtype, tack_array_ndim(src), tack_array_shape(src),
-                                  TACK_BUFFER_WRITABLE, &arr);
+        status = tack_array_empty(dev, dtype, tack_array_ndim(src),
+                                  tack_array_shape(src), TACK_BUFFER_WRITABLE, &arr);
         if (status == TACK_OK) {
-            Py_BEGIN_ALLOW_THREADS
-            status = tack_array_copyto(arr, src);
+            Py_BEGIN_ALLOW_THREADS status = tack_array_copyto(arr, src);
             Py_END_ALLOW_THREADS
         }
         tack_device_release(dev);
@@ -201,8 +200,8 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     if (status == TACK_OK) {
-        Py_BEGIN_ALLOW_THREADS
-        status = tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
+        Py_BEGIN_ALLOW_THREADS status =
+            tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
         Py_END_ALLOW_THREADS
     }
     if (status != TACK_OK) {
@@ -230,17 +229,17 @@ tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (!tackpy_array_check(st, a[0])) {
-        return tackpy_raise_kind(st, TACK_KIND_TYPE,
-                                 "copyto(dst, src): dst must be a tack array, not %.100s",
-                                 Py_TYPE(a[0])->tp_name);
+        return tackpy_raise_kind(
+            st, TACK_KIND_TYPE,
+            "copyto(dst, src): dst must be a tack array, not %.100s",
+            Py_TYPE(a[0])->tp_name);
     }
     tack_array *dst = ARR(a[0]);
     tack_status status;
     if (tackpy_array_check(st, a[1])) {
-        Py_BEGIN_ALLOW_THREADS
-        status = tack_array_copyto(dst, ARR(a[1]));
-        Py_END_ALLOW_THREADS
-        if (status != TACK_OK) {
+        Py_BEGIN_ALLOW_THREADS status = tack_array_copyto(dst, ARR(a[1]));
+        Py_END_ALLOW_THREADS if (status != TACK_OK)
+        {
             return tackpy_raise(st, status);
         }
         Py_RETURN_NONE;
@@ -273,15 +272,15 @@ tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     if (!same) {
         tackpy_host_release(&h);
-        return tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                 "copyto needs the source to have the destination's shape "
-                                 "(%d-d source, %d-d destination): reshape the source",
-                                 h.ndim, dn);
+        return tackpy_raise_kind(
+            st, TACK_KIND_VALUE,
+            "copyto needs the source to have the destination's shape "
+            "(%d-d source, %d-d destination): reshape the source",
+            h.ndim, dn);
     }
-    Py_BEGIN_ALLOW_THREADS
-    status = tack_array_copy_from_host(dst, h.view.buf, h.dtype, h.nscalars);
-    Py_END_ALLOW_THREADS
-    tackpy_host_release(&h);
+    Py_BEGIN_ALLOW_THREADS status =
+        tack_array_copy_from_host(dst, h.view.buf, h.dtype, h.nscalars);
+    Py_END_ALLOW_THREADS tackpy_host_release(&h);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
@@ -373,8 +372,8 @@ static PyGetSetDef array_getset[] = {
     {"ndim", array_get_ndim, NULL, "The number of dimensions.", NULL},
     {"size", array_get_size, NULL, "The number of elements.", NULL},
     {"nbytes", array_get_nbytes, NULL, "The size of the elements in bytes.", NULL},
-    {"writable", array_get_writable, NULL, "Whether host and kernel writes are allowed.",
-     NULL},
+    {"writable", array_get_writable, NULL,
+     "Whether host and kernel writes are allowed.", NULL},
     {"device", array_get_device, NULL, "The device holding the memory.", NULL},
     {"ptr", array_get_ptr, NULL, "The address of the first element, as an int.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -399,9 +398,10 @@ array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     if (a[1] == Py_False) {
-        return tackpy_raise_kind(state_of(self), TACK_KIND_VALUE,
-                                 "a Tack array cannot become a NumPy array without a copy "
-                                 "here: use np.from_dlpack(a) to share its memory");
+        return tackpy_raise_kind(
+            state_of(self), TACK_KIND_VALUE,
+            "a Tack array cannot become a NumPy array without a copy "
+            "here: use np.from_dlpack(a) to share its memory");
     }
     return tackpy_array_to_numpy(state_of(self), ARR(self), a[0]);
 }
@@ -450,10 +450,10 @@ array_fill(PyObject *self, PyObject *value)
         return NULL;
     }
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS
-    status = tack_array_fill(arr, element, tack_array_dtype(arr));
-    Py_END_ALLOW_THREADS
-    if (status != TACK_OK) {
+    Py_BEGIN_ALLOW_THREADS status =
+        tack_array_fill(arr, element, tack_array_dtype(arr));
+    Py_END_ALLOW_THREADS if (status != TACK_OK)
+    {
         return tackpy_raise(st, status);
     }
     Py_RETURN_NONE;
@@ -469,10 +469,8 @@ array_to_device(PyObject *self, PyObject *device)
     }
     tack_array *out;
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS
-    status = tack_array_to_device(ARR(self), dev, &out);
-    Py_END_ALLOW_THREADS
-    tack_device_release(dev);
+    Py_BEGIN_ALLOW_THREADS status = tack_array_to_device(ARR(self), dev, &out);
+    Py_END_ALLOW_THREADS tack_device_release(dev);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
@@ -484,11 +482,12 @@ array_export_memory(PyObject *self, PyObject *unused)
 {
     (void)unused;
     tack_device *dev = tack_array_device(ARR(self));
-    return tackpy_raise_kind(state_of(self), TACK_KIND_RUNTIME,
-                             "Backend %s does not support memory export: only CUDA "
-                             "arrays (and Metal on macOS) can be exported as OS handles; "
-                             "share this array with DLPack instead",
-                             tack_device_backend_name(dev));
+    return tackpy_raise_kind(
+        state_of(self), TACK_KIND_RUNTIME,
+        "Backend %s does not support memory export: only CUDA "
+        "arrays (and Metal on macOS) can be exported as OS handles; "
+        "share this array with DLPack instead",
+        tack_device_backend_name(dev));
 }
 
 /* Reads a full index (an int or a tuple of ints) into a flat element offset. */
@@ -528,9 +527,10 @@ flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offse
             i += (Py_ssize_t)shape[k];
         }
         if (i < 0 || i >= shape[k]) {
-            tackpy_raise_kind(st, TACK_KIND_INDEX,
-                              "index %zd is out of range for dimension %zd of extent %lld",
-                              PyNumber_AsSsize_t(item, NULL), k, (long long)shape[k]);
+            tackpy_raise_kind(
+                st, TACK_KIND_INDEX,
+                "index %zd is out of range for dimension %zd of extent %lld",
+                PyNumber_AsSsize_t(item, NULL), k, (long long)shape[k]);
             goto done;
         }
         off = off * (size_t)shape[k] + (size_t)i;
@@ -555,7 +555,8 @@ array_getitem(PyObject *self, PyObject *key)
     size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
     unsigned char element[16];
     if (tack_device_dlpack_type(dev) == 1) {
-        memcpy(element, (unsigned char *)tack_array_data(arr) + off * itemsize, itemsize);
+        memcpy(element, (unsigned char *)tack_array_data(arr) + off * itemsize,
+               itemsize);
     }
     else {
         return tackpy_raise_kind(st, TACK_KIND_RUNTIME,
@@ -574,9 +575,10 @@ array_setitem(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     }
     if (!tack_array_writable(arr)) {
-        tackpy_raise_kind(st, TACK_KIND_READ_ONLY,
-                          "element store: the array is read-only (a read-only import or "
-                          "view); copy it with tack.array(...) to get a writable array");
+        tackpy_raise_kind(
+            st, TACK_KIND_READ_ONLY,
+            "element store: the array is read-only (a read-only import or "
+            "view); copy it with tack.array(...) to get a writable array");
         return -1;
     }
     size_t off;
@@ -638,7 +640,8 @@ static PyMethodDef array_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "__array__($self, /, dtype=None, copy=None)\n--\n\nA NumPy copy (never a view)."},
     {"reshape", (PyCFunction)(void (*)(void))array_reshape, METH_FASTCALL,
-     "reshape($self, /, *shape)\n--\n\nA view with another shape over the same memory."},
+     "reshape($self, /, *shape)\n--\n\nA view with another shape over the same "
+     "memory."},
     {"fill", array_fill, METH_O,
      "fill($self, value, /)\n--\n\nSet every element to value."},
     {"to_device", array_to_device, METH_O,
@@ -685,8 +688,9 @@ static PyType_Slot array_slots[] = {
     {Py_mp_length, array_len},
     {Py_tp_traverse, array_traverse},
     {Py_tp_dealloc, array_dealloc},
-    {Py_tp_doc, "A C-contiguous array on a device. Make one with tack.empty, zeros, "
-                "full, array, from_dlpack or array_from_ptr."},
+    {Py_tp_doc,
+     "A C-contiguous array on a device. Make one with tack.empty, zeros, "
+     "full, array, from_dlpack or array_from_ptr."},
     {0, NULL},
 };
 
@@ -701,7 +705,8 @@ static PyType_Spec array_spec = {
 int
 tackpy_array_init(PyObject *module, tackpy_state *st)
 {
-    st->Array_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &array_spec, NULL);
+    st->Array_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &array_spec, NULL);
     if (!st->Array_type || PyModule_AddType(module, st->Array_type) < 0) {
         return -1;
     }

@@ -28,10 +28,11 @@ static int
 parse_external_context(tackpy_state *st, PyObject *value, tack_external_context *out)
 {
     if (!PyDict_Check(value)) {
-        PyErr_Format(st->kind_exc[TACK_KIND_VALUE],
-                     "external_context must be a dict with the integer handles 'driver', "
-                     "'device' and 'context', not %.100s",
-                     Py_TYPE(value)->tp_name);
+        PyErr_Format(
+            st->kind_exc[TACK_KIND_VALUE],
+            "external_context must be a dict with the integer handles 'driver', "
+            "'device' and 'context', not %.100s",
+            Py_TYPE(value)->tp_name);
         return -1;
     }
     static const char *const keys[] = {"driver", "device", "context"};
@@ -71,9 +72,10 @@ open_device(tackpy_state *st, PyObject *name_obj, PyObject *ordinal_obj,
             PyObject *kwnames, PyObject *const *kwvalues, tack_device **out)
 {
     if (!PyUnicode_Check(name_obj)) {
-        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "a device name must be a str such as 'cpu' or 'cuda:1', not %.100s",
-                     Py_TYPE(name_obj)->tp_name);
+        PyErr_Format(
+            st->kind_exc[TACK_KIND_TYPE],
+            "a device name must be a str such as 'cpu' or 'cuda:1', not %.100s",
+            Py_TYPE(name_obj)->tp_name);
         return -1;
     }
     const char *spec = PyUnicode_AsUTF8(name_obj);
@@ -145,10 +147,11 @@ tackpy_device_from_object(tackpy_state *st, PyObject *obj, tack_device **out)
     if (PyUnicode_Check(obj)) {
         return open_device(st, obj, NULL, NULL, NULL, out);
     }
-    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                 "device must be a tack.Device, a name such as 'cpu' or 'cuda:1', or None; "
-                 "not %.100s",
-                 Py_TYPE(obj)->tp_name);
+    PyErr_Format(
+        st->kind_exc[TACK_KIND_TYPE],
+        "device must be a tack.Device, a name such as 'cpu' or 'cuda:1', or None; "
+        "not %.100s",
+        Py_TYPE(obj)->tp_name);
     return -1;
 }
 
@@ -161,7 +164,8 @@ device_from_call(PyObject *module, const char *fname, PyObject *const *args,
     PyObject *name = nargs > 0 ? args[0] : NULL;
     PyObject *ordinal = nargs > 1 ? args[1] : NULL;
     if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most 2 positional arguments", fname);
+        PyErr_Format(PyExc_TypeError, "%s() takes at most 2 positional arguments",
+                     fname);
         return -1;
     }
     /* Split name=/ordinal= from the options. */
@@ -191,7 +195,8 @@ device_from_call(PyObject *module, const char *fname, PyObject *const *args,
         }
     }
     if (!name) {
-        PyErr_Format(PyExc_TypeError, "%s() missing the device name, e.g. 'cpu'", fname);
+        PyErr_Format(PyExc_TypeError, "%s() missing the device name, e.g. 'cpu'",
+                     fname);
         goto done;
     }
     if (Py_IS_TYPE(name, st->Device_type) && nopt == 0 && !ordinal) {
@@ -224,7 +229,8 @@ tackpy_set_default_device_fn(PyObject *module, PyObject *const *args, Py_ssize_t
                              PyObject *kwnames)
 {
     tack_device *dev;
-    if (device_from_call(module, "set_default_device", args, nargs, kwnames, &dev) < 0) {
+    if (device_from_call(module, "set_default_device", args, nargs, kwnames, &dev) <
+        0) {
         return NULL;
     }
     tack_set_default_device(dev);
@@ -256,11 +262,10 @@ static PyObject *
 device_repr(PyObject *self)
 {
     tack_device *dev = dev_of(self);
-    return PyUnicode_FromFormat("tack.device('%s', %d%s)", tack_device_backend_name(dev),
-                                tack_device_ordinal(dev),
-                                tack_device_has_external_context(dev)
-                                    ? ", external_context=..."
-                                    : "");
+    return PyUnicode_FromFormat(
+        "tack.device('%s', %d%s)", tack_device_backend_name(dev),
+        tack_device_ordinal(dev),
+        tack_device_has_external_context(dev) ? ", external_context=..." : "");
 }
 
 static PyObject *
@@ -315,7 +320,8 @@ device_get_dlpack(PyObject *self, void *c)
 {
     (void)c;
     tack_device *dev = dev_of(self);
-    return Py_BuildValue("(ii)", tack_device_dlpack_type(dev), tack_device_ordinal(dev));
+    return Py_BuildValue("(ii)", tack_device_dlpack_type(dev),
+                         tack_device_ordinal(dev));
 }
 
 static PyObject *
@@ -330,10 +336,9 @@ device_synchronize(PyObject *self, PyObject *unused)
 {
     (void)unused;
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS
-    status = tack_device_synchronize(dev_of(self));
-    Py_END_ALLOW_THREADS
-    if (status != TACK_OK) {
+    Py_BEGIN_ALLOW_THREADS status = tack_device_synchronize(dev_of(self));
+    Py_END_ALLOW_THREADS if (status != TACK_OK)
+    {
         return tackpy_raise(tackpy_state_of_type(Py_TYPE(self)), status);
     }
     Py_RETURN_NONE;
@@ -343,10 +348,12 @@ static PyGetSetDef device_getset[] = {
     {"name", device_get_name, NULL, "The backend: 'cpu', 'cuda', 'hip', 'level_zero'.",
      NULL},
     {"backend", device_get_name, NULL, "Same as name.", NULL},
-    {"ordinal", device_get_ordinal, NULL, "The device number within its backend.", NULL},
+    {"ordinal", device_get_ordinal, NULL, "The device number within its backend.",
+     NULL},
     {"memory_domain", device_get_memory_domain, NULL,
      "Arrays meet in one launch only if their devices' domains are equal.", NULL},
-    {"dlpack_device", device_get_dlpack, NULL, "(DLPack device type, device id).", NULL},
+    {"dlpack_device", device_get_dlpack, NULL, "(DLPack device type, device id).",
+     NULL},
     {"shares_external_context", device_get_shares_external_context, NULL,
      "Whether the device was opened in another library's context.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

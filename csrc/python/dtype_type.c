@@ -86,7 +86,8 @@ bad:
 static PyObject *
 dtype_repr(PyObject *self)
 {
-    return PyUnicode_FromFormat("tack.%s", tack_dtype_get(((tackpy_DType *)self)->dtype)->name);
+    return PyUnicode_FromFormat("tack.%s",
+                                tack_dtype_get(((tackpy_DType *)self)->dtype)->name);
 }
 
 static PyObject *
@@ -167,15 +168,18 @@ static PyObject *
 dtype_get_numpy_str(PyObject *self, void *c)
 {
     (void)c;
-    return PyUnicode_FromString(tack_dtype_get(((tackpy_DType *)self)->dtype)->numpy_str);
+    return PyUnicode_FromString(
+        tack_dtype_get(((tackpy_DType *)self)->dtype)->numpy_str);
 }
 
 static PyGetSetDef dtype_getset[] = {
     {"name", dtype_get_name, NULL, "The dtype's name, e.g. 'float32'.", NULL},
     {"itemsize", dtype_get_itemsize, NULL, "Bytes per element.", NULL},
     {"ncomponents", dtype_get_ncomponents, NULL, "1, or 2..4 for the vec types.", NULL},
-    {"kind", dtype_get_kind, NULL, "'b' bool, 'i' signed, 'u' unsigned, 'f' float.", NULL},
-    {"numpy_str", dtype_get_numpy_str, NULL, "The NumPy type string of the scalar.", NULL},
+    {"kind", dtype_get_kind, NULL, "'b' bool, 'i' signed, 'u' unsigned, 'f' float.",
+     NULL},
+    {"numpy_str", dtype_get_numpy_str, NULL, "The NumPy type string of the scalar.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -203,8 +207,9 @@ static PyType_Slot dtype_slots[] = {
     {Py_tp_getset, dtype_getset},
     {Py_tp_traverse, dtype_traverse},
     {Py_tp_dealloc, dtype_dealloc},
-    {Py_tp_doc, "An element type of Tack arrays. The instances are module constants "
-                "(tack.float32 is tack.f32); there is no constructor."},
+    {Py_tp_doc,
+     "An element type of Tack arrays. The instances are module constants "
+     "(tack.float32 is tack.f32); there is no constructor."},
     {0, NULL},
 };
 
@@ -219,7 +224,8 @@ static PyType_Spec dtype_spec = {
 int
 tackpy_dtype_init(PyObject *module, tackpy_state *st)
 {
-    st->DType_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &dtype_spec, NULL);
+    st->DType_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &dtype_spec, NULL);
     if (!st->DType_type || PyModule_AddType(module, st->DType_type) < 0) {
         return -1;
     }

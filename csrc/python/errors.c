@@ -10,7 +10,7 @@
 
 typedef struct {
     tack_error_kind kind;
-    const char *name;   /* attribute of the tack module */
+    const char *name; /* attribute of the tack module */
     const char *doc;
 } kind_class;
 
@@ -107,10 +107,11 @@ tackpy_errors_init(PyObject *module, tackpy_state *st)
         st->kind_exc[kind_classes[k].kind] = cls;
     }
     PyObject *syntax[] = {PyExc_SyntaxError};
-    st->KernelError = new_class(module, "KernelError",
-                                "Python that a Tack kernel cannot compile; filename and "
-                                "lineno point at the kernel's source.",
-                                st->TackError, syntax, 1);
+    st->KernelError =
+        new_class(module, "KernelError",
+                  "Python that a Tack kernel cannot compile; filename and "
+                  "lineno point at the kernel's source.",
+                  st->TackError, syntax, 1);
     return st->KernelError ? 0 : -1;
 }
 

@@ -18,8 +18,9 @@ tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
         n++;
     }
     if (nargs > npos_max) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional argument%s (%zd given)",
-                     fname, npos_max, npos_max == 1 ? "" : "s", nargs);
+        PyErr_Format(PyExc_TypeError,
+                     "%s() takes at most %d positional argument%s (%zd given)", fname,
+                     npos_max, npos_max == 1 ? "" : "s", nargs);
         return -1;
     }
     for (Py_ssize_t k = 0; k < nargs; k++) {
@@ -36,8 +37,8 @@ tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
             }
         }
         if (found < 0) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
-                         fname, key);
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument '%U'", fname, key);
             return -1;
         }
         if (out[found]) {
@@ -64,7 +65,8 @@ parse_extent(tackpy_state *st, PyObject *item, int64_t *out)
     if (!index) {
         PyErr_Clear();
         PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "shape entries must be integers, not %.100s", Py_TYPE(item)->tp_name);
+                     "shape entries must be integers, not %.100s",
+                     Py_TYPE(item)->tp_name);
         return -1;
     }
     int overflow = 0;
@@ -74,9 +76,9 @@ parse_extent(tackpy_state *st, PyObject *item, int64_t *out)
         return -1;
     }
     if (overflow) {
-        tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "shape extent %R does not fit in 64 bits: use a smaller shape",
-                          item);
+        tackpy_raise_kind(
+            st, TACK_KIND_VALUE,
+            "shape extent %R does not fit in 64 bits: use a smaller shape", item);
         return -1;
     }
     *out = (int64_t)v;
@@ -101,7 +103,8 @@ tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
     if (n > TACK_MAX_NDIM) {
         Py_DECREF(seq);
         tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "a shape has at most %d dimensions, not %zd", TACK_MAX_NDIM, n);
+                          "a shape has at most %d dimensions, not %zd", TACK_MAX_NDIM,
+                          n);
         return -1;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
@@ -136,8 +139,13 @@ dtype_from_format(const char *fmt, Py_ssize_t itemsize, tack_dtype *out)
     default: break;
     }
     static const tack_dtype sints[] = {TACK_INT8, TACK_INT16, TACK_INT32, TACK_INT64};
-    static const tack_dtype uints[] = {TACK_UINT8, TACK_UINT16, TACK_UINT32, TACK_UINT64};
-    int slot = itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
+    static const tack_dtype uints[] = {TACK_UINT8, TACK_UINT16, TACK_UINT32,
+                                       TACK_UINT64};
+    int slot = itemsize == 1   ? 0
+               : itemsize == 2 ? 1
+               : itemsize == 4 ? 2
+               : itemsize == 8 ? 3
+                               : -1;
     if (slot < 0) {
         return -1;
     }
@@ -289,8 +297,7 @@ tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void
             if (!item) {
                 return -1;
             }
-            int rc = tackpy_scalar_to_element(st, item, TACK_FLOAT32,
-                                              (float *)out + k);
+            int rc = tackpy_scalar_to_element(st, item, TACK_FLOAT32, (float *)out + k);
             Py_DECREF(item);
             if (rc < 0) {
                 return -1;
@@ -417,10 +424,9 @@ tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype)
         return NULL;
     }
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS
-    status = tack_array_copy_to_host(arr, view.buf, info->scalar);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
+    Py_BEGIN_ALLOW_THREADS status =
+        tack_array_copy_to_host(arr, view.buf, info->scalar);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&view);
     if (status != TACK_OK) {
         Py_DECREF(out);
         return tackpy_raise(st, status);

@@ -29,10 +29,8 @@ synchronize_fn(PyObject *module, PyObject *unused)
     tack_device *dev;
     tack_status status = tack_default_device(&dev);
     if (status == TACK_OK) {
-        Py_BEGIN_ALLOW_THREADS
-        status = tack_device_synchronize(dev);
-        Py_END_ALLOW_THREADS
-        tack_device_release(dev);
+        Py_BEGIN_ALLOW_THREADS status = tack_device_synchronize(dev);
+        Py_END_ALLOW_THREADS tack_device_release(dev);
     }
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
@@ -50,7 +48,8 @@ static PyMethodDef module_methods[] = {
      "zeros(shape, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
      "A new array of zeros."},
     {"full", FASTKW(tackpy_full_fn),
-     "full(shape, fill_value, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
+     "full(shape, fill_value, dtype=tack.float32, device=None, "
+     "exportable=False)\n--\n\n"
      "A new array with every element set to fill_value."},
     {"array", FASTKW(tackpy_array_fn),
      "array(obj, dtype=None, device=None)\n--\n\n"

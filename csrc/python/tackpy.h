@@ -18,28 +18,25 @@ typedef struct tackpy_state {
     PyTypeObject *Array_type;
     PyTypeObject *Device_type;
     PyTypeObject *DType_type;
-    PyObject *dtypes[TACK_DTYPE_COUNT]; /* the tack.float32, ... singletons */
-    PyObject *TackError;                /* base of every Tack exception */
-    PyObject *kind_exc[TACK_KIND_COUNT];/* error kind -> exception class */
-    PyObject *KernelError;              /* SyntaxError subclass, raised by the front end */
-    PyObject *numpy;                    /* numpy module, imported on first use */
-    PyObject *dlpack_attr_names;        /* reserved for the DLPack binding */
+    PyObject *dtypes[TACK_DTYPE_COUNT];  /* the tack.float32, ... singletons */
+    PyObject *TackError;                 /* base of every Tack exception */
+    PyObject *kind_exc[TACK_KIND_COUNT]; /* error kind -> exception class */
+    PyObject *KernelError;       /* SyntaxError subclass, raised by the front end */
+    PyObject *numpy;             /* numpy module, imported on first use */
+    PyObject *dlpack_attr_names; /* reserved for the DLPack binding */
 } tackpy_state;
 
 typedef struct {
-    PyObject_HEAD
-    tack_array *arr; /* Owned reference */
+    PyObject_HEAD tack_array *arr; /* Owned reference */
     PyObject *weakreflist;
 } tackpy_Array;
 
 typedef struct {
-    PyObject_HEAD
-    tack_device *dev; /* Owned reference */
+    PyObject_HEAD tack_device *dev; /* Owned reference */
 } tackpy_Device;
 
 typedef struct {
-    PyObject_HEAD
-    tack_dtype dtype;
+    PyObject_HEAD tack_dtype dtype;
 } tackpy_DType;
 
 /* ---- module.c ---------------------------------------------------------------- */
@@ -57,7 +54,8 @@ PyObject *tackpy_raise(tackpy_state *st, tack_status status);
 /* As tackpy_raise, for functions returning int: returns -1. */
 int tackpy_raise_int(tackpy_state *st, tack_status status);
 /* Raises the class of kind with a formatted message; returns NULL. */
-PyObject *tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt, ...);
+PyObject *tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt,
+                            ...);
 
 /* ---- dtype_type.c ------------------------------------------------------------- */
 int tackpy_dtype_init(PyObject *module, tackpy_state *st);
@@ -121,7 +119,8 @@ int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
 /* One element at p as a Python object (a tuple for vec types). New reference. */
 PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
 /* A new NumPy array holding a copy of arr. New reference. */
-PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype);
+PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
+                                PyObject *dtype);
 
 /* Argument parsing for METH_FASTCALL | METH_KEYWORDS: fills out[0..n) from positional
  * args then keywords by name; missing ones stay NULL. Returns 0, or -1 with TypeError

@@ -22,9 +22,10 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     bool zero = false;
     for (int32_t k = 0; k < ndim; k++) {
         if (shape[k] < 0) {
-            return tack__fail(TACK_ERR_BAD_SHAPE,
-                              "dimension %d has negative extent %lld: extents must be >= 0",
-                              (int)k, (long long)shape[k]);
+            return tack__fail(
+                TACK_ERR_BAD_SHAPE,
+                "dimension %d has negative extent %lld: extents must be >= 0", (int)k,
+                (long long)shape[k]);
         }
         if (shape[k] == 0) {
             zero = true;
@@ -35,10 +36,11 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     for (int32_t k = 0; k < ndim; k++) {
         uint64_t e = (uint64_t)shape[k];
         if (e != 0 && n > SIZE_MAX / e) {
-            return tack__fail(TACK_ERR_SIZE_OVERFLOW,
-                              "the shape's element count overflows at dimension %d: use "
-                              "a smaller shape",
-                              (int)k);
+            return tack__fail(
+                TACK_ERR_SIZE_OVERFLOW,
+                "the shape's element count overflows at dimension %d: use "
+                "a smaller shape",
+                (int)k);
         }
         if (e != 0) {
             n *= (size_t)e;
@@ -50,9 +52,10 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     /* Byte counts must also fit, and stay within PTRDIFF_MAX so pointer arithmetic
      * over the whole array is defined. */
     if (itemsize && n > (size_t)PTRDIFF_MAX / itemsize) {
-        return tack__fail(TACK_ERR_SIZE_OVERFLOW,
-                          "the array would need more than %td bytes: use a smaller shape",
-                          PTRDIFF_MAX);
+        return tack__fail(
+            TACK_ERR_SIZE_OVERFLOW,
+            "the array would need more than %td bytes: use a smaller shape",
+            PTRDIFF_MAX);
     }
     *nelem = n;
     return TACK_OK;
@@ -237,9 +240,8 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
                    tack_array **out)
 {
     if (ndim < 0 || ndim > TACK_MAX_NDIM) {
-        return tack__fail(TACK_ERR_BAD_SHAPE,
-                          "an array has 0 to %d dimensions, not %d", TACK_MAX_NDIM,
-                          (int)ndim);
+        return tack__fail(TACK_ERR_BAD_SHAPE, "an array has 0 to %d dimensions, not %d",
+                          TACK_MAX_NDIM, (int)ndim);
     }
     int64_t resolved[TACK_MAX_NDIM];
     int infer = -1;
@@ -255,8 +257,8 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
         }
     }
     size_t nelem;
-    tack_status st = tack_shape_size(ndim, resolved, tack_dtype_get(arr->dtype)->itemsize,
-                                     &nelem);
+    tack_status st =
+        tack_shape_size(ndim, resolved, tack_dtype_get(arr->dtype)->itemsize, &nelem);
     if (st != TACK_OK) {
         return st;
     }
@@ -276,7 +278,8 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
                           "elements: the element counts must match",
                           arr->nelem, nelem);
     }
-    return array_make(arr->buffer, arr->dtype, ndim, resolved, nelem, arr->writable, out);
+    return array_make(arr->buffer, arr->dtype, ndim, resolved, nelem, arr->writable,
+                      out);
 }
 
 tack_status
@@ -290,10 +293,11 @@ static tack_status
 check_writable(const tack_array *arr, const char *what)
 {
     if (!arr->writable) {
-        return tack__fail(TACK_ERR_READ_ONLY,
-                          "%s: the array is read-only (a read-only import or view); copy "
-                          "it with tack.array(...) to get a writable array",
-                          what);
+        return tack__fail(
+            TACK_ERR_READ_ONLY,
+            "%s: the array is read-only (a read-only import or view); copy "
+            "it with tack.array(...) to get a writable array",
+            what);
     }
     return TACK_OK;
 }
@@ -350,10 +354,11 @@ tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype
     }
     size_t want = dst->nelem * ncomponents(dst->dtype);
     if (nscalars != want) {
-        return tack__fail(TACK_ERR_BAD_SHAPE,
-                          "the source has %zu values but the array holds %zu: give data "
-                          "of the array's shape",
-                          nscalars, want);
+        return tack__fail(
+            TACK_ERR_BAD_SHAPE,
+            "the source has %zu values but the array holds %zu: give data "
+            "of the array's shape",
+            nscalars, want);
     }
     if (dst->nbytes == 0) {
         return TACK_OK;
@@ -438,10 +443,11 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
         return st;
     }
     if (!same_scalar_shape(dst, src)) {
-        return tack__fail(TACK_ERR_BAD_SHAPE,
-                          "copyto needs equal shapes (destination %d-d with %zu elements, "
-                          "source %d-d with %zu): reshape one of them",
-                          (int)dst->ndim, dst->nelem, (int)src->ndim, src->nelem);
+        return tack__fail(
+            TACK_ERR_BAD_SHAPE,
+            "copyto needs equal shapes (destination %d-d with %zu elements, "
+            "source %d-d with %zu): reshape one of them",
+            (int)dst->ndim, dst->nelem, (int)src->ndim, src->nelem);
     }
     if (dst->nbytes == 0) {
         return TACK_OK;
@@ -455,7 +461,7 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
     if (on_host(dst) && on_host(src) && dst->buffer != src->buffer) {
         /* Both on the host in distinct memory: convert in one pass. */
         tack_convert(dst->buffer->data, tack_dtype_get(dst->dtype)->scalar,
-                      src->buffer->data, sinfo->scalar, nscalars);
+                     src->buffer->data, sinfo->scalar, nscalars);
         return TACK_OK;
     }
     size_t staging_bytes = nscalars * tack_dtype_get(sinfo->scalar)->itemsize;

@@ -86,14 +86,9 @@ tack_buffer_release(tack_buffer *buf)
     }
     tack_device *dev = buf->device;
     switch (buf->owner) {
-    case TACK_OWNER_OWN:
-        dev->backend->free(dev->state, buf->data);
-        break;
-    case TACK_OWNER_IMPORTED:
-        buf->release(buf->release_ctx);
-        break;
-    case TACK_OWNER_WRAPPED:
-        break;
+    case TACK_OWNER_OWN: dev->backend->free(dev->state, buf->data); break;
+    case TACK_OWNER_IMPORTED: buf->release(buf->release_ctx); break;
+    case TACK_OWNER_WRAPPED: break;
     }
     tack__free(buf);
     tack_device_release(dev);

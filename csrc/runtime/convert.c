@@ -103,16 +103,37 @@ load(const void *p, tack_dtype dt)
     case TACK_INT16: w.i = *(const int16_t *)p; break;
     case TACK_INT32: w.i = *(const int32_t *)p; break;
     case TACK_INT64: w.i = *(const int64_t *)p; break;
-    case TACK_UINT8: w.kind = 'u'; w.u = *(const uint8_t *)p; break;
-    case TACK_UINT16: w.kind = 'u'; w.u = *(const uint16_t *)p; break;
-    case TACK_UINT32: w.kind = 'u'; w.u = *(const uint32_t *)p; break;
-    case TACK_UINT64: w.kind = 'u'; w.u = *(const uint64_t *)p; break;
-    case TACK_FLOAT16: w.kind = 'f'; w.f = tack__half_to_float(*(const uint16_t *)p); break;
+    case TACK_UINT8:
+        w.kind = 'u';
+        w.u = *(const uint8_t *)p;
+        break;
+    case TACK_UINT16:
+        w.kind = 'u';
+        w.u = *(const uint16_t *)p;
+        break;
+    case TACK_UINT32:
+        w.kind = 'u';
+        w.u = *(const uint32_t *)p;
+        break;
+    case TACK_UINT64:
+        w.kind = 'u';
+        w.u = *(const uint64_t *)p;
+        break;
+    case TACK_FLOAT16:
+        w.kind = 'f';
+        w.f = tack__half_to_float(*(const uint16_t *)p);
+        break;
     case TACK_FLOAT32:
     case TACK_VEC2F:
     case TACK_VEC3F:
-    case TACK_VEC4F: w.kind = 'f'; w.f = *(const float *)p; break;
-    case TACK_FLOAT64: w.kind = 'f'; w.f = *(const double *)p; break;
+    case TACK_VEC4F:
+        w.kind = 'f';
+        w.f = *(const float *)p;
+        break;
+    case TACK_FLOAT64:
+        w.kind = 'f';
+        w.f = *(const double *)p;
+        break;
     default: break;
     }
     return w;
@@ -162,15 +183,25 @@ store(void *p, tack_dtype dt, wide w)
         *(uint8_t *)p = (uint8_t)nz;
         break;
     }
-    case TACK_INT8: *(int8_t *)p = (int8_t)(uint8_t)wide_as_bits(w, INT8_MIN, INT8_MAX); break;
-    case TACK_INT16: *(int16_t *)p = (int16_t)(uint16_t)wide_as_bits(w, INT16_MIN, INT16_MAX); break;
-    case TACK_INT32: *(int32_t *)p = (int32_t)(uint32_t)wide_as_bits(w, INT32_MIN, INT32_MAX); break;
-    case TACK_INT64: *(int64_t *)p = (int64_t)wide_as_bits(w, INT64_MIN, INT64_MAX); break;
+    case TACK_INT8:
+        *(int8_t *)p = (int8_t)(uint8_t)wide_as_bits(w, INT8_MIN, INT8_MAX);
+        break;
+    case TACK_INT16:
+        *(int16_t *)p = (int16_t)(uint16_t)wide_as_bits(w, INT16_MIN, INT16_MAX);
+        break;
+    case TACK_INT32:
+        *(int32_t *)p = (int32_t)(uint32_t)wide_as_bits(w, INT32_MIN, INT32_MAX);
+        break;
+    case TACK_INT64:
+        *(int64_t *)p = (int64_t)wide_as_bits(w, INT64_MIN, INT64_MAX);
+        break;
     case TACK_UINT8: *(uint8_t *)p = (uint8_t)wide_as_bits(w, 0, UINT8_MAX); break;
     case TACK_UINT16: *(uint16_t *)p = (uint16_t)wide_as_bits(w, 0, UINT16_MAX); break;
     case TACK_UINT32: *(uint32_t *)p = (uint32_t)wide_as_bits(w, 0, UINT32_MAX); break;
     case TACK_UINT64: *(uint64_t *)p = wide_as_bits(w, 0, UINT64_MAX); break;
-    case TACK_FLOAT16: *(uint16_t *)p = tack__float_to_half((float)wide_as_double(w)); break;
+    case TACK_FLOAT16:
+        *(uint16_t *)p = tack__float_to_half((float)wide_as_double(w));
+        break;
     case TACK_FLOAT32:
     case TACK_VEC2F:
     case TACK_VEC3F:
@@ -182,7 +213,7 @@ store(void *p, tack_dtype dt, wide w)
 
 void
 tack_convert(void *dst, tack_dtype dst_dtype, const void *src, tack_dtype src_dtype,
-              size_t n)
+             size_t n)
 {
     const tack_dtype_info *di = tack_dtype_get(dst_dtype);
     const tack_dtype_info *si = tack_dtype_get(src_dtype);

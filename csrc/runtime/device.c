@@ -43,29 +43,32 @@ tack_status
 tack_device_parse(const char *spec, char *name_out, size_t name_cap, int *ordinal)
 {
     if (!spec || !*spec) {
-        return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
-                          "empty device name: use 'cpu', 'cuda', 'hip' or 'level_zero'");
+        return tack__fail(
+            TACK_ERR_UNKNOWN_DEVICE,
+            "empty device name: use 'cpu', 'cuda', 'hip' or 'level_zero'");
     }
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     if (len + 1 > name_cap) {
-        return tack__fail(TACK_ERR_UNKNOWN_DEVICE, "unknown device '%.64s': use 'cpu', "
-                          "'cuda', 'hip' or 'level_zero'", spec);
+        return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
+                          "unknown device '%.64s': use 'cpu', "
+                          "'cuda', 'hip' or 'level_zero'",
+                          spec);
     }
     int ord = *ordinal;
     if (colon) {
         const char *p = colon + 1;
         if (*p == '\0') {
-            return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
-                              "device '%.64s' has no ordinal after ':': write e.g. 'cuda:1'",
-                              spec);
+            return tack__fail(
+                TACK_ERR_UNKNOWN_DEVICE,
+                "device '%.64s' has no ordinal after ':': write e.g. 'cuda:1'", spec);
         }
         long v = 0;
         for (; *p; p++) {
             if (*p < '0' || *p > '9' || v > TACK__MAX_ORDINAL) {
-                return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
-                                  "device '%.64s' has a bad ordinal: write e.g. 'cuda:1'",
-                                  spec);
+                return tack__fail(
+                    TACK_ERR_UNKNOWN_DEVICE,
+                    "device '%.64s' has a bad ordinal: write e.g. 'cuda:1'", spec);
             }
             v = v * 10 + (*p - '0');
         }
@@ -128,9 +131,10 @@ tack_device_open(const char *name, int ordinal, const tack_device_options *optio
         return tack__fail(TACK_ERR_UNKNOWN_DEVICE, "no device name given");
     }
     if (strcmp(name, "metal") == 0) {
-        return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
-                          "the 'metal' backend exists only on macOS with Apple GPUs; on "
-                          "this system use 'cpu', 'cuda', 'hip' or 'level_zero'");
+        return tack__fail(
+            TACK_ERR_DEVICE_UNAVAILABLE,
+            "the 'metal' backend exists only on macOS with Apple GPUs; on "
+            "this system use 'cpu', 'cuda', 'hip' or 'level_zero'");
     }
     size_t index;
     const tack_backend *b = find_backend(name, &index);
@@ -142,8 +146,8 @@ tack_device_open(const char *name, int ordinal, const tack_device_options *optio
     }
     if (ordinal < 0 || ordinal >= TACK__MAX_ORDINAL) {
         return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
-                          "device ordinal %d is out of range for '%s': use 0..%d", ordinal,
-                          name, TACK__MAX_ORDINAL - 1);
+                          "device ordinal %d is out of range for '%s': use 0..%d",
+                          ordinal, name, TACK__MAX_ORDINAL - 1);
     }
     if (options && options->external_context) {
         return device_make(b, ordinal, options, out);

@@ -13,7 +13,8 @@ static const tack_dtype_info dtype_table[] = {
 };
 
 /* The C type sizes must agree with the table: conversion code relies on it. */
-#define TACK__DTYPE_SIZE_CHECK(e, name, alias, ctype, size, code, bits, ncomp, np, cls) \
+#define TACK__DTYPE_SIZE_CHECK(e, name, alias, ctype, size, code, bits, ncomp, np, \
+                               cls)                                                \
     _Static_assert(sizeof(ctype) * (ncomp) == (size), "item size of " name);
 TACK_DTYPE_LIST(TACK__DTYPE_SIZE_CHECK)
 #undef TACK__DTYPE_SIZE_CHECK
@@ -39,10 +40,11 @@ tack_dtype_from_name(const char *name, tack_dtype *out)
             }
         }
     }
-    return tack__fail(TACK_ERR_BAD_DTYPE,
-                      "unknown dtype '%s': use one of bool, int8..int64, uint8..uint64, "
-                      "float16, float32, float64, vec2, vec3, vec4",
-                      name ? name : "(null)");
+    return tack__fail(
+        TACK_ERR_BAD_DTYPE,
+        "unknown dtype '%s': use one of bool, int8..int64, uint8..uint64, "
+        "float16, float32, float64, vec2, vec3, vec4",
+        name ? name : "(null)");
 }
 
 tack_status

@@ -45,9 +45,9 @@ struct tack_device {
     atomic_size_t refcount;
     const tack_backend *backend; /* Borrowed: static table */
     int ordinal;
-    void *state;                 /* Owned: made by backend->open */
-    bool external_context;       /* opened with options: not in the registry */
-    bool in_registry;            /* registry devices are never freed */
+    void *state;           /* Owned: made by backend->open */
+    bool external_context; /* opened with options: not in the registry */
+    bool in_registry;      /* registry devices are never freed */
     uint64_t memory_domain;
 };
 
@@ -55,24 +55,24 @@ struct tack_device {
 
 struct tack_buffer {
     atomic_size_t refcount;
-    tack_device *device;      /* Owned reference */
-    void *data;               /* device address; NULL only when nbytes is 0 */
+    tack_device *device; /* Owned reference */
+    void *data;          /* device address; NULL only when nbytes is 0 */
     size_t nbytes;
     tack_owner_kind owner;
-    atomic_uint flags;        /* enum tack_buffer_flags */
-    tack_release_fn release;  /* imported only: runs once at the last release */
+    atomic_uint flags;       /* enum tack_buffer_flags */
+    tack_release_fn release; /* imported only: runs once at the last release */
     void *release_ctx;
 };
 
 struct tack_array {
     atomic_size_t refcount;
-    tack_buffer *buffer;      /* Owned reference; the array starts at its first byte */
+    tack_buffer *buffer; /* Owned reference; the array starts at its first byte */
     tack_dtype dtype;
-    bool writable;            /* per array: a read-only view of a writable buffer */
+    bool writable; /* per array: a read-only view of a writable buffer */
     int32_t ndim;
-    size_t nelem;             /* product of shape */
-    size_t nbytes;            /* nelem * itemsize, checked for overflow */
-    int64_t shape[];          /* ndim extents, row-major */
+    size_t nelem;    /* product of shape */
+    size_t nbytes;   /* nelem * itemsize, checked for overflow */
+    int64_t shape[]; /* ndim extents, row-major */
 };
 
 /* ---- conversion (convert.c) ------------------------------------------------------ */

@@ -44,9 +44,9 @@ typedef enum tack_owner_kind {
 } tack_owner_kind;
 
 enum tack_buffer_flags {
-    TACK_BUFFER_WRITABLE = 1u << 0,   /* host and kernel writes allowed */
-    TACK_BUFFER_SHARED = 1u << 1,     /* every launch using it completes before return */
-    TACK_BUFFER_EXPORTABLE = 1u << 2  /* exportable as an OS handle (CUDA VMM) */
+    TACK_BUFFER_WRITABLE = 1u << 0,  /* host and kernel writes allowed */
+    TACK_BUFFER_SHARED = 1u << 1,    /* every launch using it completes before return */
+    TACK_BUFFER_EXPORTABLE = 1u << 2 /* exportable as an OS handle (CUDA VMM) */
 };
 
 /* Called once, from whichever thread drops the last reference. */
@@ -95,8 +95,8 @@ TACK_API tack_status tack_buffer_share(tack_buffer *buf);
  * [0, TACK_MAX_NDIM] and products (also in bytes of itemsize) that overflow.
  * Out: *nelem only on success. Errors: TACK_ERR_BAD_SHAPE, TACK_ERR_SIZE_OVERFLOW.
  */
-TACK_API tack_status tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize,
-                                     size_t *nelem);
+TACK_API tack_status tack_shape_size(int32_t ndim, const int64_t *shape,
+                                     size_t itemsize, size_t *nelem);
 
 /*
  * A new array with uninitialized elements on dev. flags as for tack_buffer_new.

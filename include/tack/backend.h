@@ -23,11 +23,11 @@ extern "C" {
 
 /* Where a pointer lives, as far as a backend can tell. */
 typedef enum tack_memory_space {
-    TACK_MEMORY_HOST = 0,    /* ordinary host memory */
-    TACK_MEMORY_DEVICE,      /* memory of this backend's device */
-    TACK_MEMORY_PINNED,      /* page-locked host memory of this backend */
-    TACK_MEMORY_MANAGED,     /* unified memory reachable from host and device */
-    TACK_MEMORY_UNKNOWN      /* not an allocation this backend knows */
+    TACK_MEMORY_HOST = 0, /* ordinary host memory */
+    TACK_MEMORY_DEVICE,   /* memory of this backend's device */
+    TACK_MEMORY_PINNED,   /* page-locked host memory of this backend */
+    TACK_MEMORY_MANAGED,  /* unified memory reachable from host and device */
+    TACK_MEMORY_UNKNOWN   /* not an allocation this backend knows */
 } tack_memory_space;
 
 /* Direction of a copy, from the device's point of view. */
@@ -38,8 +38,8 @@ typedef enum tack_copy_kind {
 } tack_copy_kind;
 
 struct tack_backend {
-    const char *name;          /* "cpu" */
-    int dlpack_device_type;    /* kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10, kDLOneAPI = 14 */
+    const char *name;       /* "cpu" */
+    int dlpack_device_type; /* kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10, kDLOneAPI = 14 */
     /* Options the backend's devices accept, NULL-terminated. tack.device() refuses
      * any other keyword before anything is constructed. */
     const char *const *option_names;

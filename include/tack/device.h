@@ -44,8 +44,8 @@ typedef struct tack_device_options {
  * name_cap bytes with the terminator) and an ordinal. A "name:N" ordinal overrides
  * *ordinal. Out: both only on success. TACK_ERR_UNKNOWN_DEVICE for a bad string.
  */
-TACK_API tack_status tack_device_parse(const char *spec, char *name_out, size_t name_cap,
-                                       int *ordinal);
+TACK_API tack_status tack_device_parse(const char *spec, char *name_out,
+                                       size_t name_cap, int *ordinal);
 
 /*
  * Whether the backend called name accepts the option called option. Unknown backend

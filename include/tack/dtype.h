@@ -17,22 +17,23 @@ extern "C" {
 #endif
 
 /* X(enum, name, alias, C type, item size, DLPack code, DLPack bits, components,
- *   NumPy type string, class) -- class: 'b' bool, 'i' signed, 'u' unsigned, 'f' float */
-#define TACK_DTYPE_LIST(X)                                                   \
-    X(TACK_BOOL, "bool", "b1", uint8_t, 1, 6, 8, 1, "|b1", 'b')              \
-    X(TACK_INT8, "int8", "i8", int8_t, 1, 0, 8, 1, "|i1", 'i')               \
-    X(TACK_INT16, "int16", "i16", int16_t, 2, 0, 16, 1, "<i2", 'i')          \
-    X(TACK_INT32, "int32", "i32", int32_t, 4, 0, 32, 1, "<i4", 'i')          \
-    X(TACK_INT64, "int64", "i64", int64_t, 8, 0, 64, 1, "<i8", 'i')          \
-    X(TACK_UINT8, "uint8", "u8", uint8_t, 1, 1, 8, 1, "|u1", 'u')            \
-    X(TACK_UINT16, "uint16", "u16", uint16_t, 2, 1, 16, 1, "<u2", 'u')       \
-    X(TACK_UINT32, "uint32", "u32", uint32_t, 4, 1, 32, 1, "<u4", 'u')       \
-    X(TACK_UINT64, "uint64", "u64", uint64_t, 8, 1, 64, 1, "<u8", 'u')       \
-    X(TACK_FLOAT16, "float16", "f16", uint16_t, 2, 2, 16, 1, "<f2", 'f')     \
-    X(TACK_FLOAT32, "float32", "f32", float, 4, 2, 32, 1, "<f4", 'f')        \
-    X(TACK_FLOAT64, "float64", "f64", double, 8, 2, 64, 1, "<f8", 'f')       \
-    X(TACK_VEC2F, "vec2", "vec2", float, 8, 2, 32, 2, "<f4", 'f')            \
-    X(TACK_VEC3F, "vec3", "vec3", float, 12, 2, 32, 3, "<f4", 'f')           \
+ *   NumPy type string, class) -- class: 'b' bool, 'i' signed, 'u' unsigned, 'f' float
+ */
+#define TACK_DTYPE_LIST(X)                                               \
+    X(TACK_BOOL, "bool", "b1", uint8_t, 1, 6, 8, 1, "|b1", 'b')          \
+    X(TACK_INT8, "int8", "i8", int8_t, 1, 0, 8, 1, "|i1", 'i')           \
+    X(TACK_INT16, "int16", "i16", int16_t, 2, 0, 16, 1, "<i2", 'i')      \
+    X(TACK_INT32, "int32", "i32", int32_t, 4, 0, 32, 1, "<i4", 'i')      \
+    X(TACK_INT64, "int64", "i64", int64_t, 8, 0, 64, 1, "<i8", 'i')      \
+    X(TACK_UINT8, "uint8", "u8", uint8_t, 1, 1, 8, 1, "|u1", 'u')        \
+    X(TACK_UINT16, "uint16", "u16", uint16_t, 2, 1, 16, 1, "<u2", 'u')   \
+    X(TACK_UINT32, "uint32", "u32", uint32_t, 4, 1, 32, 1, "<u4", 'u')   \
+    X(TACK_UINT64, "uint64", "u64", uint64_t, 8, 1, 64, 1, "<u8", 'u')   \
+    X(TACK_FLOAT16, "float16", "f16", uint16_t, 2, 2, 16, 1, "<f2", 'f') \
+    X(TACK_FLOAT32, "float32", "f32", float, 4, 2, 32, 1, "<f4", 'f')    \
+    X(TACK_FLOAT64, "float64", "f64", double, 8, 2, 64, 1, "<f8", 'f')   \
+    X(TACK_VEC2F, "vec2", "vec2", float, 8, 2, 32, 2, "<f4", 'f')        \
+    X(TACK_VEC3F, "vec3", "vec3", float, 12, 2, 32, 3, "<f4", 'f')       \
     X(TACK_VEC4F, "vec4", "vec4", float, 16, 2, 32, 4, "<f4", 'f')
 
 typedef enum tack_dtype {
@@ -44,15 +45,15 @@ typedef enum tack_dtype {
 
 /* What is known about one dtype. All strings are static. */
 typedef struct tack_dtype_info {
-    const char *name;       /* "float32" */
-    const char *alias;      /* "f32": tack.f32 in Python */
-    size_t itemsize;        /* bytes per element, vec3 = 12 */
-    uint8_t dlpack_code;    /* DLPack type code of the scalar (kDLFloat = 2) */
-    uint8_t dlpack_bits;    /* bits of the scalar */
-    uint8_t ncomponents;    /* 1 for scalars, 2..4 for vec types */
-    const char *numpy_str;  /* NumPy type string of the scalar: "<f4" */
-    char kind;              /* 'b' bool, 'i' signed int, 'u' unsigned int, 'f' float */
-    tack_dtype scalar;      /* the scalar dtype: TACK_FLOAT32 for the vec types */
+    const char *name;      /* "float32" */
+    const char *alias;     /* "f32": tack.f32 in Python */
+    size_t itemsize;       /* bytes per element, vec3 = 12 */
+    uint8_t dlpack_code;   /* DLPack type code of the scalar (kDLFloat = 2) */
+    uint8_t dlpack_bits;   /* bits of the scalar */
+    uint8_t ncomponents;   /* 1 for scalars, 2..4 for vec types */
+    const char *numpy_str; /* NumPy type string of the scalar: "<f4" */
+    char kind;             /* 'b' bool, 'i' signed int, 'u' unsigned int, 'f' float */
+    tack_dtype scalar;     /* the scalar dtype: TACK_FLOAT32 for the vec types */
 } tack_dtype_info;
 
 /* The info of a dtype, or NULL for a value outside the enum. Borrowed: static. */
@@ -64,7 +65,8 @@ TACK_API tack_status tack_dtype_from_name(const char *name, tack_dtype *out);
 
 /* The scalar dtype of a DLPack (code, bits) pair with lanes 1. Out: *out on success;
  * TACK_ERR_DLPACK_DTYPE for a pair Tack has no dtype for. */
-TACK_API tack_status tack_dtype_from_dlpack(uint8_t code, uint8_t bits, tack_dtype *out);
+TACK_API tack_status tack_dtype_from_dlpack(uint8_t code, uint8_t bits,
+                                            tack_dtype *out);
 
 /*
  * Converts n scalars of src_dtype at src into dst_dtype at dst, both host memory (vec

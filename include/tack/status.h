@@ -39,47 +39,47 @@ typedef enum tack_error_kind {
     TACK_KIND_DLPACK_TYPE,   /* TypeError and BufferError: a DLPack dtype refused */
     TACK_KIND_DLPACK_DEVICE, /* RuntimeError and BufferError: wrong importing device */
     TACK_KIND_ZERO_DIVISION, /* ZeroDivisionError: integer division by zero (debug) */
-    TACK_KIND_COMPILE,       /* tack.CompileError (RuntimeError): a kernel build failed */
+    TACK_KIND_COMPILE, /* tack.CompileError (RuntimeError): a kernel build failed */
     TACK_KIND_COUNT
 } tack_error_kind;
 
 /* X(enum, short name, generic message, error kind) */
-#define TACK_STATUS_LIST(X)                                                             \
-    X(TACK_OK, "ok", "success", TACK_KIND_NONE)                                        \
-    X(TACK_ERR_NO_MEMORY, "no_memory", "out of memory", TACK_KIND_MEMORY)              \
-    X(TACK_ERR_INVALID_ARGUMENT, "invalid_argument", "invalid argument",               \
-      TACK_KIND_VALUE)                                                                 \
-    X(TACK_ERR_BAD_SHAPE, "bad_shape", "invalid shape", TACK_KIND_VALUE)               \
-    X(TACK_ERR_SIZE_OVERFLOW, "size_overflow", "array size overflows",                 \
-      TACK_KIND_VALUE)                                                                 \
-    X(TACK_ERR_BAD_DTYPE, "bad_dtype", "unsupported dtype", TACK_KIND_TYPE)            \
-    X(TACK_ERR_BAD_TYPE, "bad_type", "argument of the wrong type", TACK_KIND_TYPE)     \
-    X(TACK_ERR_VALUE_OVERFLOW, "value_overflow", "value out of range for the dtype",   \
-      TACK_KIND_OVERFLOW)                                                              \
-    X(TACK_ERR_INDEX, "index", "index out of range", TACK_KIND_INDEX)                  \
-    X(TACK_ERR_READ_ONLY, "read_only", "array is not writable", TACK_KIND_READ_ONLY)   \
-    X(TACK_ERR_UNKNOWN_DEVICE, "unknown_device", "unknown device", TACK_KIND_VALUE)    \
-    X(TACK_ERR_UNKNOWN_OPTION, "unknown_option", "unknown device option",              \
-      TACK_KIND_VALUE)                                                                 \
-    X(TACK_ERR_DEVICE_UNAVAILABLE, "device_unavailable", "device is not available",    \
-      TACK_KIND_DEVICE)                                                                \
-    X(TACK_ERR_DEVICE_MISMATCH, "device_mismatch", "arrays are on different devices",  \
-      TACK_KIND_VALUE)                                                                 \
-    X(TACK_ERR_UNSUPPORTED, "unsupported", "operation not supported here",             \
-      TACK_KIND_RUNTIME)                                                               \
-    X(TACK_ERR_BACKEND, "backend", "backend call failed", TACK_KIND_RUNTIME)           \
-    X(TACK_ERR_EXPORT_REFUSED, "export_refused", "DLPack export refused",              \
-      TACK_KIND_BUFFER)                                                                \
-    X(TACK_ERR_DLPACK_INVALID, "dlpack_invalid", "DLPack tensor refused",              \
-      TACK_KIND_DLPACK_VALUE)                                                          \
-    X(TACK_ERR_DLPACK_DTYPE, "dlpack_dtype", "DLPack dtype not supported",             \
-      TACK_KIND_DLPACK_TYPE)                                                           \
-    X(TACK_ERR_DLPACK_DEVICE, "dlpack_device",                                         \
-      "DLPack tensor is on a device the importing device cannot wrap",                 \
-      TACK_KIND_DLPACK_DEVICE)                                                         \
-    X(TACK_ERR_ZERO_DIVISION, "zero_division", "integer division by zero",             \
-      TACK_KIND_ZERO_DIVISION)                                                         \
-    X(TACK_ERR_COMPILE, "compile", "kernel compilation failed", TACK_KIND_COMPILE)     \
+#define TACK_STATUS_LIST(X)                                                           \
+    X(TACK_OK, "ok", "success", TACK_KIND_NONE)                                       \
+    X(TACK_ERR_NO_MEMORY, "no_memory", "out of memory", TACK_KIND_MEMORY)             \
+    X(TACK_ERR_INVALID_ARGUMENT, "invalid_argument", "invalid argument",              \
+      TACK_KIND_VALUE)                                                                \
+    X(TACK_ERR_BAD_SHAPE, "bad_shape", "invalid shape", TACK_KIND_VALUE)              \
+    X(TACK_ERR_SIZE_OVERFLOW, "size_overflow", "array size overflows",                \
+      TACK_KIND_VALUE)                                                                \
+    X(TACK_ERR_BAD_DTYPE, "bad_dtype", "unsupported dtype", TACK_KIND_TYPE)           \
+    X(TACK_ERR_BAD_TYPE, "bad_type", "argument of the wrong type", TACK_KIND_TYPE)    \
+    X(TACK_ERR_VALUE_OVERFLOW, "value_overflow", "value out of range for the dtype",  \
+      TACK_KIND_OVERFLOW)                                                             \
+    X(TACK_ERR_INDEX, "index", "index out of range", TACK_KIND_INDEX)                 \
+    X(TACK_ERR_READ_ONLY, "read_only", "array is not writable", TACK_KIND_READ_ONLY)  \
+    X(TACK_ERR_UNKNOWN_DEVICE, "unknown_device", "unknown device", TACK_KIND_VALUE)   \
+    X(TACK_ERR_UNKNOWN_OPTION, "unknown_option", "unknown device option",             \
+      TACK_KIND_VALUE)                                                                \
+    X(TACK_ERR_DEVICE_UNAVAILABLE, "device_unavailable", "device is not available",   \
+      TACK_KIND_DEVICE)                                                               \
+    X(TACK_ERR_DEVICE_MISMATCH, "device_mismatch", "arrays are on different devices", \
+      TACK_KIND_VALUE)                                                                \
+    X(TACK_ERR_UNSUPPORTED, "unsupported", "operation not supported here",            \
+      TACK_KIND_RUNTIME)                                                              \
+    X(TACK_ERR_BACKEND, "backend", "backend call failed", TACK_KIND_RUNTIME)          \
+    X(TACK_ERR_EXPORT_REFUSED, "export_refused", "DLPack export refused",             \
+      TACK_KIND_BUFFER)                                                               \
+    X(TACK_ERR_DLPACK_INVALID, "dlpack_invalid", "DLPack tensor refused",             \
+      TACK_KIND_DLPACK_VALUE)                                                         \
+    X(TACK_ERR_DLPACK_DTYPE, "dlpack_dtype", "DLPack dtype not supported",            \
+      TACK_KIND_DLPACK_TYPE)                                                          \
+    X(TACK_ERR_DLPACK_DEVICE, "dlpack_device",                                        \
+      "DLPack tensor is on a device the importing device cannot wrap",                \
+      TACK_KIND_DLPACK_DEVICE)                                                        \
+    X(TACK_ERR_ZERO_DIVISION, "zero_division", "integer division by zero",            \
+      TACK_KIND_ZERO_DIVISION)                                                        \
+    X(TACK_ERR_COMPILE, "compile", "kernel compilation failed", TACK_KIND_COMPILE)    \
     X(TACK_ERR_INTERNAL, "internal", "internal error", TACK_KIND_RUNTIME)
 
 typedef enum tack_status {

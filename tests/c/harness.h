@@ -19,47 +19,47 @@ void tack_test_register(const char *name, tack_test_fn fn);
 void tack_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4), noreturn));
 
-#define TACK_TEST(name)                                                     \
-    static void test_##name(void);                                          \
-    __attribute__((constructor)) static void register_##name(void)          \
-    {                                                                       \
-        tack_test_register(#name, test_##name);                             \
-    }                                                                       \
+#define TACK_TEST(name)                                            \
+    static void test_##name(void);                                 \
+    __attribute__((constructor)) static void register_##name(void) \
+    {                                                              \
+        tack_test_register(#name, test_##name);                    \
+    }                                                              \
     static void test_##name(void)
 
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            tack_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);         \
-        }                                                                   \
+#define CHECK(cond)                                                 \
+    do {                                                            \
+        if (!(cond)) {                                              \
+            tack_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); \
+        }                                                           \
     } while (0)
 
-#define CHECK_EQ_INT(a, b)                                                  \
-    do {                                                                    \
-        long long va_ = (long long)(a), vb_ = (long long)(b);               \
-        if (va_ != vb_) {                                                   \
-            tack_test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, \
-                           va_, vb_);                                       \
-        }                                                                   \
+#define CHECK_EQ_INT(a, b)                                                            \
+    do {                                                                              \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                         \
+        if (va_ != vb_) {                                                             \
+            tack_test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, va_, \
+                           vb_);                                                      \
+        }                                                                             \
     } while (0)
 
-#define CHECK_EQ_DBL(a, b)                                                  \
-    do {                                                                    \
-        double va_ = (double)(a), vb_ = (double)(b);                        \
-        if (va_ != vb_) {                                                   \
+#define CHECK_EQ_DBL(a, b)                                                         \
+    do {                                                                           \
+        double va_ = (double)(a), vb_ = (double)(b);                               \
+        if (va_ != vb_) {                                                          \
             tack_test_fail(__FILE__, __LINE__, "%s == %s: %.17g != %.17g", #a, #b, \
-                           va_, vb_);                                       \
-        }                                                                   \
+                           va_, vb_);                                              \
+        }                                                                          \
     } while (0)
 
-#define CHECK_STATUS(expr, want)                                            \
-    do {                                                                    \
-        tack_status got_ = (expr);                                          \
-        if (got_ != (want)) {                                               \
+#define CHECK_STATUS(expr, want)                                                     \
+    do {                                                                             \
+        tack_status got_ = (expr);                                                   \
+        if (got_ != (want)) {                                                        \
             tack_test_fail(__FILE__, __LINE__, "%s: status %s, want %s (%s)", #expr, \
-                           tack_status_name(got_), tack_status_name(want),  \
-                           tack_last_error());                              \
-        }                                                                   \
+                           tack_status_name(got_), tack_status_name(want),           \
+                           tack_last_error());                                       \
+        }                                                                            \
     } while (0)
 
 #define CHECK_OK(expr) CHECK_STATUS(expr, TACK_OK)

@@ -49,14 +49,16 @@ static tack_status
 run_empty(tack_device *dev, void **made)
 {
     int64_t s[] = {16, 4};
-    return tack_array_empty(dev, TACK_FLOAT32, 2, s, TACK_BUFFER_WRITABLE, (tack_array **)made);
+    return tack_array_empty(dev, TACK_FLOAT32, 2, s, TACK_BUFFER_WRITABLE,
+                            (tack_array **)made);
 }
 
 static tack_status
 run_zeros(tack_device *dev, void **made)
 {
     int64_t s[] = {8};
-    return tack_array_zeros(dev, TACK_VEC3F, 1, s, TACK_BUFFER_WRITABLE, (tack_array **)made);
+    return tack_array_zeros(dev, TACK_VEC3F, 1, s, TACK_BUFFER_WRITABLE,
+                            (tack_array **)made);
 }
 
 static tack_status
@@ -145,7 +147,8 @@ with_base_array(alloc_case run)
     tack_device *dev;
     CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
     int64_t s[] = {4};
-    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, s, TACK_BUFFER_WRITABLE, &base_array));
+    CHECK_OK(
+        tack_array_zeros(dev, TACK_FLOAT32, 1, s, TACK_BUFFER_WRITABLE, &base_array));
     /* base_array was made with the default allocator; it is freed the same way. */
     tack_array *keep = base_array;
     sweep(run, free_array);

@@ -40,8 +40,8 @@ TACK_TEST(arrays_of_many_dimensions_are_supported)
     }
     shape[0] = 3;
     tack_array *a;
-    CHECK_OK(tack_array_zeros(cpu(), TACK_INT8, TACK_MAX_NDIM, shape, TACK_BUFFER_WRITABLE,
-                              &a));
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT8, TACK_MAX_NDIM, shape,
+                              TACK_BUFFER_WRITABLE, &a));
     CHECK_EQ_INT(tack_array_ndim(a), TACK_MAX_NDIM);
     CHECK_EQ_INT(tack_array_nelem(a), 3);
     tack_array_release(a);
@@ -83,7 +83,8 @@ TACK_TEST(vec_arrays_fill_every_component_and_copy_as_scalars)
     }
     CHECK_OK(tack_array_copy_from_host(a, src, TACK_FLOAT64, 12));
     CHECK_EQ_DBL(((float *)tack_array_data(a))[11], 11.0);
-    CHECK_STATUS(tack_array_copy_from_host(a, src, TACK_FLOAT64, 4), TACK_ERR_BAD_SHAPE);
+    CHECK_STATUS(tack_array_copy_from_host(a, src, TACK_FLOAT64, 4),
+                 TACK_ERR_BAD_SHAPE);
     tack_array_release(a);
 }
 
@@ -157,7 +158,8 @@ TACK_TEST(copyto_converts_and_checks_shapes)
     int64_t v2[] = {2}, s23[] = {2, 3};
     tack_array *vec, *flat;
     CHECK_OK(tack_array_zeros(cpu(), TACK_VEC3F, 1, v2, TACK_BUFFER_WRITABLE, &vec));
-    CHECK_OK(tack_array_empty(cpu(), TACK_FLOAT32, 2, s23, TACK_BUFFER_WRITABLE, &flat));
+    CHECK_OK(
+        tack_array_empty(cpu(), TACK_FLOAT32, 2, s23, TACK_BUFFER_WRITABLE, &flat));
     float one = 1.0f;
     CHECK_OK(tack_array_fill(flat, &one, TACK_FLOAT32));
     CHECK_OK(tack_array_copyto(vec, flat));
@@ -204,7 +206,8 @@ TACK_TEST(from_buffer_refuses_shapes_larger_than_the_memory)
     CHECK_EQ_INT(tack_buffer_owner(buf), TACK_OWNER_WRAPPED);
     int64_t s5[] = {5};
     tack_array *a = NULL;
-    CHECK_STATUS(tack_array_from_buffer(buf, TACK_INT32, 1, s5, false, &a), TACK_ERR_BAD_SHAPE);
+    CHECK_STATUS(tack_array_from_buffer(buf, TACK_INT32, 1, s5, false, &a),
+                 TACK_ERR_BAD_SHAPE);
     int64_t s4[] = {4};
     CHECK_OK(tack_array_from_buffer(buf, TACK_INT32, 1, s4, true, &a));
     /* A buffer wrapped without the writable flag gives read-only arrays. */

@@ -11,10 +11,12 @@ TACK_TEST(device_parse_reads_name_and_ordinal)
     ord = 3;
     CHECK_OK(tack_device_parse("cpu", name, sizeof name, &ord));
     CHECK_EQ_INT(ord, 3);
-    CHECK_STATUS(tack_device_parse("cuda:", name, sizeof name, &ord), TACK_ERR_UNKNOWN_DEVICE);
+    CHECK_STATUS(tack_device_parse("cuda:", name, sizeof name, &ord),
+                 TACK_ERR_UNKNOWN_DEVICE);
     CHECK_STATUS(tack_device_parse("cuda:x", name, sizeof name, &ord),
                  TACK_ERR_UNKNOWN_DEVICE);
-    CHECK_STATUS(tack_device_parse("", name, sizeof name, &ord), TACK_ERR_UNKNOWN_DEVICE);
+    CHECK_STATUS(tack_device_parse("", name, sizeof name, &ord),
+                 TACK_ERR_UNKNOWN_DEVICE);
 }
 
 TACK_TEST(registry_gives_the_same_cpu_device)
@@ -59,7 +61,8 @@ TACK_TEST(external_context_names_missing_handles_before_loading_a_driver)
     tack_external_context ctx = {0x10, 0, 0, 0x1 | 0x2};
     tack_device_options opts = {&ctx};
     tack_device *d;
-    CHECK_STATUS(tack_device_open("level_zero", 0, &opts, &d), TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tack_device_open("level_zero", 0, &opts, &d),
+                 TACK_ERR_INVALID_ARGUMENT);
     CHECK(strstr(tack_last_error(), "for: device, context;") != NULL);
 }
 

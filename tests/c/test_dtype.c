@@ -74,7 +74,8 @@ TACK_TEST(conversion_between_integers_wraps_and_keeps_int64_exact)
 
 TACK_TEST(half_precision_round_trips_and_rounds_to_nearest_even)
 {
-    float values[] = {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f};
+    float values[] = {
+        0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f};
     for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
         CHECK_EQ_DBL(tack__half_to_float(tack__float_to_half(values[k])), values[k]);
     }

@@ -12,7 +12,8 @@ cuda_open(int ordinal, const tack_device_options *options, void **state)
     (void)ordinal;
     (void)options;
     void *handle;
-    tack_status st = tack__driver_load("cuda", cuda_libraries, "the NVIDIA driver", &handle);
+    tack_status st =
+        tack__driver_load("cuda", cuda_libraries, "the NVIDIA driver", &handle);
     if (st != TACK_OK) {
         return st;
     }

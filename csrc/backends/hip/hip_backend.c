@@ -12,7 +12,8 @@ hip_open(int ordinal, const tack_device_options *options, void **state)
     (void)ordinal;
     (void)options;
     void *handle;
-    tack_status st = tack__driver_load("hip", hip_libraries, "the ROCm HIP runtime", &handle);
+    tack_status st =
+        tack__driver_load("hip", hip_libraries, "the ROCm HIP runtime", &handle);
     if (st != TACK_OK) {
         return st;
     }

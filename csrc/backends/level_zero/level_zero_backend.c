@@ -32,10 +32,11 @@ check_external_context(const tack_external_context *ctx)
         }
     }
     if (used) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "external_context is missing or has null handles for: %s; give "
-                          "all three of driver, device and context as non-zero integers",
-                          bad);
+        return tack__fail(
+            TACK_ERR_INVALID_ARGUMENT,
+            "external_context is missing or has null handles for: %s; give "
+            "all three of driver, device and context as non-zero integers",
+            bad);
     }
     return TACK_OK;
 }
