@@ -41,7 +41,9 @@ sanitize: $(VENV)/.ready
 valgrind: test-c
 	TACK_TEST_NO_FORK=0 valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes $(BUILD)/c/tests/c/tack_c_tests
 
-lint:
+lint: test-c setup
+	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c
+	clang-tidy -quiet -p $(BUILD)/py csrc/python/*.c
 	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.c csrc/python/*.[ch] tests/c/*.[ch]
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude csrc/runtime csrc/backends
 

@@ -81,7 +81,7 @@ make_array(PyObject *module, const char *fname, make_kind kind, PyObject *const 
     if (value && tackpy_scalar_to_element(st, value, dtype, element) < 0) {
         return NULL;
     }
-    tack_device *dev;
+    tack_device *dev = NULL;
     if (tackpy_device_from_object(st, device_obj, &dev) < 0) {
         return NULL;
     }
@@ -156,7 +156,7 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (tackpy_parse_args("array", args, nargs, kwnames, names, 3, 1, a) < 0) {
         return NULL;
     }
-    tack_device *dev;
+    tack_device *dev = NULL;
     if (tackpy_device_from_object(st, a[2], &dev) < 0) {
         return NULL;
     }
@@ -463,7 +463,7 @@ static PyObject *
 array_to_device(PyObject *self, PyObject *device)
 {
     tackpy_state *st = state_of(self);
-    tack_device *dev;
+    tack_device *dev = NULL;
     if (tackpy_device_from_object(st, device, &dev) < 0) {
         return NULL;
     }

@@ -217,7 +217,7 @@ PyObject *
 tackpy_device_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)
 {
-    tack_device *dev;
+    tack_device *dev = NULL;
     if (device_from_call(module, "device", args, nargs, kwnames, &dev) < 0) {
         return NULL;
     }
@@ -228,7 +228,7 @@ PyObject *
 tackpy_set_default_device_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kwnames)
 {
-    tack_device *dev;
+    tack_device *dev = NULL;
     if (device_from_call(module, "set_default_device", args, nargs, kwnames, &dev) <
         0) {
         return NULL;
@@ -242,7 +242,7 @@ tackpy_get_default_device_fn(PyObject *module, PyObject *unused)
 {
     (void)unused;
     tackpy_state *st = PyModule_GetState(module);
-    tack_device *dev;
+    tack_device *dev = NULL;
     tack_status status = tack_default_device(&dev);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);

@@ -26,7 +26,7 @@ synchronize_fn(PyObject *module, PyObject *unused)
 {
     (void)unused;
     tackpy_state *st = PyModule_GetState(module);
-    tack_device *dev;
+    tack_device *dev = NULL;
     tack_status status = tack_default_device(&dev);
     if (status == TACK_OK) {
         Py_BEGIN_ALLOW_THREADS status = tack_device_synchronize(dev);
@@ -42,13 +42,13 @@ synchronize_fn(PyObject *module, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"empty", FASTKW(tackpy_empty_fn),
-     "empty(shape, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
-     "A new array with uninitialized elements."},
+     "empty(shape, dtype=None, device=None, exportable=False)\n--\n\n"
+     "A new array with uninitialized elements; dtype None means tack.float32."},
     {"zeros", FASTKW(tackpy_zeros_fn),
-     "zeros(shape, dtype=tack.float32, device=None, exportable=False)\n--\n\n"
+     "zeros(shape, dtype=None, device=None, exportable=False)\n--\n\n"
      "A new array of zeros."},
     {"full", FASTKW(tackpy_full_fn),
-     "full(shape, fill_value, dtype=tack.float32, device=None, "
+     "full(shape, fill_value, dtype=None, device=None, "
      "exportable=False)\n--\n\n"
      "A new array with every element set to fill_value."},
     {"array", FASTKW(tackpy_array_fn),

@@ -99,7 +99,11 @@ load(const void *p, tack_dtype dt)
     wide w = {'i', 0, 0, 0.0};
     switch (dt) {
     case TACK_BOOL: w.i = *(const uint8_t *)p != 0; break;
-    case TACK_INT8: w.i = *(const int8_t *)p; break;
+    case TACK_INT8:
+        /* Sign extension of int8 is the point here. */
+        // NOLINTNEXTLINE(bugprone-signed-char-misuse,cert-str34-c)
+        w.i = *(const int8_t *)p;
+        break;
     case TACK_INT16: w.i = *(const int16_t *)p; break;
     case TACK_INT32: w.i = *(const int32_t *)p; break;
     case TACK_INT64: w.i = *(const int64_t *)p; break;

@@ -6,15 +6,15 @@
 #include "internal.h"
 
 static const tack_dtype_info dtype_table[] = {
-#define TACK__DTYPE_ROW(e, name, alias, ctype, size, code, bits, ncomp, np, cls) \
-    {name, alias, size, code, bits, ncomp, np, cls, (ncomp) > 1 ? TACK_FLOAT32 : e},
+#define TACK__DTYPE_ROW(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc) \
+    {name, alias, size, code, bits, ncomp, np, cls, sc},
     TACK_DTYPE_LIST(TACK__DTYPE_ROW)
 #undef TACK__DTYPE_ROW
 };
 
 /* The C type sizes must agree with the table: conversion code relies on it. */
 #define TACK__DTYPE_SIZE_CHECK(e, name, alias, ctype, size, code, bits, ncomp, np, \
-                               cls)                                                \
+                               cls, sc)                                            \
     _Static_assert(sizeof(ctype) * (ncomp) == (size), "item size of " name);
 TACK_DTYPE_LIST(TACK__DTYPE_SIZE_CHECK)
 #undef TACK__DTYPE_SIZE_CHECK

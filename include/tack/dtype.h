@@ -19,25 +19,25 @@ extern "C" {
 /* X(enum, name, alias, C type, item size, DLPack code, DLPack bits, components,
  *   NumPy type string, class) -- class: 'b' bool, 'i' signed, 'u' unsigned, 'f' float
  */
-#define TACK_DTYPE_LIST(X)                                               \
-    X(TACK_BOOL, "bool", "b1", uint8_t, 1, 6, 8, 1, "|b1", 'b')          \
-    X(TACK_INT8, "int8", "i8", int8_t, 1, 0, 8, 1, "|i1", 'i')           \
-    X(TACK_INT16, "int16", "i16", int16_t, 2, 0, 16, 1, "<i2", 'i')      \
-    X(TACK_INT32, "int32", "i32", int32_t, 4, 0, 32, 1, "<i4", 'i')      \
-    X(TACK_INT64, "int64", "i64", int64_t, 8, 0, 64, 1, "<i8", 'i')      \
-    X(TACK_UINT8, "uint8", "u8", uint8_t, 1, 1, 8, 1, "|u1", 'u')        \
-    X(TACK_UINT16, "uint16", "u16", uint16_t, 2, 1, 16, 1, "<u2", 'u')   \
-    X(TACK_UINT32, "uint32", "u32", uint32_t, 4, 1, 32, 1, "<u4", 'u')   \
-    X(TACK_UINT64, "uint64", "u64", uint64_t, 8, 1, 64, 1, "<u8", 'u')   \
-    X(TACK_FLOAT16, "float16", "f16", uint16_t, 2, 2, 16, 1, "<f2", 'f') \
-    X(TACK_FLOAT32, "float32", "f32", float, 4, 2, 32, 1, "<f4", 'f')    \
-    X(TACK_FLOAT64, "float64", "f64", double, 8, 2, 64, 1, "<f8", 'f')   \
-    X(TACK_VEC2F, "vec2", "vec2", float, 8, 2, 32, 2, "<f4", 'f')        \
-    X(TACK_VEC3F, "vec3", "vec3", float, 12, 2, 32, 3, "<f4", 'f')       \
-    X(TACK_VEC4F, "vec4", "vec4", float, 16, 2, 32, 4, "<f4", 'f')
+#define TACK_DTYPE_LIST(X)                                                             \
+    X(TACK_BOOL, "bool", "b1", uint8_t, 1, 6, 8, 1, "|b1", 'b', TACK_BOOL)             \
+    X(TACK_INT8, "int8", "i8", int8_t, 1, 0, 8, 1, "|i1", 'i', TACK_INT8)              \
+    X(TACK_INT16, "int16", "i16", int16_t, 2, 0, 16, 1, "<i2", 'i', TACK_INT16)        \
+    X(TACK_INT32, "int32", "i32", int32_t, 4, 0, 32, 1, "<i4", 'i', TACK_INT32)        \
+    X(TACK_INT64, "int64", "i64", int64_t, 8, 0, 64, 1, "<i8", 'i', TACK_INT64)        \
+    X(TACK_UINT8, "uint8", "u8", uint8_t, 1, 1, 8, 1, "|u1", 'u', TACK_UINT8)          \
+    X(TACK_UINT16, "uint16", "u16", uint16_t, 2, 1, 16, 1, "<u2", 'u', TACK_UINT16)    \
+    X(TACK_UINT32, "uint32", "u32", uint32_t, 4, 1, 32, 1, "<u4", 'u', TACK_UINT32)    \
+    X(TACK_UINT64, "uint64", "u64", uint64_t, 8, 1, 64, 1, "<u8", 'u', TACK_UINT64)    \
+    X(TACK_FLOAT16, "float16", "f16", uint16_t, 2, 2, 16, 1, "<f2", 'f', TACK_FLOAT16) \
+    X(TACK_FLOAT32, "float32", "f32", float, 4, 2, 32, 1, "<f4", 'f', TACK_FLOAT32)    \
+    X(TACK_FLOAT64, "float64", "f64", double, 8, 2, 64, 1, "<f8", 'f', TACK_FLOAT64)   \
+    X(TACK_VEC2F, "vec2", "vec2", float, 8, 2, 32, 2, "<f4", 'f', TACK_FLOAT32)        \
+    X(TACK_VEC3F, "vec3", "vec3", float, 12, 2, 32, 3, "<f4", 'f', TACK_FLOAT32)       \
+    X(TACK_VEC4F, "vec4", "vec4", float, 16, 2, 32, 4, "<f4", 'f', TACK_FLOAT32)
 
 typedef enum tack_dtype {
-#define TACK__DTYPE_ENUM(e, name, alias, ctype, size, code, bits, ncomp, np, cls) e,
+#define TACK__DTYPE_ENUM(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc) e,
     TACK_DTYPE_LIST(TACK__DTYPE_ENUM)
 #undef TACK__DTYPE_ENUM
         TACK_DTYPE_COUNT
