@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q meson-python meson ninja numpy pytest "jax[cpu]" "vtk==9.7.1" pyvista
+	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff "jax[cpu]" "vtk==9.7.1" pyvista
 	touch $@
 
 setup: $(VENV)/.ready
@@ -45,6 +45,7 @@ lint: test-c setup
 	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c
 	clang-tidy -quiet -p $(BUILD)/py csrc/python/*.c
 	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.c csrc/python/*.[ch] tests/c/*.[ch]
+	$(VENV)/bin/ruff check src tests examples benchmarks
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude csrc/runtime csrc/backends
 
 clean:

@@ -8,7 +8,6 @@ import pytest
 
 import tack
 
-
 ALL_SCALAR = [
     (tack.bool, np.bool_),
     (tack.int8, np.int8),
@@ -63,7 +62,8 @@ def test_default_dtype_is_float32():
 
 
 def test_zeros_and_full():
-    np.testing.assert_array_equal(tack.zeros((2, 2), dtype=tack.i32).numpy(), np.zeros((2, 2), np.int32))
+    zeros = tack.zeros((2, 2), dtype=tack.i32)
+    np.testing.assert_array_equal(zeros.numpy(), np.zeros((2, 2), np.int32))
     np.testing.assert_array_equal(tack.full(4, 2.5, dtype=tack.f64).numpy(), np.full(4, 2.5))
     np.testing.assert_array_equal(tack.full((2,), 7, tack.u8).numpy(), np.array([7, 7], np.uint8))
 
@@ -259,7 +259,7 @@ def test_no_reference_leak_in_creation():
     a = tack.zeros(10)
     before = sys.getrefcount(tack.float32)
     for _ in range(1000):
-        a.dtype
+        _ = a.dtype
         tack.zeros(4)
     # A leak would add about a thousand references; allow for interpreter caches.
     assert sys.getrefcount(tack.float32) - before < 5
