@@ -275,3 +275,11 @@ def test_weakref_and_text_signature():
     assert r() is None
     assert "shape" in str(inspect.signature(tack.empty))
     assert "device" in str(inspect.signature(tack.array))
+
+
+def test_dtypes_interoperate_with_numpy_dtypes():
+    assert np.dtype(tack.float32) == np.float32
+    assert tack.float32 == np.dtype("float32") and tack.int8 == np.int8
+    assert tack.float32 != np.float64
+    assert np.zeros(2, dtype=tack.vec3).shape == (2, 3)
+    assert tack.uint16 == "u16" and tack.uint16 != "int16"
