@@ -1,16 +1,16 @@
 """Type stubs for the C extension tack._tack."""
 
 from collections.abc import Sequence
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, TypeAlias
 
 import numpy as np
 
 __version__: str
 MAX_NDIM: int
 
-_Shape = SupportsIndex | Sequence[SupportsIndex]
-_DTypeLike = "dtype | str | type | np.dtype[Any] | None"
-_DeviceLike = "Device | str | None"
+_Shape: TypeAlias = SupportsIndex | Sequence[SupportsIndex]
+_DTypeLike: TypeAlias = "dtype | str | type | np.dtype[Any] | None"
+_DeviceLike: TypeAlias = "Device | str | None"
 
 class dtype:
     @property
