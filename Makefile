@@ -7,6 +7,7 @@ BUILD ?= build
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean
+.PHONY: fuzz
 
 # A virtual environment with the build tools, the test peers and Tack itself,
 # installed editable: importing tack rebuilds the extension when C sources change.
@@ -65,3 +66,11 @@ lint: test-c setup
 
 clean:
 	rm -rf $(BUILD)
+
+# libFuzzer over the DLPack importer (clang, ASan+UBSan), FUZZ_SECONDS of fuzzing.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+fuzz:
+	mkdir -p $(BUILD)/fuzz fuzz-corpus
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $(wildcard csrc/runtime/*.c) csrc/backends/gpu_driver.c $(wildcard csrc/backends/*/*.c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
+	ASAN_OPTIONS=allocator_may_return_null=1 $(BUILD)/fuzz/fuzz_dlpack_import -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus
