@@ -17,14 +17,13 @@
 PyObject *
 tackpy_array_wrap(tackpy_state *st, tack_array *arr)
 {
-    tackpy_Array *obj = PyObject_GC_New(tackpy_Array, st->Array_type);
+    tackpy_Array *obj = PyObject_New(tackpy_Array, st->Array_type);
     if (!obj) {
         tack_array_release(arr);
         return NULL;
     }
     obj->arr = arr;
     obj->weakreflist = NULL;
-    PyObject_GC_Track(obj);
     return (PyObject *)obj;
 }
 
@@ -661,18 +660,10 @@ static PyMethodDef array_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static int
-array_traverse(PyObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    return 0;
-}
-
 static void
 array_dealloc(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     if (((tackpy_Array *)self)->weakreflist) {
         PyObject_ClearWeakRefs(self);
     }
@@ -695,7 +686,6 @@ static PyType_Slot array_slots[] = {
     {Py_mp_subscript, array_getitem},
     {Py_mp_ass_subscript, array_setitem},
     {Py_mp_length, array_len},
-    {Py_tp_traverse, array_traverse},
     {Py_tp_dealloc, array_dealloc},
     {Py_tp_doc,
      "A C-contiguous array on a device. Make one with tack.empty, zeros, "
@@ -706,7 +696,7 @@ static PyType_Slot array_slots[] = {
 static PyType_Spec array_spec = {
     .name = "tack.Array",
     .basicsize = sizeof(tackpy_Array),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE |
              Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = array_slots,
 };

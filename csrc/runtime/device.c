@@ -25,7 +25,9 @@ static const tack_backend *const backends[] = {
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static tack_device *registry[TACK__NBACKENDS][TACK__MAX_ORDINAL];
-static tack_device *default_device; /* Owned reference; NULL means the CPU */
+/* Owned reference; NULL means the CPU. Written under registry_lock; read without it
+ * when it is a registry device, which never dies. */
+static _Atomic(tack_device *) default_device;
 
 static const tack_backend *
 find_backend(const char *name, size_t *index)
@@ -236,15 +238,18 @@ tack_device_synchronize(tack_device *dev)
 tack_status
 tack_default_device(tack_device **out)
 {
-    /* The registry's CPU device never dies, so once made it is remembered here and
-     * the common case (no default set) costs one lock, not two (DLPack hot path). */
+    /* The registry's CPU device never dies, so once made it is remembered here. With
+     * a registry device as the default (the common case) no lock is taken: this is
+     * on the DLPack import's hot path. */
     static _Atomic(tack_device *) cpu_device;
-    pthread_mutex_lock(&registry_lock);
-    tack_device *dev = default_device;
-    if (dev) {
+    tack_device *dev = atomic_load_explicit(&default_device, memory_order_acquire);
+    if (dev && !dev->in_registry) {
+        /* Another thread may replace and release it: retain under the lock. */
+        pthread_mutex_lock(&registry_lock);
+        dev = atomic_load_explicit(&default_device, memory_order_relaxed);
         tack_device_retain(dev);
+        pthread_mutex_unlock(&registry_lock);
     }
-    pthread_mutex_unlock(&registry_lock);
     if (!dev) {
         dev = atomic_load_explicit(&cpu_device, memory_order_acquire);
     }
@@ -265,8 +270,8 @@ tack_set_default_device(tack_device *dev)
 {
     tack_device_retain(dev);
     pthread_mutex_lock(&registry_lock);
-    tack_device *old = default_device;
-    default_device = dev;
+    tack_device *old = atomic_load_explicit(&default_device, memory_order_relaxed);
+    atomic_store_explicit(&default_device, dev, memory_order_release);
     pthread_mutex_unlock(&registry_lock);
     tack_device_release(old);
 }

@@ -87,6 +87,21 @@ mul_i64(int64_t a, int64_t b, int64_t *out)
     return true;
 }
 
+/* a * b, or true on overflow (*out is then unspecified). */
+static bool
+mul_size(size_t a, size_t b, size_t *out)
+{
+#if defined(__GNUC__)
+    return __builtin_mul_overflow(a, b, out);
+#else
+    if (b != 0 && a > SIZE_MAX / b) {
+        return true;
+    }
+    *out = a * b;
+    return false;
+#endif
+}
+
 /* The strided span of the tensor in bytes, relative to its first element. */
 static tack_status
 strided_span(const DLTensor *t, size_t itemsize, int64_t *lo, int64_t *hi)
@@ -167,15 +182,17 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
         }
         zero = zero || t->shape[k] == 0;
     }
+    /* Byte counts must stay within PTRDIFF_MAX, so pointer arithmetic over the
+     * whole tensor is defined. (No divisions per dimension: this is a hot path.) */
+    const size_t max_nelem = (size_t)PTRDIFF_MAX / itemsize;
     for (int32_t k = 0; k < t->ndim && !zero; k++) {
-        uint64_t e = (uint64_t)t->shape[k];
-        if (nelem > (size_t)PTRDIFF_MAX / itemsize / e) {
+        size_t e = (size_t)t->shape[k];
+        if (mul_size(nelem, e, &nelem) || nelem > max_nelem) {
             return tack__fail(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor's size overflows at dimension %d: "
                               "the producer sent an invalid tensor",
                               (int)k);
         }
-        nelem *= (size_t)e;
     }
     if (zero) {
         nelem = 0;
@@ -229,7 +246,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     out->itemsize = itemsize;
     out->address = address;
     out->contiguous = contiguous;
-    out->aligned = address % itemsize == 0;
+    out->aligned = (address & (itemsize - 1)) == 0; /* itemsize is a power of 2 */
     out->host_readable = row->host_readable;
     out->backend = row->backend;
     out->span_lo = lo;
@@ -259,7 +276,7 @@ check_pointer(tack_device *dev, const void *data, size_t align)
                           "a NULL pointer cannot hold elements: pass the address of "
                           "the first element");
     }
-    if ((uintptr_t)data % align != 0) {
+    if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "address %p is not aligned to the %zu bytes its elements "
                           "need: pass an aligned address, or copy the data",
@@ -308,7 +325,14 @@ wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
         return st; /* tack_buffer_wrap has called release */
     }
     st = tack__array_new(buf, dtype, ndim, shape, nelem, writable, out);
-    tack_buffer_release(buf); /* the array holds its own reference, or release runs */
+    if (st == TACK_OK) {
+        /* The array holds its own reference and no other thread has seen the buffer
+         * yet: drop ours with a plain store rather than an atomic decrement. */
+        atomic_store_explicit(&buf->refcount, 1, memory_order_relaxed);
+    }
+    else {
+        tack_buffer_release(buf); /* runs release */
+    }
     return st;
 }
 
