@@ -54,7 +54,7 @@ def cases():
         ("round trip numpy->tack->numpy",
          looped(lambda v: np.from_dlpack(tack.from_dlpack(v)), x), "tack"),
         ("tack.from_dlpack(capsule)",
-         looped(lambda v: tack.from_dlpack(v.__dlpack__(max_version=(1, 3))), x), "tack"),
+         looped(lambda v: tack.from_dlpack(v.__dlpack__(max_version=(1, 3))), x), "info"),
     ]
     try:
         import jax.numpy as jnp
