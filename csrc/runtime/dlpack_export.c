@@ -65,7 +65,7 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
     bool copy = opts && opts->copy;
     tack_device *want = opts && opts->device ? opts->device : arr->buffer->device;
     if (want != arr->buffer->device && !copy) {
-        return tack__fail(
+        return TACK__FAIL(
             TACK_ERR_EXPORT_REFUSED,
             "the array is on %s:%d and cannot be exported on %s:%d without a copy: "
             "pass copy=True, or request the array's own device",
@@ -99,7 +99,7 @@ export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor
     size_t nbytes = head + 2 * (size_t)n * sizeof(int64_t);
     unsigned char *p = tack__alloc(nbytes, TACK__STRUCT_ALIGNMENT);
     if (!p) {
-        return tack__fail(TACK_ERR_NO_MEMORY,
+        return TACK__FAIL(TACK_ERR_NO_MEMORY,
                           "out of memory allocating a DLPack tensor of %zu bytes",
                           nbytes);
     }
@@ -139,14 +139,14 @@ tack_status
 tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
                              DLManagedTensorVersioned **out)
 {
-    tack_array *src;
-    bool copied;
+    tack_array *src = NULL;
+    bool copied = false;
     tack_status st = export_source(arr, opts, &copied, &src);
     if (st != TACK_OK) {
         return st;
     }
-    void *block;
-    DLTensor *t;
+    void *block = NULL;
+    DLTensor *t = NULL;
     st = export_block(src, sizeof(DLManagedTensorVersioned), &block, &t,
                       offsetof(DLManagedTensorVersioned, dl_tensor));
     if (st != TACK_OK) {
@@ -176,20 +176,20 @@ tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opt
 {
     if (!arr->writable && !(opts && opts->copy)) {
         /* The legacy ABI has no read-only flag; NumPy refuses the same way. */
-        return tack__fail(
+        return TACK__FAIL(
             TACK_ERR_EXPORT_REFUSED,
             "a read-only array cannot be exported through legacy DLPack, which would "
             "hand out write access: request a versioned capsule with "
             "max_version=(1, 0) or later, or export a copy with copy=True");
     }
-    tack_array *src;
-    bool copied;
+    tack_array *src = NULL;
+    bool copied = false;
     tack_status st = export_source(arr, opts, &copied, &src);
     if (st != TACK_OK) {
         return st;
     }
-    void *block;
-    DLTensor *t;
+    void *block = NULL;
+    DLTensor *t = NULL;
     st = export_block(src, sizeof(DLManagedTensor), &block, &t,
                       offsetof(DLManagedTensor, dl_tensor));
     if (st != TACK_OK) {

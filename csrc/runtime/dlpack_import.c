@@ -19,21 +19,21 @@
 /* ---- the device table ------------------------------------------------------------ */
 
 typedef struct {
-    int32_t type;
     const char *backend;
+    int32_t type;
     bool host_readable; /* the CPU may read the memory (a copy needs no driver) */
     bool host_memory;   /* the memory is host memory: the device id means nothing */
 } device_row;
 
 /* tack-interoperability-design, step 5. kDLMetal is deliberately absent. */
 static const device_row device_table[] = {
-    {kDLCPU, "cpu", true, true},
-    {kDLCUDAHost, "cpu", true, true},
-    {kDLROCMHost, "cpu", true, true},
-    {kDLCUDA, "cuda", false, false},
-    {kDLCUDAManaged, "cuda", true, false},
-    {kDLROCM, "hip", false, false},
-    {kDLOneAPI, "level_zero", false, false},
+    {"cpu", kDLCPU, true, true},
+    {"cpu", kDLCUDAHost, true, true},
+    {"cpu", kDLROCMHost, true, true},
+    {"cuda", kDLCUDA, false, false},
+    {"cuda", kDLCUDAManaged, true, false},
+    {"hip", kDLROCM, false, false},
+    {"level_zero", kDLOneAPI, false, false},
 };
 
 static const device_row *
@@ -53,14 +53,14 @@ check_device_type(int32_t type, const device_row **row)
     if (type == kDLMetal) {
         /* data is an id<MTLBuffer> handle, not an address, and byte_offset locates
          * the tensor inside that buffer: nothing Tack could wrap. */
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "a kDLMetal tensor holds a Metal buffer handle, not an "
                           "address, and cannot be imported: move the tensor to host "
                           "memory and import it with copy=True");
     }
     *row = find_device(type);
     if (!*row) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "DLPack device type %d has no Tack backend: Tack imports "
                           "CPU, pinned host, CUDA, ROCm and oneAPI memory; move the "
                           "tensor to one of those first",
@@ -133,7 +133,7 @@ strided_span(const DLTensor *t, size_t itemsize, int64_t *lo, int64_t *hi)
     *hi = high;
     return TACK_OK;
 overflow:
-    return tack__fail(TACK_ERR_DLPACK_INVALID,
+    return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                       "the DLPack tensor's strides reach beyond the address space: "
                       "the producer sent an invalid tensor");
 }
@@ -141,31 +141,31 @@ overflow:
 tack_status
 tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
 {
-    const device_row *row;
+    const device_row *row = NULL;
     tack_status st = check_device_type((int32_t)t->device.device_type, &row);
     if (st != TACK_OK) {
         return st;
     }
     if (t->ndim < 0 || t->ndim > TACK_MAX_NDIM) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "a DLPack tensor with %d dimensions cannot be imported: Tack "
                           "arrays have 0 to %d",
                           (int)t->ndim, TACK_MAX_NDIM);
     }
     if (t->ndim > 0 && !t->shape) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor has %d dimensions but no shape: the "
                           "producer sent an invalid tensor",
                           (int)t->ndim);
     }
     if (t->dtype.lanes != 1) {
-        return tack__fail(TACK_ERR_DLPACK_DTYPE,
+        return TACK__FAIL(TACK_ERR_DLPACK_DTYPE,
                           "DLPack dtype (code %u, bits %u) with %u lanes has no Tack "
                           "equivalent: export vectors as a trailing dimension instead",
                           (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
                           (unsigned)t->dtype.lanes);
     }
-    tack_dtype dtype;
+    tack_dtype dtype = TACK_FLOAT32;
     st = tack_dtype_from_dlpack(t->dtype.code, t->dtype.bits, &dtype);
     if (st != TACK_OK) {
         return st;
@@ -175,7 +175,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     bool zero = false;
     for (int32_t k = 0; k < t->ndim; k++) {
         if (t->shape[k] < 0) {
-            return tack__fail(TACK_ERR_DLPACK_INVALID,
+            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor has a negative extent %lld in "
                               "dimension %d: the producer sent an invalid tensor",
                               (long long)t->shape[k], (int)k);
@@ -188,7 +188,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     for (int32_t k = 0; k < t->ndim && !zero; k++) {
         size_t e = (size_t)t->shape[k];
         if (mul_size(nelem, e, &nelem) || nelem > max_nelem) {
-            return tack__fail(TACK_ERR_DLPACK_INVALID,
+            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor's size overflows at dimension %d: "
                               "the producer sent an invalid tensor",
                               (int)k);
@@ -198,7 +198,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
         nelem = 0;
     }
     if (!t->data && nelem > 0) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor has %zu elements but a NULL data "
                           "pointer: the producer sent an invalid tensor",
                           nelem);
@@ -206,7 +206,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     uintptr_t address = (uintptr_t)t->data;
     if (nelem > 0) {
         if (t->byte_offset > (uint64_t)(UINTPTR_MAX - address)) {
-            return tack__fail(TACK_ERR_DLPACK_INVALID,
+            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor's byte_offset %llu overflows its "
                               "data pointer: the producer sent an invalid tensor",
                               (unsigned long long)t->byte_offset);
@@ -232,7 +232,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
             }
             if ((lo < 0 && (uint64_t)-lo > address) ||
                 (hi > 0 && (uint64_t)hi > UINTPTR_MAX - address)) {
-                return tack__fail(TACK_ERR_DLPACK_INVALID,
+                return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                                   "the DLPack tensor's strides reach outside the "
                                   "address space: the producer sent an invalid tensor");
             }
@@ -272,12 +272,12 @@ static tack_status
 check_pointer(tack_device *dev, const void *data, size_t align)
 {
     if (!data) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
                           "a NULL pointer cannot hold elements: pass the address of "
                           "the first element");
     }
     if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
                           "address %p is not aligned to the %zu bytes its elements "
                           "need: pass an aligned address, or copy the data",
                           data, align);
@@ -289,7 +289,7 @@ check_pointer(tack_device *dev, const void *data, size_t align)
             return st;
         }
         if (!space_ok(dev, space)) {
-            return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+            return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
                               "address %p is not in the memory space of %s:%d: pass "
                               "a pointer that belongs to that device, or import on "
                               "the device that owns it",
@@ -318,7 +318,7 @@ wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
         return st;
     }
     size_t nbytes = nelem * info->itemsize;
-    tack_buffer *buf;
+    tack_buffer *buf = NULL;
     st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
                           writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
     if (st != TACK_OK) {
@@ -343,10 +343,14 @@ tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t n
 {
     const tack_dtype_info *info = tack_dtype_get(dtype);
     size_t nelem = 0;
-    tack_status st = info
-                         ? tack_shape_size(ndim, shape, info->itemsize, &nelem)
-                         : tack__fail(TACK_ERR_BAD_DTYPE,
-                                      "dtype value %d is not a Tack dtype", (int)dtype);
+    tack_status st;
+    if (info) {
+        st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
+    }
+    else {
+        st = TACK__FAIL(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
+                        (int)dtype);
+    }
     if (st != TACK_OK) {
         if (release) {
             release(ctx);
@@ -424,7 +428,7 @@ static tack_status
 copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
           tack_array **out)
 {
-    tack_array *arr;
+    tack_array *arr = NULL;
     tack_status st = tack_array_empty(dev, lay->dtype, t->ndim, t->shape,
                                       TACK_BUFFER_WRITABLE, &arr);
     if (st != TACK_OK) {
@@ -438,7 +442,7 @@ copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
     unsigned char *dst = direct ? arr->buffer->data : tack__alloc(arr->nbytes, 0);
     if (!dst) {
         tack_array_release(arr);
-        return tack__fail(TACK_ERR_NO_MEMORY, "out of memory staging %zu bytes",
+        return TACK__FAIL(TACK_ERR_NO_MEMORY, "out of memory staging %zu bytes",
                           arr->nbytes);
     }
     const unsigned char *src = (const unsigned char *)lay->address;
@@ -482,18 +486,18 @@ copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
             tack_array **out)
 {
     if (!lay->contiguous) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "a strided DLPack tensor in device memory cannot be copied: "
                           "make it contiguous in the producer first");
     }
-    tack_device *own;
+    tack_device *own = NULL;
     const device_row *row = find_device((int32_t)t->device.device_type);
     tack_status st = tack_device_open(
         lay->backend, row->host_memory ? 0 : t->device.device_id, NULL, &own);
     if (st != TACK_OK) {
         return st;
     }
-    tack_array *view;
+    tack_array *view = NULL;
     st = tack_array_wrap_memory(own, (void *)lay->address, lay->dtype, t->ndim,
                                 t->shape, false, NULL, NULL, &view);
     tack_device_release(own);
@@ -511,6 +515,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
 {
     tack_dlpack_copy copy = opts ? opts->copy : TACK_DLPACK_COPY_NEVER;
     tack__dlpack_layout lay;
+    memset(&lay, 0, sizeof lay);
     tack_device *dev = NULL;
     bool wraps = false;
     tack_status st = tack__dlpack_check(t, &lay);
@@ -531,7 +536,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     }
     if (copy == TACK_DLPACK_COPY_NEVER) {
         if (!wraps) {
-            st = tack__fail(TACK_ERR_DLPACK_DEVICE,
+            st = TACK__FAIL(TACK_ERR_DLPACK_DEVICE,
                             "a DLPack tensor on device type %d, id %d cannot be "
                             "wrapped by %s:%d without a copy: import it on "
                             "tack.device('%s', %d), or pass copy=True",
@@ -542,13 +547,13 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
                                 : (int)t->device.device_id);
         }
         else if (!lay.contiguous) {
-            st = tack__fail(TACK_ERR_DLPACK_INVALID,
+            st = TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                             "the DLPack tensor is not C-contiguous and Tack arrays "
                             "always are: pass copy=True for a contiguous copy, or "
                             "make it contiguous in the producer");
         }
         else {
-            st = tack__fail(TACK_ERR_DLPACK_INVALID,
+            st = TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                             "the DLPack tensor's first element at %p is not aligned "
                             "to its %zu-byte scalars: pass copy=True for an aligned "
                             "copy",
@@ -569,13 +574,13 @@ tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
                              const tack_dlpack_import_options *opts, tack_array **out)
 {
     if (!mt) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
     }
     if (mt->version.major != 1) {
         /* Only the fields up to flags are known in another major version. */
         uint32_t major = mt->version.major, minor = mt->version.minor;
         release_versioned(mt);
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor has version %u.%u and Tack reads major "
                           "version 1: ask the producer for max_version=(1, %d)",
                           (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
@@ -589,7 +594,7 @@ tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options 
                           tack_array **out)
 {
     if (!mt) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
     }
     /* Legacy tensors import writable: the spec's stated policy (DESIGN.md). */
     return import_tensor(&mt->dl_tensor, true, release_legacy, mt, opts, out);
@@ -601,35 +606,35 @@ tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options 
 tack_status
 tack_dlpack_allocate(const DLTensor *prototype, DLManagedTensorVersioned **out)
 {
-    const device_row *row;
+    const device_row *row = NULL;
     tack_status st = check_device_type((int32_t)prototype->device.device_type, &row);
     if (st != TACK_OK) {
         return st;
     }
     if (prototype->dtype.lanes != 1) {
-        return tack__fail(TACK_ERR_DLPACK_DTYPE,
+        return TACK__FAIL(TACK_ERR_DLPACK_DTYPE,
                           "cannot allocate %u-lane elements: Tack has scalar dtypes",
                           (unsigned)prototype->dtype.lanes);
     }
-    tack_dtype dtype;
+    tack_dtype dtype = TACK_FLOAT32;
     st = tack_dtype_from_dlpack(prototype->dtype.code, prototype->dtype.bits, &dtype);
     if (st != TACK_OK) {
         return st;
     }
     if (prototype->ndim < 0 || prototype->ndim > TACK_MAX_NDIM ||
         (prototype->ndim > 0 && !prototype->shape)) {
-        return tack__fail(TACK_ERR_DLPACK_INVALID,
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                           "cannot allocate a tensor of %d dimensions: Tack arrays "
                           "have 0 to %d",
                           (int)prototype->ndim, TACK_MAX_NDIM);
     }
-    tack_device *dev;
+    tack_device *dev = NULL;
     st = tack_device_open(
         row->backend, row->host_memory ? 0 : prototype->device.device_id, NULL, &dev);
     if (st != TACK_OK) {
         return st;
     }
-    tack_array *arr;
+    tack_array *arr = NULL;
     st = tack_array_empty(dev, dtype, prototype->ndim, prototype->shape,
                           TACK_BUFFER_WRITABLE, &arr);
     tack_device_release(dev);
