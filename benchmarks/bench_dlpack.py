@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     todo = cases()
     best = {name: float("inf") for name, _, _ in todo}
-    for name, fn, _ in todo:
+    for _, fn, _ in todo:
         fn(10_000)  # warm up
     # Rounds over every case, best of each: drift on a shared machine hits all alike.
     for _ in range(args.repeat):

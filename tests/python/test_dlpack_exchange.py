@@ -5,9 +5,9 @@ and PyTorch where installed)."""
 import ctypes
 
 import numpy as np
+import producer
 import pytest
 
-import producer
 import tack
 
 READ_ONLY = 1

@@ -8,9 +8,9 @@ import gc
 import inspect
 
 import numpy as np
+import producer
 import pytest
 
-import producer
 import tack
 
 KDLCPU = 1

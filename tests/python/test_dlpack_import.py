@@ -5,9 +5,9 @@ calls: each must be called exactly once, on success and on every refusal)."""
 import inspect
 
 import numpy as np
+import producer
 import pytest
 
-import producer
 import tack
 
 KDLCPU, KDLCUDA, KDLCUDAHOST, KDLOPENCL, KDLMETAL = 1, 2, 3, 4, 8

@@ -11,9 +11,9 @@ import weakref
 from pathlib import Path
 
 import numpy as np
+import producer
 import pytest
 
-import producer
 import tack
 
 
