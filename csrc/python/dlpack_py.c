@@ -675,15 +675,15 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
     size_t nelem = 0;
     size_t itemsize = tack_dtype_get(dtype)->itemsize;
     tack_status status = tack_shape_size(ndim, shape, itemsize, &nelem);
-    if (status == TACK_OK && nelem * itemsize > (size_t)hold->view.len) {
+    Py_ssize_t have = hold->view.len;
+    if (status == TACK_OK && nelem * itemsize > (size_t)have) {
         PyBuffer_Release(&hold->view);
         PyMem_RawFree(hold);
         return tackpy_raise_kind(st, TACK_KIND_VALUE,
                                  "the shape and dtype need %zu bytes but the %.100s "
                                  "holds %zd: give a shape and dtype that describe its "
                                  "memory",
-                                 nelem * itemsize, Py_TYPE(obj)->tp_name,
-                                 hold->view.len);
+                                 nelem * itemsize, Py_TYPE(obj)->tp_name, have);
     }
     tack_array *arr;
     if (status == TACK_OK) {
