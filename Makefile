@@ -7,7 +7,7 @@ BUILD ?= build
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean
-.PHONY: fuzz
+.PHONY: fuzz fuzz-ci
 
 # A virtual environment with the build tools, the test peers and Tack itself,
 # installed editable: importing tack rebuilds the extension when C sources change.
@@ -24,7 +24,7 @@ run: setup
 	$(PY) examples/arrays.py
 
 # C unit tests (plain build), then pytest.
-test: setup test-c sanitize valgrind lint test-py sanitize-py
+test: setup test-c sanitize valgrind lint test-py sanitize-py fuzz-ci
 
 test-c: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/c -Dpython=false -Dtests=true -Dwerror=true -Dbuildtype=debug >/dev/null
@@ -70,7 +70,12 @@ clean:
 # libFuzzer over the DLPack importer (clang, ASan+UBSan), FUZZ_SECONDS of fuzzing.
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
+# CI fuzzes for a bounded time from an empty corpus in the build folder.
+fuzz-ci:
+	$(MAKE) fuzz FUZZ_SECONDS=30 FUZZ_CORPUS=$(BUILD)/fuzz/corpus
+
+FUZZ_CORPUS ?= fuzz-corpus
 fuzz:
-	mkdir -p $(BUILD)/fuzz fuzz-corpus
+	mkdir -p $(BUILD)/fuzz $(FUZZ_CORPUS)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $(wildcard csrc/runtime/*.c) csrc/backends/gpu_driver.c $(wildcard csrc/backends/*/*.c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
-	ASAN_OPTIONS=allocator_may_return_null=1 $(BUILD)/fuzz/fuzz_dlpack_import -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus
+	ASAN_OPTIONS=allocator_may_return_null=1 $(BUILD)/fuzz/fuzz_dlpack_import -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(FUZZ_CORPUS) tests/fuzz/seeds

@@ -230,7 +230,8 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
             if (st != TACK_OK) {
                 return st;
             }
-            if ((lo < 0 && (uint64_t)-lo > address) ||
+            /* 0 - (uint64_t)lo is |lo| even for INT64_MIN. */
+            if ((lo < 0 && (uint64_t)0 - (uint64_t)lo > address) ||
                 (hi > 0 && (uint64_t)hi > UINTPTR_MAX - address)) {
                 return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
                                   "the DLPack tensor's strides reach outside the "

@@ -78,7 +78,8 @@ inside_arena(const tack__dlpack_layout *lay)
     if (lay->address < lo || lay->address >= hi) {
         return false;
     }
-    return first + lay->span_lo >= 0 && first + lay->span_hi <= (int64_t)ARENA;
+    /* Written so that huge spans cannot overflow: first is in [0, ARENA). */
+    return lay->span_lo >= -first && lay->span_hi <= (int64_t)ARENA - first;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
