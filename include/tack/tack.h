@@ -10,6 +10,7 @@
 #include "tack/backend.h"
 #include "tack/device.h"
 #include "tack/dtype.h"
+#include "tack/kernel.h"
 #include "tack/status.h"
 
 #define TACK_VERSION "0.1.0"
