@@ -24,6 +24,7 @@ typedef struct tackpy_state {
     PyObject *KernelError;       /* SyntaxError subclass, raised by the front end */
     PyObject *numpy;             /* numpy module, imported on first use */
     PyObject *dlpack_attr_names; /* reserved for the DLPack binding */
+    PyTypeObject *Kernel_type;   /* tack.Kernel (kernel_py.c) */
 } tackpy_state;
 
 typedef struct {
@@ -128,5 +129,12 @@ PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
 int tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames, const char *const *names, int npos_max,
                       int nrequired, PyObject **out);
+
+/* ---- kernel_py.c ------------------------------------------------------------------
+ */
+int tackpy_kernel_init(PyObject *module, tackpy_state *st);
+PyObject *tackpy_kernel_build_fn(PyObject *module, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tackpy_kernel_stats_fn(PyObject *module, PyObject *unused);
 
 #endif /* TACKPY_H */

@@ -65,3 +65,5 @@ from tack._tack import (  # noqa: F401  the dtypes and their short aliases
     vec3,
     vec4,
 )
+
+from tack.kernel import kernel  # noqa: E402  (tack.kernel: the decorator)
