@@ -44,14 +44,20 @@ TK_EXPORT const int tack_kernel_abi = 1;
 
 /* Python's // and % on int64: floor, never UB. x // 0 and x % 0 give 0 (debug
  * builds raise ZeroDivisionError instead); INT64_MIN // -1 wraps. */
+/* Both operands in [0, 2^31) (indices, the usual case): a 32-bit unsigned divide,
+ * several times faster than a 64-bit one on x86, and floor == truncation there. */
+#define TK_SMALL(a, b) (((uint64_t)(a) | (uint64_t)(b)) >> 31 == 0)
 TK_INLINE int64_t tk_floordiv(int64_t a, int64_t b) {
     if (b == 0) return 0;
+    if (TK_SMALL(a, b)) return (int64_t)((uint32_t)a / (uint32_t)b);
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
     int64_t q = a / b;
     return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 TK_INLINE int64_t tk_mod(int64_t a, int64_t b) {
-    if (b == 0 || b == -1) return 0;
+    if (b == 0) return 0;
+    if (TK_SMALL(a, b)) return (int64_t)((uint32_t)a % (uint32_t)b);
+    if (b == -1) return 0;
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
