@@ -19,7 +19,7 @@
 #define PARALLEL_MIN_NS 20000u
 /* Chunks per thread: enough to balance uneven trips, few enough to keep each chunk
  * long and contiguous for the vectoriser. */
-#define CHUNKS_PER_THREAD 8
+#define CHUNKS_PER_THREAD 32
 
 _Atomic uint64_t tack__stat_parallel, tack__stat_serial;
 

@@ -48,7 +48,7 @@ def test_unsupported_constructs_point_at_their_line():
     def tries(out):
         try:  # marker: try
             out[0] = 1
-        except Exception:
+        except Exception:  # noqa: BLE001, S110  (the construct under test)
             pass
 
     def calls(out):

@@ -165,7 +165,7 @@ def math_fns(x, out):
         out[i, 4] = math.floor(v) * 10 + math.ceil(-v)
         out[i, 5] = math.pow(v, 1.5) + math.fabs(-v)
         out[i, 6] = math.atan2(v, 2.0) + math.hypot(v, 3.0)
-        out[i, 7] = math.log(v, 2.0) + math.log2(v) + math.log10(v)
+        out[i, 7] = math.log(v, 2.0) + math.log2(v) + math.log10(v)  # noqa: FURB163
         out[i, 8] = math.copysign(v, -1.0) + math.fmod(v, 0.7)
         out[i, 9] = math.degrees(v) + math.radians(v) + math.pi + math.e
         out[i, 10] = 1.0 if math.isnan(v - v) or math.isinf(v) else 0.0
@@ -445,7 +445,7 @@ def test_loop_carried_local_makes_the_kernel_serial_and_exact():
 def weak_literals(a, out32, out64):
     for i in range(a.shape[0]):
         out32[i] = a[i] * 0.1 + 1
-        out64[i] = a[i] * float(0.1)
+        out64[i] = a[i] * float(0.1)  # noqa: UP018  (float() is a strong float64)
 
 
 def test_literals_keep_float32_and_float_promotes():
@@ -468,3 +468,14 @@ def test_prelude_before_the_parallel_loop():
     out = tack.zeros(10, dtype=tack.f64)
     with_prelude(out, 4.0)
     assert out.numpy().tolist() == [0.0] + [2.0 * i for i in range(1, 9)] + [0.0]
+
+
+@tack.kernel
+def reuses_parameter(out, n):
+    for i in range(out.shape[0]):
+        n = n + i
+        out[i] = n
+
+
+def test_assigning_a_parameter_in_the_loop_runs_serially_like_python():
+    check_both(reuses_parameter, np.zeros(1000, np.int64), 5)

@@ -20,7 +20,7 @@ from tack.kernel.codegen_c import generate_c
 from tack.kernel.parse import parse_kernel
 from tack.kernel.types import specialize
 
-__all__ = ["kernel", "Kernel", "generate_source"]
+__all__ = ["Kernel", "generate_source", "kernel"]
 
 
 def _debug_from_env() -> bool:

@@ -443,7 +443,7 @@ class CGen:
         elif isinstance(s, ir.Continue):
             self.emit("continue;", depth)
         else:
-            raise AssertionError(type(s))
+            raise TypeError(f"internal: unknown statement {type(s).__name__}")
 
     def for_loop(self, s: ir.For, depth: int) -> None:
         n = self.counter

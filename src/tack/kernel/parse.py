@@ -30,7 +30,7 @@ BUILTIN_FUNCS: dict[Any, str] = {
     builtins.max: "max",
     builtins.round: "round",
 }
-MATH_FUNCS = (
+MATH_FUNCS = (  # noqa: SIM905  (a word list reads better than 40 quoted names)
     "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh "
     "asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow atan2 hypot "
     "copysign fmod isnan isinf isfinite degrees radians"
@@ -130,7 +130,7 @@ class _Parser:
         return ir.KernelIR(
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
-            parallel=parallel_plan(stmts), first_use=dict(self.first_use),
+            parallel=parallel_plan(stmts, self.params), first_use=dict(self.first_use),
             lookup=self.lookup, file_lines=self.file_lines)
 
     def lookup(self, name: str) -> Any:
@@ -263,7 +263,7 @@ class _Parser:
         self.first_use.setdefault(name, getattr(node, "lineno", self.first))
 
     def const(self, node: ast.AST, value: Any) -> ir.Const:
-        if isinstance(value, bool) or isinstance(value, float):
+        if isinstance(value, (bool, float)):
             return ir.Const(node.lineno, value)
         if isinstance(value, int):
             if not INT64_MIN <= value <= INT64_MAX:
@@ -419,14 +419,14 @@ class _Parser:
         raise self.error(node, f"attribute '.{node.attr}' is not supported in kernels")
 
 
-def parallel_plan(body: list[ir.Stmt]) -> bool:
+def parallel_plan(body: list[ir.Stmt], params: list[str]) -> bool:
     """Whether the kernel's last top-level statement is a parallel loop.
 
     The rule: the body is zero or more statements that store to no array, then one
     ``for`` over range. Its iterations run in parallel unless the loop body breaks
-    out of that loop or assigns a name that is also assigned before the loop (a
-    value carried from one iteration to the next); then the whole kernel runs
-    serially, in order, exactly as Python would.
+    out of that loop or assigns a name that is also assigned before the loop or is
+    a parameter (a value carried from one iteration to the next); then the whole
+    kernel runs serially, in order, exactly as Python would.
     """
     if not body or not isinstance(body[-1], ir.For):
         return False
@@ -435,7 +435,7 @@ def parallel_plan(body: list[ir.Stmt]) -> bool:
         return False
     if _breaks_out(loop.body):
         return False
-    before = {n for s in prelude for n in _assigned(s)}
+    before = {n for s in prelude for n in _assigned(s)} | set(params)
     inside = {n for s in loop.body for n in _assigned(s)}
     return not (before & inside) and loop.var not in before
 
