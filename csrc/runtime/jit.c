@@ -399,7 +399,7 @@ build_locked(const char *name, const char *filename, const char *source,
              tack_kernel **out, char **log)
 {
     size_t source_len = strlen(source);
-    compiler c;
+    compiler c = {0};
     tack_status st = compiler_find(&c);
     if (st != TACK_OK) {
         *log = dup_str(tack_last_error(), strlen(tack_last_error()));
