@@ -1,0 +1,518 @@
+"""Kernel benchmarks: each workload beside its peers in one run, printed as ratios.
+
+    python benchmarks/bench_kernels.py [--quick] [--threads N]
+
+Workloads: radius_squared over 2**26 float32 (elementwise), a 3-D 7-point stencil
+(256**3 float32), an escape-time fractal with a while loop (1024 x 1024, 256
+iterations); launch overhead of a 16-element kernel; compile latency cold (empty
+cache, new process) and warm (cache hit, new process).
+
+Peers: NumPy, Numba (parallel=True, prange), Warp (CPU) and a hand-written C loop
+compiled with -O3 -march=native -fopenmp on the same thread count (and
+-funroll-loops -ffp-contract=off: Tack's own flags, so it rounds like Python and Tack
+do). A peer that is
+not installed is skipped with a note. Ratios are peer time / Tack time: above 1
+means Tack is faster. Times are the best of several runs (these machines are
+shared and noisy; absolute numbers mean little).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import tack
+
+# ---- Tack kernels --------------------------------------------------------------
+
+
+@tack.kernel
+def radius_squared(values, nx, ny):
+    for i in range(values.shape[0]):
+        x = float(i % nx) - float(nx - 1) * 0.5
+        y = float((i // nx) % ny) - float(ny - 1) * 0.5
+        z = float(i // (nx * ny)) - 2.0
+        values[i] = x * x + y * y + z * z
+
+
+@tack.kernel
+def stencil7(u, out):
+    for i in range(1, u.shape[0] - 1):
+        for j in range(1, u.shape[1] - 1):
+            for k in range(1, u.shape[2] - 1):
+                out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
+                                + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
+                                - 6.0 * u[i, j, k])
+
+
+@tack.kernel
+def escape_time(out, w, h, maxit):
+    for p in range(out.shape[0]):
+        cx = -2.0 + 3.0 * (p % w) / w
+        cy = -1.5 + 3.0 * (p // w) / h
+        x = 0.0
+        y = 0.0
+        k = 0
+        while k < maxit and x * x + y * y <= 4.0:
+            xt = x * x - y * y + cx
+            y = 2.0 * x * y + cy
+            x = xt
+            k += 1
+        out[p] = k
+
+
+@tack.kernel
+def fill16(out):
+    for i in range(out.shape[0]):
+        out[i] = float(i)
+
+
+# ---- hand-written C --------------------------------------------------------------
+
+HAND_C = r"""
+#include <stdint.h>
+#include <omp.h>
+void radius(float *v, int64_t n, int64_t nx, int64_t ny, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        double x = (double)(i % nx) - (double)(nx - 1) * 0.5;
+        double y = (double)((i / nx) % ny) - (double)(ny - 1) * 0.5;
+        double z = (double)(i / (nx * ny)) - 2.0;
+        v[i] = (float)(x * x + y * y + z * z);
+    }
+}
+void stencil(const float *u, float *o, int64_t n0, int64_t n1, int64_t n2, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 1; i < n0 - 1; i++)
+        for (int64_t j = 1; j < n1 - 1; j++)
+            for (int64_t k = 1; k < n2 - 1; k++) {
+                int64_t c = (i * n1 + j) * n2 + k;
+                o[c] = u[c - n1 * n2] + u[c + n1 * n2] + u[c - n2] + u[c + n2]
+                       + u[c - 1] + u[c + 1] - 6.0f * u[c];
+            }
+}
+void mandel(int32_t *out, int64_t w, int64_t h, int64_t maxit, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
+    for (int64_t p = 0; p < w * h; p++) {
+        double cx = -2.0 + 3.0 * (double)(p % w) / (double)w;
+        double cy = -1.5 + 3.0 * (double)(p / w) / (double)h;
+        double x = 0, y = 0;
+        int64_t k = 0;
+        while (k < maxit && x * x + y * y <= 4.0) {
+            double xt = x * x - y * y + cx;
+            y = 2.0 * x * y + cy;
+            x = xt;
+            k++;
+        }
+        out[p] = (int32_t)k;
+    }
+}
+"""
+
+
+def build_hand_c() -> Any | None:
+    cc = os.environ.get("CC", "cc")
+    d = tempfile.mkdtemp(prefix="tack-bench-")
+    src, lib = os.path.join(d, "hand.c"), os.path.join(d, "hand.so")
+    with open(src, "w") as f:
+        f.write(HAND_C)
+    # Tack's flags; -ffp-contract=off: no fused multiply-add, Python's rounding.
+    r = subprocess.run([*shlex.split(cc), "-O3", "-march=native", "-funroll-loops", "-ffp-contract=off", "-fopenmp",
+                        "-fPIC", "-shared", src, "-o", lib], capture_output=True, text=True,
+                       check=False)
+    if r.returncode != 0:
+        print(f"note: hand-written C skipped ({cc} -fopenmp failed: {r.stderr.strip()})")
+        return None
+    h = ctypes.CDLL(lib)
+    i64, i32, vp = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
+    h.radius.argtypes = [vp, i64, i64, i64, i32]
+    h.stencil.argtypes = [vp, vp, i64, i64, i64, i32]
+    h.mandel.argtypes = [vp, i64, i64, i64, i32]
+    return h
+
+
+# ---- peers --------------------------------------------------------------------------
+
+
+def load_numba(threads: int) -> Any | None:
+    try:
+        import numba
+    except ImportError:
+        print("note: Numba not installed (pip install numba): skipped")
+        return None
+    numba.set_num_threads(threads)
+    prange = numba.prange
+
+    @numba.njit(parallel=True, fastmath=False)
+    def radius(values, nx, ny):
+        for i in prange(values.shape[0]):
+            x = float(i % nx) - float(nx - 1) * 0.5
+            y = float((i // nx) % ny) - float(ny - 1) * 0.5
+            z = float(i // (nx * ny)) - 2.0
+            values[i] = x * x + y * y + z * z
+
+    @numba.njit(parallel=True)
+    def stencil(u, out):
+        for i in prange(1, u.shape[0] - 1):
+            for j in range(1, u.shape[1] - 1):
+                for k in range(1, u.shape[2] - 1):
+                    out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
+                                    + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
+                                    - np.float32(6.0) * u[i, j, k])
+
+    @numba.njit(parallel=True)
+    def mandel(out, w, h, maxit):
+        for p in prange(out.shape[0]):
+            cx = -2.0 + 3.0 * (p % w) / w
+            cy = -1.5 + 3.0 * (p // w) / h
+            x = 0.0
+            y = 0.0
+            k = 0
+            while k < maxit and x * x + y * y <= 4.0:
+                xt = x * x - y * y + cx
+                y = 2.0 * x * y + cy
+                x = xt
+                k += 1
+            out[p] = k
+
+    @numba.njit
+    def fill(out):
+        for i in range(out.shape[0]):
+            out[i] = float(i)
+
+    return {"radius": radius, "stencil": stencil, "mandel": mandel, "fill": fill}
+
+
+def load_warp() -> Any | None:
+    try:
+        import warp as wp
+    except ImportError:
+        print("note: Warp not installed (pip install warp-lang): skipped")
+        return None
+    wp.config.quiet = True
+    wp.init()
+
+    @wp.kernel
+    def radius(values: wp.array(dtype=wp.float32), nx: int, ny: int):
+        i = wp.tid()
+        x = float(i % nx) - float(nx - 1) * 0.5
+        y = float((i // nx) % ny) - float(ny - 1) * 0.5
+        z = float(i // (nx * ny)) - 2.0
+        values[i] = x * x + y * y + z * z
+
+    @wp.kernel
+    def stencil(u: wp.array3d(dtype=wp.float32), out: wp.array3d(dtype=wp.float32)):
+        i, j, k = wp.tid()
+        i += 1
+        j += 1
+        k += 1
+        out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
+                        + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
+                        - 6.0 * u[i, j, k])
+
+    @wp.kernel
+    def mandel(out: wp.array(dtype=wp.int32), w: int, h: int, maxit: int):
+        p = wp.tid()
+        cx = -2.0 + 3.0 * float(p % w) / float(w)
+        cy = -1.5 + 3.0 * float(p // w) / float(h)
+        x = float(0.0)  # noqa: UP018  (Warp: a mutable local needs a constructor)
+        y = float(0.0)  # noqa: UP018
+        k = int(0)  # noqa: UP018, RUF046
+        while k < maxit and x * x + y * y <= 4.0:
+            xt = x * x - y * y + cx
+            y = 2.0 * x * y + cy
+            x = xt
+            k += 1
+        out[p] = k
+
+    @wp.kernel
+    def fill(out: wp.array(dtype=wp.float32)):
+        i = wp.tid()
+        out[i] = float(i)
+
+    return {"wp": wp, "radius": radius, "stencil": stencil, "mandel": mandel,
+            "fill": fill}
+
+
+# ---- measuring -----------------------------------------------------------------------
+
+
+Entry = tuple[str, Callable[[], Any], Callable[[], None], int]
+"""(name, run, check after the first run, most timed runs)"""
+
+
+def compare(title: str, entries: list[Entry], repeats: int) -> None:
+    """Times every entry in interleaved rounds (the load on a shared machine drifts;
+    interleaving spreads it over all of them) and prints peer/Tack ratios. The first
+    entry is Tack."""
+    for _, run, check, _ in entries:
+        run()  # warm up: compiles, page faults
+        check()
+    times = {name: float("inf") for name, _, _, _ in entries}
+    for r in range(repeats):
+        for name, run, _, most in entries:
+            if r < most:
+                t0 = time.perf_counter()
+                run()
+                times[name] = min(times[name], time.perf_counter() - t0)
+    t_tack = times[entries[0][0]]
+    print(f"\n{title}: Tack {t_tack * 1e3:.2f} ms")
+    for name, _, _, _ in entries[1:]:
+        t = times[name]
+        print(f"  {name:<22} {t * 1e3:10.2f} ms   peer/Tack = {t / t_tack:6.2f}x")
+
+
+def nothing() -> None:
+    pass
+
+
+def workload_radius(n: int, threads: int, repeats: int, hand: Any, nb: Any,
+                    wpk: Any) -> None:
+    nx, ny = 512, 512
+    values = tack.zeros(n, dtype=tack.f32)
+    radius_squared(values, nx, ny)
+    ref = values.numpy()
+    entries: list[Entry] = [("Tack", lambda: radius_squared(values, nx, ny), nothing,
+                             repeats)]
+    if hand:
+        o1 = np.zeros(n, np.float32)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.radius(o1.ctypes.data, n, nx, ny, threads),
+                        lambda: np.testing.assert_array_equal(o1, ref), repeats))
+    if nb:
+        o2 = np.zeros(n, np.float32)
+        entries.append(("Numba parallel", lambda: nb["radius"](o2, nx, ny),
+                        lambda: np.testing.assert_array_equal(o2, ref), repeats))
+    if wpk:
+        wp = wpk["wp"]
+        o3 = wp.zeros(n, dtype=wp.float32, device="cpu")
+        entries.append(("Warp CPU",
+                        lambda: (wp.launch(wpk["radius"], dim=n, inputs=[o3, nx, ny],
+                                           device="cpu"), wp.synchronize()),
+                        lambda: np.testing.assert_allclose(o3.numpy(), ref), 2))
+    o4 = np.zeros(n, np.float32)
+
+    def numpy_radius() -> None:  # chunked: whole-array temporaries need gigabytes
+        step = 1 << 20
+        for s in range(0, n, step):
+            i = np.arange(s, min(n, s + step))
+            x = (i % nx) - (nx - 1) * 0.5
+            y = ((i // nx) % ny) - (ny - 1) * 0.5
+            z = (i // (nx * ny)) - 2.0
+            o4[s:s + step] = x * x + y * y + z * z
+
+    entries.append(("NumPy (chunked)", numpy_radius,
+                    lambda: np.testing.assert_array_equal(o4, ref), 1))
+    compare(f"radius_squared, {n} float32", entries, repeats)
+
+
+def workload_stencil(m: int, repeats: int, threads: int, hand: Any, nb: Any,
+                     wpk: Any) -> None:
+    rng = np.random.default_rng(0)
+    u_np = rng.standard_normal((m, m, m)).astype(np.float32)
+    u, out = tack.array(u_np), tack.zeros((m, m, m), dtype=tack.f32)
+    stencil7(u, out)
+    ref = out.numpy()
+    entries: list[Entry] = [("Tack", lambda: stencil7(u, out), nothing, repeats)]
+    if hand:
+        o1 = np.zeros_like(u_np)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.stencil(u_np.ctypes.data, o1.ctypes.data, m, m, m,
+                                             threads),
+                        lambda: np.testing.assert_array_equal(o1, ref), repeats))
+    if nb:
+        o2 = np.zeros_like(u_np)
+        entries.append(("Numba parallel", lambda: nb["stencil"](u_np, o2),
+                        lambda: np.testing.assert_allclose(o2, ref, atol=1e-5), repeats))
+    if wpk:
+        wp = wpk["wp"]
+        uw = wp.array(u_np, dtype=wp.float32, device="cpu")
+        o3 = wp.zeros((m, m, m), dtype=wp.float32, device="cpu")
+        entries.append(("Warp CPU",
+                        lambda: (wp.launch(wpk["stencil"], dim=(m - 2, m - 2, m - 2),
+                                           inputs=[uw, o3], device="cpu"),
+                                 wp.synchronize()),
+                        lambda: np.testing.assert_allclose(o3.numpy(), ref, atol=1e-5),
+                        3))
+    o4 = np.zeros_like(u_np)
+
+    def numpy_stencil() -> None:
+        o4[1:-1, 1:-1, 1:-1] = (u_np[:-2, 1:-1, 1:-1] + u_np[2:, 1:-1, 1:-1]
+                                + u_np[1:-1, :-2, 1:-1] + u_np[1:-1, 2:, 1:-1]
+                                + u_np[1:-1, 1:-1, :-2] + u_np[1:-1, 1:-1, 2:]
+                                - np.float32(6.0) * u_np[1:-1, 1:-1, 1:-1])
+
+    entries.append(("NumPy", numpy_stencil,
+                    lambda: np.testing.assert_allclose(o4, ref, atol=1e-5), 3))
+    compare(f"7-point stencil, {m}^3 float32", entries, repeats)
+
+
+def workload_fractal(w: int, h: int, maxit: int, repeats: int, threads: int, hand: Any,
+                     nb: Any, wpk: Any) -> None:
+    out = tack.zeros(w * h, dtype=tack.i32)
+    escape_time(out, w, h, maxit)
+    ref = out.numpy()
+    entries: list[Entry] = [("Tack", lambda: escape_time(out, w, h, maxit), nothing,
+                             repeats)]
+    if hand:
+        o1 = np.zeros(w * h, np.int32)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.mandel(o1.ctypes.data, w, h, maxit, threads),
+                        lambda: np.testing.assert_array_equal(o1, ref), repeats))
+    if nb:
+        o2 = np.zeros(w * h, np.int32)
+        entries.append(("Numba parallel", lambda: nb["mandel"](o2, w, h, maxit),
+                        lambda: np.testing.assert_array_equal(o2, ref), repeats))
+    if wpk:
+        wp = wpk["wp"]
+        o3 = wp.zeros(w * h, dtype=wp.int32, device="cpu")
+
+        def warp_check() -> None:
+            # Warp computes this in float32 (its type for float literals): some
+            # pixels near the set's edge escape at another step.
+            assert (o3.numpy() != ref).mean() < 0.05
+
+        entries.append(("Warp CPU",
+                        lambda: (wp.launch(wpk["mandel"], dim=w * h,
+                                           inputs=[o3, w, h, maxit], device="cpu"),
+                                 wp.synchronize()), warp_check, 2))
+    o4 = np.zeros(w * h, np.int32)
+
+    def numpy_fractal() -> None:
+        p = np.arange(w * h)
+        c = (-2.0 + 3.0 * (p % w) / w) + 1j * (-1.5 + 3.0 * (p // w) / h)
+        z = np.zeros_like(c)
+        k = np.zeros(w * h, np.int32)
+        alive = np.ones(w * h, bool)
+        for _ in range(maxit):
+            alive &= (z.real ** 2 + z.imag ** 2) <= 4.0
+            if not alive.any():
+                break
+            z[alive] = z[alive] ** 2 + c[alive]
+            k[alive] += 1
+        o4[:] = k
+
+    entries.append(("NumPy (masked)", numpy_fractal, nothing, 1))
+    compare(f"escape-time fractal, {w}x{h}, {maxit} iterations", entries, repeats)
+
+
+def launch_overhead(nb: Any, wpk: Any) -> None:
+    n = 200_000
+    out = tack.zeros(16, dtype=tack.f32)
+    fill16(out)
+
+    def per_call(fn: Callable[[], Any], calls: int) -> float:
+        fn()
+        best_t = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best_t = min(best_t, (time.perf_counter() - t0) / calls)
+        return best_t
+
+    t_tack = per_call(lambda: fill16(out), n)
+    peers: dict[str, float] = {}
+    if nb:
+        o = np.zeros(16, np.float32)
+        peers["Numba (njit)"] = per_call(lambda: nb["fill"](o), n)
+    if wpk:
+        wp = wpk["wp"]
+        ow = wp.zeros(16, dtype=wp.float32, device="cpu")
+        peers["Warp CPU wp.launch"] = per_call(
+            lambda: wp.launch(wpk["fill"], dim=16, inputs=[ow], device="cpu"), n // 10)
+    print(f"\nlaunch overhead, 16-element kernel: Tack {t_tack * 1e9:.0f} ns")
+    for name, t in peers.items():
+        print(f"  {name:<22} {t * 1e9:10.0f} ns   peer/Tack = {t / t_tack:6.2f}x")
+
+
+COMPILE_SCRIPT = textwrap.dedent("""
+    import time
+    t0 = time.perf_counter()
+    import tack
+    t1 = time.perf_counter()
+
+    @tack.kernel
+    def radius_squared(values, nx, ny):
+        for i in range(values.shape[0]):
+            x = float(i % nx) - float(nx - 1) * 0.5
+            y = float((i // nx) % ny) - float(ny - 1) * 0.5
+            z = float(i // (nx * ny)) - 2.0
+            values[i] = x * x + y * y + z * z
+
+    v = tack.zeros(16, dtype=tack.f32)
+    t2 = time.perf_counter()
+    radius_squared(v, 4, 2)
+    t3 = time.perf_counter()
+    print(t3 - t2, t3 - t0)
+""")
+
+
+def compile_latency() -> None:
+    d = tempfile.mkdtemp(prefix="tack-bench-cache-")
+    script = os.path.join(d, "compile_probe.py")
+    with open(script, "w") as f:
+        f.write(COMPILE_SCRIPT)
+
+    def probe(cache: str) -> tuple[float, float]:
+        env = dict(os.environ, TACK_CACHE_DIR=cache)
+        r = subprocess.run([sys.executable, script], env=env, capture_output=True,
+                           text=True, check=True)
+        first, total = (float(x) for x in r.stdout.split())
+        return first, total
+
+    colds, warms = [], []
+    for k in range(3):
+        cache = os.path.join(d, f"cache{k}")
+        colds.append(probe(cache))
+        warms.append(probe(cache))
+    cold = min(colds)
+    warm = min(warms)
+    print("\ncompile latency (first call in a new process; process total in brackets):")
+    print(f"  cold, empty cache     {cold[0] * 1e3:8.1f} ms   [{cold[1] * 1e3:.0f} ms]")
+    print(f"  warm, cache hit       {warm[0] * 1e3:8.1f} ms   [{warm[1] * 1e3:.0f} ms]")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="thread count for every peer (default: Tack's pool size)")
+    parser.add_argument("--only", default="radius,stencil,fractal,launch,compile",
+                        help="comma-separated subset of the workloads")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    if args.threads:
+        os.environ["TACK_NUM_THREADS"] = str(args.threads)
+    threads = tack._tack._kernel_stats()["num_threads"]
+    print(f"threads: {threads} (Tack pool; Numba and OpenMP set to the same)")
+    hand = build_hand_c()
+    nb = load_numba(threads)
+    wpk = load_warp()
+    repeats = 3 if args.quick else 7
+    if "radius" in only:
+        workload_radius(1 << (20 if args.quick else 26), threads, repeats, hand, nb, wpk)
+    if "stencil" in only:
+        workload_stencil(64 if args.quick else 256, repeats, threads, hand, nb, wpk)
+    if "fractal" in only:
+        w, h, maxit = (256, 256, 64) if args.quick else (1024, 1024, 256)
+        workload_fractal(w, h, maxit, repeats, threads, hand, nb, wpk)
+    if "launch" in only:
+        launch_overhead(nb, wpk)
+    if "compile" in only:
+        compile_latency()
+
+
+if __name__ == "__main__":
+    main()
