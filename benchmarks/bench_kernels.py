@@ -128,9 +128,13 @@ def build_hand_c() -> Any | None:
     with open(src, "w") as f:
         f.write(HAND_C)
     # Tack's flags; -ffp-contract=off: no fused multiply-add, Python's rounding.
-    r = subprocess.run([*shlex.split(cc), "-O3", "-march=native", "-funroll-loops", "-ffp-contract=off", "-fopenmp",
-                        "-fPIC", "-shared", src, "-o", lib], capture_output=True, text=True,
-                       check=False)
+    flags = ["-O3", "-march=native", "-funroll-loops", "-ffp-contract=off", "-fopenmp"]
+    r = subprocess.run(
+        [*shlex.split(cc), *flags, "-fPIC", "-shared", src, "-o", lib],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if r.returncode != 0:
         print(f"note: hand-written C skipped ({cc} -fopenmp failed: {r.stderr.strip()})")
         return None

@@ -158,6 +158,8 @@ bind(tackpy_Kernel *kp, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
                 break;
             }
         }
+        /* out[0..nparams) was set above; the analyzer cannot see nparams' bound. */
+        // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch)
         if (k == kp->nparams || out[k]) {
             PyErr_Format(PyExc_TypeError, "kernel '%s' got %s argument '%U'", kp->cname,
                          k == kp->nparams ? "an unexpected keyword" : "a repeated",
@@ -308,7 +310,7 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
         }
         kp->keys = keys;
         tack_kernel **kernels =
-            PyMem_Realloc(kp->kernels, (size_t)cap * sizeof *kernels);
+            PyMem_Realloc(kp->kernels, (size_t)cap * sizeof(tack_kernel *));
         if (!kernels) {
             PyErr_NoMemory();
             return NULL;

@@ -479,6 +479,9 @@ build_locked(const char *name, const char *filename, const char *source,
             return st;
         }
     }
+    if (!k) { /* every path above sets k or returns */
+        return tack__fail(TACK_ERR_INTERNAL, "kernel build produced no kernel");
+    }
     k->next = loaded;
     loaded = k;
     *out = k;

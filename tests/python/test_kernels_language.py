@@ -62,8 +62,11 @@ def test_floor_division_and_modulo_follow_python_for_negatives():
     b = np.array([d for _ in vals for d in divs], dtype=np.int64)
     q, r = tack.zeros(a.size, dtype=tack.i64), tack.zeros(a.size, dtype=tack.i64)
     int_divmod(tack.array(a), tack.array(b), q, r)
-    want_q = [(x // d) if not (x == -(2**63) and d == -1) else x for x, d in zip(a.tolist(), b.tolist())]
-    want_r = [x % d for x, d in zip(a.tolist(), b.tolist())]
+    want_q = [
+        (x // d) if not (x == -(2**63) and d == -1) else x
+        for x, d in zip(a.tolist(), b.tolist(), strict=False)
+    ]
+    want_r = [x % d for x, d in zip(a.tolist(), b.tolist(), strict=False)]
     assert q.numpy().tolist() == want_q  # INT64_MIN // -1 wraps to INT64_MIN
     assert r.numpy().tolist() == want_r
 
@@ -92,7 +95,7 @@ def test_float_floor_division_modulo_and_true_division_follow_python():
     out = tack.zeros((a.size, 4), dtype=tack.f64)
     float_ops(tack.array(a), tack.array(b), out)
     got = out.numpy()
-    for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+    for i, (x, y) in enumerate(zip(a.tolist(), b.tolist(), strict=False)):
         assert got[i, 0] == x // y and math.copysign(1, got[i, 0]) == math.copysign(1, x // y)
         assert got[i, 1] == x % y and math.copysign(1, got[i, 1]) == math.copysign(1, x % y)
         assert got[i, 2] == x / y
@@ -110,7 +113,7 @@ def test_true_division_of_ints_is_float():
     b = np.array([2, 2, 4, 1], dtype=np.int64)
     out = tack.zeros(4, dtype=tack.f64)
     true_div(tack.array(a), tack.array(b), out)
-    assert out.numpy().tolist() == [x / y for x, y in zip(a.tolist(), b.tolist())]
+    assert out.numpy().tolist() == [x / y for x, y in zip(a.tolist(), b.tolist(), strict=False)]
 
 
 @tack.kernel
@@ -241,7 +244,7 @@ def steps_and_ranges(out):
     for i in range(10, -3, -3):
         out[k] = i
         k += 1
-    for i in range(5, 5):
+    for i in range(5, 5):  # noqa: B007 (an empty range, on purpose)
         out[k] = 99
     n = 0
     while n < 3:

@@ -316,7 +316,7 @@ class CGen:
             return {"-": f"(-{x})", "+": x, "~": f"(~{x})"}[e.op]
         if isinstance(e, ir.Compare):
             parts = []
-            for op, a, b in zip(e.ops, e.operands, e.operands[1:]):
+            for op, a, b in zip(e.ops, e.operands, e.operands[1:], strict=False):
                 assert a.ty is not None and b.ty is not None
                 ct = promote(a.ty, b.ty, is_weak(a), is_weak(b))
                 parts.append(f"({self.ex(a, ct)} {op} {self.ex(b, ct)})")

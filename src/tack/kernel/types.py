@@ -45,7 +45,7 @@ def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
     arrays: dict[str, ir.ArrayType] = {}
     scalars: dict[str, ScalarType] = {}
     kinds = {"int": INT, "float": F64, "bool": BOOL}
-    for name, sig in zip(kir.params, signature):
+    for name, sig in zip(kir.params, signature, strict=False):
         if isinstance(sig, tuple):
             arrays[name] = ir.ArrayType(sig[1], sig[2])
         else:
@@ -286,7 +286,7 @@ class Typer:
         if f in ("min", "max", "math.log") or f in FLOAT_BINARY:
             r = ts[0]
             w = is_weak(e.args[0])
-            for a, t in zip(e.args[1:], ts[1:]):
+            for a, t in zip(e.args[1:], ts[1:], strict=False):
                 r = promote(r, t, w, is_weak(a))
                 w = w and is_weak(a)
             if f in ("min", "max"):
