@@ -648,6 +648,15 @@ static PyMethodDef array_methods[] = {
      "to_device($self, device, /)\n--\n\nA copy of the array on device."},
     {"export_memory", array_export_memory, METH_NOARGS,
      "export_memory($self, /)\n--\n\nThe memory as an OS handle for another API."},
+    /* DLPack (dlpack_py.c) */
+    {"__dlpack__", (PyCFunction)(void (*)(void))tackpy_array_dlpack,
+     METH_FASTCALL | METH_KEYWORDS,
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, "
+     "copy=None)\n--\n\n"
+     "The array as a DLPack capsule: legacy unless max_version is (1, x) or later;\n"
+     "copy=True exports a private copy."},
+    {"__dlpack_device__", tackpy_array_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\nThe (DLPack device type, device id) pair."},
     {"__class_getitem__", array_class_getitem, METH_O | METH_CLASS, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -67,6 +67,15 @@ static PyMethodDef module_methods[] = {
      "get_default_device()\n--\n\nThe default device."},
     {"synchronize", synchronize_fn, METH_NOARGS,
      "synchronize()\n--\n\nWait for every launch queued on the default device."},
+    /* DLPack and raw pointers (dlpack_py.c) */
+    {"from_dlpack", FASTKW(tackpy_from_dlpack_fn),
+     "from_dlpack(x, /, *, device=None, copy=False)\n--\n\n"
+     "An array over the memory of x (any DLPack producer, or a DLPack capsule).\n"
+     "copy=True makes an independent contiguous copy; copy=None shares when it can."},
+    {"array_from_ptr", FASTKW(tackpy_array_from_ptr_fn),
+     "array_from_ptr(ptr, shape, dtype, writable=False)\n--\n\n"
+     "An array over memory Tack does not own: an int address (kept alive by the\n"
+     "caller) or an object exposing its memory (held while the array lives)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -75,7 +84,8 @@ module_exec(PyObject *module)
 {
     tackpy_state *st = PyModule_GetState(module);
     if (tackpy_errors_init(module, st) < 0 || tackpy_dtype_init(module, st) < 0 ||
-        tackpy_device_init(module, st) < 0 || tackpy_array_init(module, st) < 0) {
+        tackpy_device_init(module, st) < 0 || tackpy_array_init(module, st) < 0 ||
+        tackpy_dlpack_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddIntConstant(module, "MAX_NDIM", TACK_MAX_NDIM) < 0 ||
@@ -101,6 +111,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     }
     Py_VISIT(st->KernelError);
     Py_VISIT(st->numpy);
+    Py_VISIT(st->dlpack_consts);
     return 0;
 }
 
@@ -120,6 +131,7 @@ module_clear(PyObject *module)
     }
     Py_CLEAR(st->KernelError);
     Py_CLEAR(st->numpy);
+    Py_CLEAR(st->dlpack_consts);
     return 0;
 }
 

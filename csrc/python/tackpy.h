@@ -13,6 +13,14 @@
 
 #include "tack/tack.h"
 
+/* One remembered answer to "does this type publish a DLPack exchange table?" */
+#define TACKPY_EXCHANGE_CACHE 4
+typedef struct tackpy_exchange_cache {
+    PyTypeObject *type; /* Borrowed: compared, never dereferenced without tag */
+    unsigned int tag;   /* the type's tp_version_tag when looked up; 0: empty */
+    const void *api;    /* the DLPackExchangeAPI, or NULL for none */
+} tackpy_exchange_cache;
+
 /* Exception classes beyond the per-kind ones. */
 typedef struct tackpy_state {
     PyTypeObject *Array_type;
@@ -21,9 +29,13 @@ typedef struct tackpy_state {
     PyObject *dtypes[TACK_DTYPE_COUNT];  /* the tack.float32, ... singletons */
     PyObject *TackError;                 /* base of every Tack exception */
     PyObject *kind_exc[TACK_KIND_COUNT]; /* error kind -> exception class */
-    PyObject *KernelError;       /* SyntaxError subclass, raised by the front end */
-    PyObject *numpy;             /* numpy module, imported on first use */
-    PyObject *dlpack_attr_names; /* reserved for the DLPack binding */
+    PyObject *KernelError; /* SyntaxError subclass, raised by the front end */
+    PyObject *numpy;       /* numpy module, imported on first use */
+    /* DLPack binding (dlpack_py.c): interned names and constants, and the
+     * exchange-table lookups of recent producer types. */
+    PyObject *dlpack_consts;
+    tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
+    int dlpack_cache_next;
 } tackpy_state;
 
 typedef struct {
@@ -93,6 +105,16 @@ PyObject *tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t na
                           PyObject *kwnames);
 PyObject *tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames);
+
+/* ---- dlpack_py.c --------------------------------------------------------------- */
+int tackpy_dlpack_init(PyObject *module, tackpy_state *st);
+PyObject *tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+PyObject *tackpy_array_dlpack_device(PyObject *self, PyObject *unused);
+PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
+                                Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args,
+                                   Py_ssize_t nargs, PyObject *kwnames);
 
 /* ---- host_data.c ---------------------------------------------------------------- */
 /* Host data read from a Python object: a contiguous Py_buffer and its dtype. */

@@ -66,8 +66,9 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
            size_t nelem, bool writable, tack_array **out)
 {
     tack_array *arr;
-    tack_status st =
-        tack__new(sizeof *arr + (size_t)ndim * sizeof(int64_t), (void **)&arr);
+    /* shape, then the DLPack layout (see internal.h) */
+    size_t nextents = (size_t)ndim + 2 * (size_t)tack__dl_ndim(dtype, ndim);
+    tack_status st = tack__new(sizeof *arr + nextents * sizeof(int64_t), (void **)&arr);
     if (st != TACK_OK) {
         return st;
     }
@@ -82,6 +83,7 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
     if (ndim) {
         memcpy(arr->shape, shape, (size_t)ndim * sizeof(int64_t));
     }
+    tack__array_fill_dl_layout(arr);
     *out = arr;
     return TACK_OK;
 }

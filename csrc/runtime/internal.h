@@ -15,6 +15,7 @@
 #include "tack/array.h"
 #include "tack/backend.h"
 #include "tack/device.h"
+#include "tack/dlpack_abi.h"
 #include "tack/dtype.h"
 #include "tack/status.h"
 
@@ -72,8 +73,52 @@ struct tack_array {
     int32_t ndim;
     size_t nelem;    /* product of shape */
     size_t nbytes;   /* nelem * itemsize, checked for overflow */
-    int64_t shape[]; /* ndim extents, row-major */
+    int64_t shape[]; /* ndim extents, row-major, then the DLPack layout below */
 };
+
+/* ---- DLPack (dlpack_export.c, dlpack_import.c) ------------------------------------
+ */
+
+/* Every array stores its DLPack layout after shape[ndim]: tack__dl_ndim extents (a
+ * vec dtype adds a trailing dimension of its components), then as many element
+ * strides (C-contiguous). It is filled once when the array is made, so exports copy
+ * it and tack_dlpack_describe points into it without allocating. */
+static inline int32_t
+tack__dl_ndim(tack_dtype dtype, int32_t ndim)
+{
+    return ndim + (tack_dtype_get(dtype)->ncomponents > 1 ? 1 : 0);
+}
+static inline int64_t *
+tack__array_dl_shape(const tack_array *arr)
+{
+    return (int64_t *)arr->shape + arr->ndim;
+}
+static inline int64_t *
+tack__array_dl_strides(const tack_array *arr)
+{
+    return tack__array_dl_shape(arr) + tack__dl_ndim(arr->dtype, arr->ndim);
+}
+void tack__array_fill_dl_layout(tack_array *arr);
+
+/* What the import learns from validating a foreign DLTensor (dlpack_import.c). */
+typedef struct tack__dlpack_layout {
+    tack_dtype dtype;
+    size_t nelem;
+    size_t itemsize;
+    uintptr_t address;   /* data + byte_offset: the first element */
+    bool contiguous;     /* C-contiguous by the relaxed rules (size-1, zero-size) */
+    bool aligned;        /* address is a multiple of the scalar size */
+    bool host_readable;  /* the CPU may read it (CPU, pinned and managed memory) */
+    const char *backend; /* the backend that can wrap it: "cpu", "cuda", ... */
+    /* Bytes reachable from address: [address + span_lo, address + span_hi), for a
+     * copy that follows the strides; both 0 when nelem is 0. */
+    int64_t span_lo, span_hi;
+} tack__dlpack_layout;
+
+/* Validates t (device type, ndim, shape, dtype, data, offset, strides) without
+ * touching the memory it describes. Out: *out only on success. Errors: those of
+ * tack_dlpack_import_versioned that do not concern the importing device. */
+tack_status tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out);
 
 /* ---- conversion (convert.c) ------------------------------------------------------ */
 

@@ -9,6 +9,7 @@
 #include "tack/array.h"
 #include "tack/backend.h"
 #include "tack/device.h"
+#include "tack/dlpack.h"
 #include "tack/dtype.h"
 #include "tack/status.h"
 

@@ -1,0 +1,201 @@
+/*
+ * dlpack_export.c: a Tack array as a DLPack managed tensor.
+ *
+ * Ownership: the managed struct, its shape and its strides are one allocation (from
+ * the allocation hook); manager_ctx holds a reference to the exported array. The
+ * deleter frees the block and releases the array. It is pure C and touches no Python
+ * object, so it is safe without the GIL, from any thread and after the interpreter
+ * has finalized (DESIGN.md, "deleters").
+ *
+ * The export never describes anything but C-contiguous elements from byte 0:
+ * byte_offset is 0 and strides are always present for ndim > 0 (DLPack 1.2 forbids
+ * NULL strides there; older consumers read them just as well).
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "tack/dlpack.h"
+
+void
+tack__array_fill_dl_layout(tack_array *arr)
+{
+    const tack_dtype_info *info = tack_dtype_get(arr->dtype);
+    int32_t n = tack__dl_ndim(arr->dtype, arr->ndim);
+    int64_t *shape = tack__array_dl_shape(arr);
+    int64_t *strides = tack__array_dl_strides(arr);
+    for (int32_t k = 0; k < arr->ndim; k++) {
+        shape[k] = arr->shape[k];
+    }
+    if (n > arr->ndim) {
+        shape[n - 1] = info->ncomponents;
+    }
+    /* A zero extent counts as 1, as NumPy does, so strides stay meaningful for
+     * zero-size arrays. Unsigned arithmetic: tack_shape_size bounded the product. */
+    uint64_t step = 1;
+    for (int32_t k = n - 1; k >= 0; k--) {
+        strides[k] = (int64_t)step;
+        step *= shape[k] ? (uint64_t)shape[k] : 1u;
+    }
+}
+
+void
+tack_dlpack_describe(const tack_array *arr, DLTensor *out)
+{
+    const tack_dtype_info *info = tack_dtype_get(arr->dtype);
+    tack_device *dev = arr->buffer->device;
+    memset(out, 0, sizeof *out);
+    out->data = arr->buffer->data;
+    out->device.device_type = (DLDeviceType)dev->backend->dlpack_device_type;
+    out->device.device_id = dev->ordinal;
+    out->ndim = tack__dl_ndim(arr->dtype, arr->ndim);
+    out->dtype.code = info->dlpack_code;
+    out->dtype.bits = info->dlpack_bits;
+    out->dtype.lanes = 1;
+    out->shape = tack__array_dl_shape(arr);
+    out->strides = tack__array_dl_strides(arr);
+    out->byte_offset = 0;
+}
+
+/* The array the export describes: arr itself, or a private copy on the requested
+ * device. Returns: new reference in *out. */
+static tack_status
+export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *copied,
+              tack_array **out)
+{
+    bool copy = opts && opts->copy;
+    tack_device *want = opts && opts->device ? opts->device : arr->buffer->device;
+    if (want != arr->buffer->device && !copy) {
+        return tack__fail(
+            TACK_ERR_EXPORT_REFUSED,
+            "the array is on %s:%d and cannot be exported on %s:%d without a copy: "
+            "pass copy=True, or request the array's own device",
+            arr->buffer->device->backend->name, arr->buffer->device->ordinal,
+            want->backend->name, want->ordinal);
+    }
+    if (copy) {
+        *copied = true;
+        return tack_array_to_device(arr, want, out);
+    }
+    /* The consumer may read at once, on its own stream, and keep reading. */
+    tack_status st = tack_buffer_share(arr->buffer);
+    if (st != TACK_OK) {
+        return st;
+    }
+    *copied = false;
+    tack_array_retain(arr);
+    *out = arr;
+    return TACK_OK;
+}
+
+/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides. */
+static tack_status
+export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor,
+             size_t tensor_offset)
+{
+    int32_t n = tack__dl_ndim(src->dtype, src->ndim);
+    size_t nbytes = head + 2 * (size_t)n * sizeof(int64_t);
+    unsigned char *p = tack__alloc(nbytes, 0);
+    if (!p) {
+        return tack__fail(TACK_ERR_NO_MEMORY,
+                          "out of memory allocating a DLPack tensor of %zu bytes",
+                          nbytes);
+    }
+    memset(p, 0, head);
+    DLTensor *t = (DLTensor *)(void *)(p + tensor_offset);
+    tack_dlpack_describe(src, t);
+    int64_t *shape = (int64_t *)(void *)(p + head);
+    if (n) {
+        memcpy(shape, t->shape, (size_t)n * sizeof(int64_t));
+        memcpy(shape + n, t->strides, (size_t)n * sizeof(int64_t));
+    }
+    /* Non-NULL even for 0-d: a valid pointer to no entries is safe for everyone. */
+    t->shape = shape;
+    t->strides = shape + n;
+    *block = p;
+    *tensor = t;
+    return TACK_OK;
+}
+
+static void
+deleter_versioned(DLManagedTensorVersioned *self)
+{
+    tack_array *arr = self->manager_ctx;
+    tack__free(self);
+    tack_array_release(arr);
+}
+
+static void
+deleter_legacy(DLManagedTensor *self)
+{
+    tack_array *arr = self->manager_ctx;
+    tack__free(self);
+    tack_array_release(arr);
+}
+
+tack_status
+tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
+                             DLManagedTensorVersioned **out)
+{
+    tack_array *src;
+    bool copied;
+    tack_status st = export_source(arr, opts, &copied, &src);
+    if (st != TACK_OK) {
+        return st;
+    }
+    void *block;
+    DLTensor *t;
+    st = export_block(src, sizeof(DLManagedTensorVersioned), &block, &t,
+                      offsetof(DLManagedTensorVersioned, dl_tensor));
+    if (st != TACK_OK) {
+        tack_array_release(src);
+        return st;
+    }
+    DLManagedTensorVersioned *mt = block;
+    mt->version.major = TACK_DLPACK_MAJOR;
+    mt->version.minor = TACK_DLPACK_MINOR;
+    mt->manager_ctx = src; /* the reference export_source made */
+    mt->deleter = deleter_versioned;
+    uint64_t flags = 0;
+    if (!src->writable) {
+        flags |= (uint64_t)DLPACK_FLAG_BITMASK_READ_ONLY;
+    }
+    if (copied) {
+        flags |= (uint64_t)DLPACK_FLAG_BITMASK_IS_COPIED;
+    }
+    mt->flags = flags;
+    *out = mt;
+    return TACK_OK;
+}
+
+tack_status
+tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opts,
+                          DLManagedTensor **out)
+{
+    if (!arr->writable && !(opts && opts->copy)) {
+        /* The legacy ABI has no read-only flag; NumPy refuses the same way. */
+        return tack__fail(
+            TACK_ERR_EXPORT_REFUSED,
+            "a read-only array cannot be exported through legacy DLPack, which would "
+            "hand out write access: request a versioned capsule with "
+            "max_version=(1, 0) or later, or export a copy with copy=True");
+    }
+    tack_array *src;
+    bool copied;
+    tack_status st = export_source(arr, opts, &copied, &src);
+    if (st != TACK_OK) {
+        return st;
+    }
+    void *block;
+    DLTensor *t;
+    st = export_block(src, sizeof(DLManagedTensor), &block, &t,
+                      offsetof(DLManagedTensor, dl_tensor));
+    if (st != TACK_OK) {
+        tack_array_release(src);
+        return st;
+    }
+    DLManagedTensor *mt = block;
+    mt->manager_ctx = src;
+    mt->deleter = deleter_legacy;
+    *out = mt;
+    return TACK_OK;
+}

@@ -1,0 +1,608 @@
+/*
+ * dlpack_import.c: a producer's DLPack managed tensor as a Tack array, and the
+ * raw-pointer wrap underneath it.
+ *
+ * Everything in a foreign DLTensor is untrusted: ndim, shape, strides, byte_offset
+ * and dtype are checked (with overflow checks) before anything is computed from
+ * them, and the memory itself is never touched unless a copy is made. The managed
+ * tensor is consumed on every path: a failure calls its deleter before returning;
+ * a zero-copy import hands it to the buffer, whose release callback calls the
+ * deleter when the last array over the memory goes; a copy calls it once the copy
+ * is made. The Python binding renames the capsule to its used_ name before it
+ * calls in here, so no one else ever calls the deleter too.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "tack/dlpack.h"
+
+/* ---- the device table ------------------------------------------------------------ */
+
+typedef struct {
+    int32_t type;
+    const char *backend;
+    bool host_readable; /* the CPU may read the memory (a copy needs no driver) */
+    bool host_memory;   /* the memory is host memory: the device id means nothing */
+} device_row;
+
+/* tack-interoperability-design, step 5. kDLMetal is deliberately absent. */
+static const device_row device_table[] = {
+    {kDLCPU, "cpu", true, true},
+    {kDLCUDAHost, "cpu", true, true},
+    {kDLROCMHost, "cpu", true, true},
+    {kDLCUDA, "cuda", false, false},
+    {kDLCUDAManaged, "cuda", true, false},
+    {kDLROCM, "hip", false, false},
+    {kDLOneAPI, "level_zero", false, false},
+};
+
+static const device_row *
+find_device(int32_t type)
+{
+    for (size_t k = 0; k < sizeof device_table / sizeof device_table[0]; k++) {
+        if (device_table[k].type == type) {
+            return &device_table[k];
+        }
+    }
+    return NULL;
+}
+
+static tack_status
+check_device_type(int32_t type, const device_row **row)
+{
+    if (type == kDLMetal) {
+        /* data is an id<MTLBuffer> handle, not an address, and byte_offset locates
+         * the tensor inside that buffer: nothing Tack could wrap. */
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "a kDLMetal tensor holds a Metal buffer handle, not an "
+                          "address, and cannot be imported: move the tensor to host "
+                          "memory and import it with copy=True");
+    }
+    *row = find_device(type);
+    if (!*row) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "DLPack device type %d has no Tack backend: Tack imports "
+                          "CPU, pinned host, CUDA, ROCm and oneAPI memory; move the "
+                          "tensor to one of those first",
+                          (int)type);
+    }
+    return TACK_OK;
+}
+
+/* ---- validation ------------------------------------------------------------------ */
+
+/* |a| * b in int64, or false on overflow; b >= 0. */
+static bool
+mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if (a == 0 || b == 0) {
+        *out = 0;
+        return true;
+    }
+    uint64_t ua = a < 0 ? (uint64_t)0 - (uint64_t)a : (uint64_t)a;
+    if (ua > (uint64_t)INT64_MAX / (uint64_t)b) {
+        return false;
+    }
+    *out = (int64_t)(ua * (uint64_t)b);
+    return true;
+}
+
+/* The strided span of the tensor in bytes, relative to its first element. */
+static tack_status
+strided_span(const DLTensor *t, size_t itemsize, int64_t *lo, int64_t *hi)
+{
+    int64_t low = 0, high = (int64_t)itemsize;
+    for (int32_t k = 0; k < t->ndim; k++) {
+        int64_t reach;
+        if (t->shape[k] <= 1) {
+            continue;
+        }
+        if (!mul_i64(t->strides[k], t->shape[k] - 1, &reach) ||
+            !mul_i64(reach, (int64_t)itemsize, &reach)) {
+            goto overflow;
+        }
+        if (t->strides[k] < 0) {
+            if (low < INT64_MIN + reach) {
+                goto overflow;
+            }
+            low -= reach;
+        }
+        else {
+            if (high > INT64_MAX - reach) {
+                goto overflow;
+            }
+            high += reach;
+        }
+    }
+    *lo = low;
+    *hi = high;
+    return TACK_OK;
+overflow:
+    return tack__fail(TACK_ERR_DLPACK_INVALID,
+                      "the DLPack tensor's strides reach beyond the address space: "
+                      "the producer sent an invalid tensor");
+}
+
+tack_status
+tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
+{
+    const device_row *row;
+    tack_status st = check_device_type((int32_t)t->device.device_type, &row);
+    if (st != TACK_OK) {
+        return st;
+    }
+    if (t->ndim < 0 || t->ndim > TACK_MAX_NDIM) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "a DLPack tensor with %d dimensions cannot be imported: Tack "
+                          "arrays have 0 to %d",
+                          (int)t->ndim, TACK_MAX_NDIM);
+    }
+    if (t->ndim > 0 && !t->shape) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "the DLPack tensor has %d dimensions but no shape: the "
+                          "producer sent an invalid tensor",
+                          (int)t->ndim);
+    }
+    if (t->dtype.lanes != 1) {
+        return tack__fail(TACK_ERR_DLPACK_DTYPE,
+                          "DLPack dtype (code %u, bits %u) with %u lanes has no Tack "
+                          "equivalent: export vectors as a trailing dimension instead",
+                          (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
+                          (unsigned)t->dtype.lanes);
+    }
+    tack_dtype dtype;
+    st = tack_dtype_from_dlpack(t->dtype.code, t->dtype.bits, &dtype);
+    if (st != TACK_OK) {
+        return st;
+    }
+    size_t itemsize = tack_dtype_get(dtype)->itemsize;
+    size_t nelem = 1;
+    bool zero = false;
+    for (int32_t k = 0; k < t->ndim; k++) {
+        if (t->shape[k] < 0) {
+            return tack__fail(TACK_ERR_DLPACK_INVALID,
+                              "the DLPack tensor has a negative extent %lld in "
+                              "dimension %d: the producer sent an invalid tensor",
+                              (long long)t->shape[k], (int)k);
+        }
+        zero = zero || t->shape[k] == 0;
+    }
+    for (int32_t k = 0; k < t->ndim && !zero; k++) {
+        uint64_t e = (uint64_t)t->shape[k];
+        if (nelem > (size_t)PTRDIFF_MAX / itemsize / e) {
+            return tack__fail(TACK_ERR_DLPACK_INVALID,
+                              "the DLPack tensor's size overflows at dimension %d: "
+                              "the producer sent an invalid tensor",
+                              (int)k);
+        }
+        nelem *= (size_t)e;
+    }
+    if (zero) {
+        nelem = 0;
+    }
+    if (!t->data && nelem > 0) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "the DLPack tensor has %zu elements but a NULL data "
+                          "pointer: the producer sent an invalid tensor",
+                          nelem);
+    }
+    uintptr_t address = (uintptr_t)t->data;
+    if (nelem > 0) {
+        if (t->byte_offset > (uint64_t)(UINTPTR_MAX - address)) {
+            return tack__fail(TACK_ERR_DLPACK_INVALID,
+                              "the DLPack tensor's byte_offset %llu overflows its "
+                              "data pointer: the producer sent an invalid tensor",
+                              (unsigned long long)t->byte_offset);
+        }
+        address += (uintptr_t)t->byte_offset;
+    }
+    /* Relaxed C-contiguity: any stride is fine on an extent of 1, and a tensor
+     * without elements has no layout at all. NULL strides mean C-contiguous. */
+    bool contiguous = true;
+    int64_t lo = 0, hi = (int64_t)(nelem * itemsize);
+    if (t->strides && nelem > 0) {
+        int64_t expect = 1;
+        for (int32_t k = t->ndim - 1; k >= 0; k--) {
+            if (t->shape[k] != 1 && t->strides[k] != expect) {
+                contiguous = false;
+            }
+            expect *= t->shape[k]; /* bounded by nelem, no overflow */
+        }
+        if (!contiguous) {
+            st = strided_span(t, itemsize, &lo, &hi);
+            if (st != TACK_OK) {
+                return st;
+            }
+            if ((lo < 0 && (uint64_t)-lo > address) ||
+                (hi > 0 && (uint64_t)hi > UINTPTR_MAX - address)) {
+                return tack__fail(TACK_ERR_DLPACK_INVALID,
+                                  "the DLPack tensor's strides reach outside the "
+                                  "address space: the producer sent an invalid tensor");
+            }
+        }
+    }
+    if (nelem == 0) {
+        hi = 0;
+    }
+    out->dtype = dtype;
+    out->nelem = nelem;
+    out->itemsize = itemsize;
+    out->address = address;
+    out->contiguous = contiguous;
+    out->aligned = address % itemsize == 0;
+    out->host_readable = row->host_readable;
+    out->backend = row->backend;
+    out->span_lo = lo;
+    out->span_hi = hi;
+    return TACK_OK;
+}
+
+/* ---- raw pointers ------------------------------------------------------------------
+ */
+
+/* Whether a pointer the backend located can be wrapped by it. */
+static bool
+space_ok(const tack_device *dev, tack_memory_space space)
+{
+    if (dev->backend->dlpack_device_type == kDLCPU) {
+        return space != TACK_MEMORY_DEVICE;
+    }
+    return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_MANAGED;
+}
+
+static tack_status
+wrap_check(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
+           const int64_t *shape, size_t *nbytes)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    if (!info) {
+        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
+                          (int)dtype);
+    }
+    size_t nelem;
+    tack_status st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
+    if (st != TACK_OK) {
+        return st;
+    }
+    if (nelem == 0) {
+        *nbytes = 0;
+        return TACK_OK;
+    }
+    if (!data) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "a NULL pointer cannot hold %zu elements: pass the address "
+                          "of the first element",
+                          nelem);
+    }
+    size_t align = tack_dtype_get(info->scalar)->itemsize;
+    if ((uintptr_t)data % align != 0) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "address %p is not aligned to %zu bytes as %s elements "
+                          "need: pass an aligned address, or copy the data",
+                          data, align, info->name);
+    }
+    tack_memory_space space = TACK_MEMORY_UNKNOWN;
+    if (dev->backend->memory_space) {
+        st = dev->backend->memory_space(dev->state, data, &space);
+        if (st != TACK_OK) {
+            return st;
+        }
+        if (!space_ok(dev, space)) {
+            return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                              "address %p is not in the memory space of %s:%d: pass "
+                              "a pointer that belongs to that device, or import on "
+                              "the device that owns it",
+                              data, dev->backend->name, dev->ordinal);
+        }
+    }
+    *nbytes = nelem * info->itemsize;
+    return TACK_OK;
+}
+
+tack_status
+tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
+                       const int64_t *shape, bool writable, tack_release_fn release,
+                       void *ctx, tack_array **out)
+{
+    size_t nbytes = 0;
+    tack_status st = wrap_check(dev, data, dtype, ndim, shape, &nbytes);
+    if (st != TACK_OK) {
+        if (release) {
+            release(ctx);
+        }
+        return st;
+    }
+    tack_buffer *buf;
+    st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
+                          writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
+    if (st != TACK_OK) {
+        return st; /* tack_buffer_wrap has called release */
+    }
+    st = tack_array_from_buffer(buf, dtype, ndim, shape, writable, out);
+    tack_buffer_release(buf); /* the array holds its own reference, or release runs */
+    return st;
+}
+
+/* ---- import ------------------------------------------------------------------------
+ */
+
+static void
+release_versioned(void *ctx)
+{
+    DLManagedTensorVersioned *mt = ctx;
+    if (mt->deleter) {
+        mt->deleter(mt);
+    }
+}
+
+static void
+release_legacy(void *ctx)
+{
+    DLManagedTensor *mt = ctx;
+    if (mt->deleter) {
+        mt->deleter(mt);
+    }
+}
+
+/* Whether dev can wrap memory of the tensor's device. */
+static bool
+can_wrap(const tack_device *dev, const DLTensor *t, const tack__dlpack_layout *lay)
+{
+    if (strcmp(dev->backend->name, lay->backend) != 0) {
+        return false;
+    }
+    const device_row *row = find_device((int32_t)t->device.device_type);
+    return row->host_memory || dev->ordinal == t->device.device_id;
+}
+
+/* The importing device (step 5). Returns: new reference in *out. */
+static tack_status
+import_device(const DLTensor *t, const tack__dlpack_layout *lay,
+              const tack_dlpack_import_options *opts, bool *wraps, tack_device **out)
+{
+    tack_device *dev = opts ? opts->device : NULL;
+    if (dev) {
+        tack_device_retain(dev);
+        *wraps = can_wrap(dev, t, lay);
+        *out = dev;
+        return TACK_OK;
+    }
+    tack_status st = tack_default_device(&dev);
+    if (st != TACK_OK) {
+        return st;
+    }
+    *wraps = can_wrap(dev, t, lay);
+    if (*wraps || (opts && opts->copy == TACK_DLPACK_COPY_ALWAYS)) {
+        *out = dev; /* a copy lands on the default device */
+        return TACK_OK;
+    }
+    /* The tensor stays where it is, as the Array API's from_dlpack keeps it. */
+    tack_device_release(dev);
+    const device_row *row = find_device((int32_t)t->device.device_type);
+    st = tack_device_open(lay->backend, row->host_memory ? 0 : t->device.device_id,
+                          NULL, out);
+    *wraps = st == TACK_OK;
+    return st;
+}
+
+/* An independent C-contiguous copy of host-readable memory on dev. */
+static tack_status
+copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
+          tack_array **out)
+{
+    tack_array *arr;
+    tack_status st = tack_array_empty(dev, lay->dtype, t->ndim, t->shape,
+                                      TACK_BUFFER_WRITABLE, &arr);
+    if (st != TACK_OK) {
+        return st;
+    }
+    if (lay->nelem == 0) {
+        *out = arr;
+        return TACK_OK;
+    }
+    bool direct = dev->backend->dlpack_device_type == kDLCPU;
+    unsigned char *dst = direct ? arr->buffer->data : tack__alloc(arr->nbytes, 0);
+    if (!dst) {
+        tack_array_release(arr);
+        return tack__fail(TACK_ERR_NO_MEMORY, "out of memory staging %zu bytes",
+                          arr->nbytes);
+    }
+    const unsigned char *src = (const unsigned char *)lay->address;
+    if (lay->contiguous) {
+        memcpy(dst, src, arr->nbytes);
+    }
+    else {
+        /* An odometer over the index space, C order: the innermost index moves
+         * fastest, so writes are sequential. */
+        int64_t index[TACK_MAX_NDIM] = {0};
+        int64_t offset = 0; /* in elements, from the first element */
+        size_t isz = lay->itemsize;
+        for (size_t n = 0; n < lay->nelem; n++) {
+            memcpy(dst + n * isz, src + offset * (int64_t)isz, isz);
+            for (int32_t k = t->ndim - 1; k >= 0; k--) {
+                if (++index[k] < t->shape[k]) {
+                    offset += t->strides[k];
+                    break;
+                }
+                offset -= t->strides[k] * (t->shape[k] - 1);
+                index[k] = 0;
+            }
+        }
+    }
+    if (!direct) {
+        st = tack_array_copy_from_host(
+            arr, dst, lay->dtype, lay->nelem * tack_dtype_get(lay->dtype)->ncomponents);
+        tack__free(dst);
+        if (st != TACK_OK) {
+            tack_array_release(arr);
+            return st;
+        }
+    }
+    *out = arr;
+    return TACK_OK;
+}
+
+/* A copy of device memory: wrap it on its own device, then copy through the host. */
+static tack_status
+copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
+            tack_array **out)
+{
+    if (!lay->contiguous) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "a strided DLPack tensor in device memory cannot be copied: "
+                          "make it contiguous in the producer first");
+    }
+    tack_device *own;
+    const device_row *row = find_device((int32_t)t->device.device_type);
+    tack_status st = tack_device_open(
+        lay->backend, row->host_memory ? 0 : t->device.device_id, NULL, &own);
+    if (st != TACK_OK) {
+        return st;
+    }
+    tack_array *view;
+    st = tack_array_wrap_memory(own, (void *)lay->address, lay->dtype, t->ndim,
+                                t->shape, false, NULL, NULL, &view);
+    tack_device_release(own);
+    if (st != TACK_OK) {
+        return st;
+    }
+    st = tack_array_to_device(view, dev, out);
+    tack_array_release(view);
+    return st;
+}
+
+static tack_status
+import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
+              const tack_dlpack_import_options *opts, tack_array **out)
+{
+    tack_dlpack_copy copy = opts ? opts->copy : TACK_DLPACK_COPY_NEVER;
+    tack__dlpack_layout lay;
+    tack_device *dev = NULL;
+    bool wraps = false;
+    tack_status st = tack__dlpack_check(t, &lay);
+    if (st == TACK_OK) {
+        st = import_device(t, &lay, opts, &wraps, &dev);
+    }
+    if (st != TACK_OK) {
+        release(mt);
+        return st;
+    }
+    bool share =
+        copy != TACK_DLPACK_COPY_ALWAYS && wraps && lay.contiguous && lay.aligned;
+    if (share) {
+        st = tack_array_wrap_memory(dev, (void *)lay.address, lay.dtype, t->ndim,
+                                    t->shape, writable, release, mt, out);
+        tack_device_release(dev);
+        return st;
+    }
+    if (copy == TACK_DLPACK_COPY_NEVER) {
+        if (!wraps) {
+            st = tack__fail(TACK_ERR_DLPACK_DEVICE,
+                            "a DLPack tensor on device type %d, id %d cannot be "
+                            "wrapped by %s:%d without a copy: import it on "
+                            "tack.device('%s', %d), or pass copy=True",
+                            (int)t->device.device_type, (int)t->device.device_id,
+                            dev->backend->name, dev->ordinal, lay.backend,
+                            find_device((int32_t)t->device.device_type)->host_memory
+                                ? 0
+                                : (int)t->device.device_id);
+        }
+        else if (!lay.contiguous) {
+            st = tack__fail(TACK_ERR_DLPACK_INVALID,
+                            "the DLPack tensor is not C-contiguous and Tack arrays "
+                            "always are: pass copy=True for a contiguous copy, or "
+                            "make it contiguous in the producer");
+        }
+        else {
+            st = tack__fail(TACK_ERR_DLPACK_INVALID,
+                            "the DLPack tensor's first element at %p is not aligned "
+                            "to its %zu-byte scalars: pass copy=True for an aligned "
+                            "copy",
+                            (void *)lay.address, lay.itemsize);
+        }
+    }
+    else {
+        st = lay.host_readable ? copy_host(t, &lay, dev, out)
+                               : copy_device(t, &lay, dev, out);
+    }
+    tack_device_release(dev);
+    release(mt); /* copied or refused: the producer's memory is no longer needed */
+    return st;
+}
+
+tack_status
+tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
+                             const tack_dlpack_import_options *opts, tack_array **out)
+{
+    if (!mt) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+    }
+    if (mt->version.major != 1) {
+        /* Only the fields up to flags are known in another major version. */
+        uint32_t major = mt->version.major, minor = mt->version.minor;
+        release_versioned(mt);
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "the DLPack tensor has version %u.%u and Tack reads major "
+                          "version 1: ask the producer for max_version=(1, %d)",
+                          (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
+    }
+    bool writable = (mt->flags & DLPACK_FLAG_BITMASK_READ_ONLY) == 0;
+    return import_tensor(&mt->dl_tensor, writable, release_versioned, mt, opts, out);
+}
+
+tack_status
+tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options *opts,
+                          tack_array **out)
+{
+    if (!mt) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+    }
+    /* Legacy tensors import writable: the spec's stated policy (DESIGN.md). */
+    return import_tensor(&mt->dl_tensor, true, release_legacy, mt, opts, out);
+}
+
+/* ---- the exchange API's allocator
+ * ---------------------------------------------------- */
+
+tack_status
+tack_dlpack_allocate(const DLTensor *prototype, DLManagedTensorVersioned **out)
+{
+    const device_row *row;
+    tack_status st = check_device_type((int32_t)prototype->device.device_type, &row);
+    if (st != TACK_OK) {
+        return st;
+    }
+    if (prototype->dtype.lanes != 1) {
+        return tack__fail(TACK_ERR_DLPACK_DTYPE,
+                          "cannot allocate %u-lane elements: Tack has scalar dtypes",
+                          (unsigned)prototype->dtype.lanes);
+    }
+    tack_dtype dtype;
+    st = tack_dtype_from_dlpack(prototype->dtype.code, prototype->dtype.bits, &dtype);
+    if (st != TACK_OK) {
+        return st;
+    }
+    if (prototype->ndim < 0 || prototype->ndim > TACK_MAX_NDIM ||
+        (prototype->ndim > 0 && !prototype->shape)) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "cannot allocate a tensor of %d dimensions: Tack arrays "
+                          "have 0 to %d",
+                          (int)prototype->ndim, TACK_MAX_NDIM);
+    }
+    tack_device *dev;
+    st = tack_device_open(
+        row->backend, row->host_memory ? 0 : prototype->device.device_id, NULL, &dev);
+    if (st != TACK_OK) {
+        return st;
+    }
+    tack_array *arr;
+    st = tack_array_empty(dev, dtype, prototype->ndim, prototype->shape,
+                          TACK_BUFFER_WRITABLE, &arr);
+    tack_device_release(dev);
+    if (st != TACK_OK) {
+        return st;
+    }
+    st = tack_dlpack_export_versioned(arr, NULL, out);
+    tack_array_release(arr); /* the export holds its own reference */
+    return st;
+}

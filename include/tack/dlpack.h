@@ -1,0 +1,141 @@
+/*
+ * dlpack.h: DLPack exchange in C, and the raw-pointer wrap it is built on.
+ *
+ * Export: an array becomes a managed tensor (legacy or versioned) that holds a
+ * reference to the array until the consumer calls the deleter. The deleter is pure
+ * C: it needs no interpreter lock, runs on any thread and after Python has gone.
+ *
+ * Import: a producer's managed tensor is validated and wrapped as an array over the
+ * producer's memory (zero copy), or copied. The import functions consume the managed
+ * tensor: on every failure its deleter has been called, exactly once, before they
+ * return; on success it is called when the last array over the memory (reshape
+ * views included) is released.
+ *
+ * Device rules of an import (tack-interoperability-design, step 5): the DLPack device
+ * type names the backend that can wrap the memory (kDLCPU, kDLCUDAHost, kDLROCMHost:
+ * cpu; kDLCUDA, kDLCUDAManaged: cuda; kDLROCM: hip; kDLOneAPI: level_zero). kDLMetal
+ * is refused up front (its data is a handle, not an address). Without a device, the
+ * default device imports when it can wrap the tensor, otherwise the tensor's own
+ * device does; a given device that cannot wrap it is an error unless a copy is
+ * allowed.
+ */
+#ifndef TACK_DLPACK_H
+#define TACK_DLPACK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tack/array.h"
+#include "tack/dlpack_abi.h"
+#include "tack/export.h"
+#include "tack/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- export -------------------------------------------------------------------- */
+
+typedef struct tack_dlpack_export_options {
+    /* Export a private copy (flag IS_COPIED) instead of the array's memory. */
+    bool copy;
+    /* Borrowed, may be NULL: the device the consumer wants the tensor on. NULL or
+     * the array's own device shares; another device needs copy (else refused). */
+    tack_device *device;
+} tack_dlpack_export_options;
+
+/*
+ * Exports arr as a versioned managed tensor: version 1.3, flag READ_ONLY for a
+ * non-writable array, IS_COPIED for a copy. shape and strides (elements, non-NULL,
+ * C-contiguous) live in the same allocation as the struct; byte_offset is 0; a vec
+ * dtype is a trailing dimension of float32. The buffer is shared (tack_buffer_share)
+ * first. opts may be NULL. Returns: *out, owned by the caller until it calls
+ * (*out)->deleter(*out), which releases the array's reference. Out: set only on
+ * success. Errors: TACK_ERR_EXPORT_REFUSED, TACK_ERR_NO_MEMORY.
+ */
+TACK_API tack_status
+tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
+                             DLManagedTensorVersioned **out);
+
+/*
+ * As tack_dlpack_export_versioned, as a legacy DLManagedTensor. The legacy ABI
+ * cannot say "read-only", so a non-writable array is refused (TACK_ERR_EXPORT_REFUSED
+ * naming the fix: a versioned export or a copy) rather than handed out writable.
+ */
+TACK_API tack_status tack_dlpack_export_legacy(tack_array *arr,
+                                               const tack_dlpack_export_options *opts,
+                                               DLManagedTensor **out);
+
+/*
+ * Describes arr in *out without allocating: shape and strides point into arr and
+ * stay valid while arr lives (the exchange API's dltensor_from_py_object_no_sync).
+ */
+TACK_API void tack_dlpack_describe(const tack_array *arr, DLTensor *out);
+
+/*
+ * A new writable array shaped like prototype (its device, dtype, ndim and shape;
+ * nothing else is read), exported as a versioned managed tensor (the exchange API's
+ * allocator). Out: *out only on success. Errors: as the import's validation, and
+ * TACK_ERR_NO_MEMORY.
+ */
+TACK_API tack_status tack_dlpack_allocate(const DLTensor *prototype,
+                                          DLManagedTensorVersioned **out);
+
+/* ---- import -------------------------------------------------------------------- */
+
+typedef enum tack_dlpack_copy {
+    TACK_DLPACK_COPY_NEVER = 0, /* share or fail */
+    TACK_DLPACK_COPY_ALWAYS,    /* an independent C-contiguous copy */
+    TACK_DLPACK_COPY_IF_NEEDED  /* share when possible, copy otherwise */
+} tack_dlpack_copy;
+
+typedef struct tack_dlpack_import_options {
+    /* Borrowed, may be NULL: the importing device; NULL applies the default rules. */
+    tack_device *device;
+    tack_dlpack_copy copy;
+} tack_dlpack_import_options;
+
+/*
+ * Imports a versioned managed tensor. Consumes mt, even on failure. A major version
+ * other than 1 is refused without reading any field past flags. READ_ONLY gives a
+ * non-writable array. opts may be NULL (default device rules, never copy).
+ * Returns: new reference in *out. Out: set only on success.
+ * Errors: TACK_ERR_DLPACK_INVALID (bad version, NULL data with elements, bad ndim or
+ * shape, non-contiguous or misaligned without a copy, Metal or unknown device type),
+ * TACK_ERR_DLPACK_DTYPE (no Tack dtype, lanes != 1), TACK_ERR_DLPACK_DEVICE (the
+ * given device cannot wrap it), TACK_ERR_DEVICE_UNAVAILABLE (the tensor's own device
+ * cannot be opened), TACK_ERR_NO_MEMORY.
+ */
+TACK_API tack_status
+tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
+                             const tack_dlpack_import_options *opts, tack_array **out);
+
+/* As tack_dlpack_import_versioned for a legacy tensor, which imports writable. */
+TACK_API tack_status tack_dlpack_import_legacy(DLManagedTensor *mt,
+                                               const tack_dlpack_import_options *opts,
+                                               tack_array **out);
+
+/* ---- raw pointers --------------------------------------------------------------- */
+
+/*
+ * An array over memory Tack does not own: data (the first element) holding the
+ * C-contiguous elements of shape. The backend checks that data is in dev's memory
+ * space; data must be aligned to the scalar size and non-NULL when there are
+ * elements. With release == NULL the caller keeps the memory alive (wrapped buffer);
+ * otherwise release(ctx) runs exactly once, when the last array over the memory goes,
+ * and this function consumes that obligation even on failure. The buffer is shared
+ * from birth. Returns: new reference in *out. Out: set only on success.
+ * Errors: TACK_ERR_INVALID_ARGUMENT (NULL, misaligned, wrong memory space),
+ * TACK_ERR_BAD_SHAPE, TACK_ERR_SIZE_OVERFLOW, TACK_ERR_BAD_DTYPE, TACK_ERR_NO_MEMORY.
+ */
+TACK_API tack_status tack_array_wrap_memory(tack_device *dev, void *data,
+                                            tack_dtype dtype, int32_t ndim,
+                                            const int64_t *shape, bool writable,
+                                            tack_release_fn release, void *ctx,
+                                            tack_array **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TACK_DLPACK_H */
