@@ -26,7 +26,7 @@ def filled(cls, tuples, components=1):
     out.SetNumberOfComponents(components)
     out.SetNumberOfTuples(tuples)
     for i in range(tuples * components):
-        out.SetValue(i, i % 100)
+        out.SetComponent(i // components, i % components, float(i % 100))
     return out
 
 
