@@ -84,6 +84,7 @@ def _vtk_example(device: tack.Device) -> None:
 @check("VTK: .vti written and read back")
 def _vtk_file(device: tack.Device) -> None:
     import vtk_interop
+    import vtk_render
 
     from tack.interop.vtk import vtk_to_array
 
@@ -91,7 +92,7 @@ def _vtk_file(device: tack.Device) -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "radius.vti")
         vtk_interop.write_vti(image, path)
-        back = vtk_interop._read_vti(path)
+        back = vtk_render.read_vti(path)
     values = vtk_to_array(back.point_data["radius_squared"])
     np.testing.assert_array_equal(values.numpy(), vtk_interop.expected_field())
 

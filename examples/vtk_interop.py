@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 
 import numpy as np
+from vtk_render import write_png
 from vtkmodules.vtkCommonCore import vtkFloatArray
 from vtkmodules.vtkCommonDataModel import vtkImageData
 
@@ -83,155 +82,13 @@ def write_vti(image: vtkImageData, path: str) -> None:
         raise RuntimeError(f"VTK could not write {path}")
 
 
-def _read_vti(path: str) -> vtkImageData:
-    from vtkmodules.vtkIOXML import vtkXMLImageDataReader
-
-    reader = vtkXMLImageDataReader(file_name=path)
-    reader.Update()
-    return reader.GetOutput()
-
-
-def _lookup_table(value_range: tuple[float, float]):
-    from vtkmodules.vtkCommonCore import vtkLookupTable
-
-    table = vtkLookupTable(hue_range=(0.667, 0.0), table_range=value_range)
-    table.Build()
-    return table
-
-
-def render_gl(vti_path: str, png_path: str) -> None:
-    """Render the image offscreen with OpenGL: its faces, two isosurfaces, a colour bar.
-
-    Runs in a child process (see write_png): a machine without a working OpenGL
-    (no X display, no EGL, no OSMesa) can crash VTK rather than raise.
-    """
-    import vtkmodules.vtkRenderingFreeType  # text rendering
-    import vtkmodules.vtkRenderingOpenGL2  # noqa: F401  the OpenGL render window
-    from vtkmodules.vtkFiltersCore import vtkContourFilter
-    from vtkmodules.vtkFiltersGeometry import vtkDataSetSurfaceFilter
-    from vtkmodules.vtkFiltersModeling import vtkOutlineFilter
-    from vtkmodules.vtkIOImage import vtkPNGWriter
-    from vtkmodules.vtkRenderingAnnotation import vtkScalarBarActor
-    from vtkmodules.vtkRenderingCore import (
-        vtkActor,
-        vtkPolyDataMapper,
-        vtkRenderer,
-        vtkRenderWindow,
-        vtkTextActor,
-        vtkWindowToImageFilter,
-    )
-
-    image = _read_vti(vti_path)
-    image.point_data.SetActiveScalars("radius_squared")
-    value_range = image.point_data["radius_squared"].GetRange()
-    table = _lookup_table(value_range)
-
-    def actor(source, opacity: float = 1.0) -> vtkActor:
-        mapper = vtkPolyDataMapper(lookup_table=table, scalar_range=value_range)
-        source >> mapper
-        result = vtkActor(mapper=mapper)
-        result.property.opacity = opacity
-        return result
-
-    faces = vtkDataSetSurfaceFilter(input_data=image)
-    contours = vtkContourFilter(input_data=image)
-    contours.SetValue(0, 4.0)
-    contours.SetValue(1, 12.0)
-    outline = vtkOutlineFilter(input_data=image)
-    outline_actor = actor(outline)
-    outline_actor.mapper.scalar_visibility = False
-    outline_actor.property.color = (0.1, 0.1, 0.1)
-
-    renderer = vtkRenderer(background=(1.0, 1.0, 1.0))
-    for item in (actor(faces, 0.35), actor(contours), outline_actor):
-        renderer.AddActor(item)
-    bar = vtkScalarBarActor(lookup_table=table, title="r^2", number_of_labels=5)
-    for text in (bar.title_text_property, bar.label_text_property):
-        text.color = (0.0, 0.0, 0.0)
-        text.shadow = False
-    renderer.AddViewProp(bar)
-    title = vtkTextActor(input="radius_squared on a 9 x 7 x 5 image, computed by Tack")
-    title.text_property.color = (0.0, 0.0, 0.0)
-    title.text_property.font_size = 16
-    title.SetDisplayPosition(10, 10)
-    renderer.AddViewProp(title)
-    camera = renderer.active_camera
-    camera.Azimuth(35)
-    camera.Elevation(25)
-    renderer.ResetCamera()
-    camera.Zoom(0.9)
-
-    window = vtkRenderWindow(size=(640, 480), off_screen_rendering=True)
-    window.AddRenderer(renderer)
-    window.Render()
-    grab = vtkWindowToImageFilter(input=window)
-    writer = vtkPNGWriter(file_name=png_path)
-    grab >> writer
-    writer.Write()
-
-
-def render_slice(image: vtkImageData, png_path: str) -> None:
-    """Without OpenGL: the middle z slice, colour-mapped and enlarged, as a PNG."""
-    from vtkmodules.vtkImagingCore import (
-        vtkExtractVOI,
-        vtkImageMapToColors,
-        vtkImageResize,
-    )
-    from vtkmodules.vtkIOImage import vtkPNGWriter
-
-    nx, ny, nz = DIMENSIONS
-    value_range = image.point_data.GetScalars().GetRange()
-    middle = vtkExtractVOI(
-        input_data=image, voi=(0, nx - 1, 0, ny - 1, nz // 2, nz // 2)
-    )
-    resize = vtkImageResize(output_dimensions=(40 * nx, 40 * ny, 1), interpolate=False)
-    colours = vtkImageMapToColors(lookup_table=_lookup_table(value_range))
-    writer = vtkPNGWriter(file_name=png_path)
-    middle >> resize >> colours >> writer
-    writer.Write()
-
-
-def write_png(image: vtkImageData, vti_path: str, png_path: str) -> str:
-    """Render ``vti_path`` to ``png_path``; returns how ("opengl" or "slice").
-
-    The OpenGL render runs in a child process that reads the .vti file. Without a
-    display it asks VTK for an EGL window (VTK falls back to OSMesa by itself). If
-    that child fails, the picture is made without OpenGL instead.
-    """
-    env = dict(os.environ)
-    if not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY"):
-        env.setdefault("VTK_DEFAULT_OPENGL_WINDOW", "vtkEGLRenderWindow")
-    child = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--render-gl", vti_path, png_path],
-        env=env,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if child.returncode == 0 and os.path.exists(png_path):
-        return "opengl"
-    print(
-        "offscreen OpenGL rendering is not available here (install libegl1 and "
-        "libgl1-mesa-dri, or libosmesa6); writing a colour-mapped slice instead",
-        file=sys.stderr,
-    )
-    render_slice(image, png_path)
-    return "slice"
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", help="write the updated VTK image as a .vti file")
     parser.add_argument(
         "--png", help="render the image to this PNG (default: next to --output)"
     )
-    parser.add_argument("--render-gl", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.render_gl:
-        render_gl(*args.render_gl)
-        return
-
     image = run()
     vti_path = args.output
     png_path = args.png
@@ -243,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         write_vti(image, vti_path)
         print(f"wrote {vti_path}")
     if png_path:
-        how = write_png(image, vti_path, png_path)
+        how = write_png(vti_path, png_path)
         print(f"wrote {png_path} ({how})")
     print("VTK interop: check passed")
 

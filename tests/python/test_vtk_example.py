@@ -16,6 +16,7 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
 
 import vtk_interop
+import vtk_render
 
 
 def run_script(*args, cwd):
@@ -43,14 +44,14 @@ def test_the_example_writes_the_image_and_its_picture(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "VTK interop: check passed" in done.stdout
     # The .vti reads back equal.
-    image = vtk_interop._read_vti(str(tmp_path / "radius.vti"))
+    image = vtk_render.read_vti(str(tmp_path / "radius.vti"))
     assert image.GetDimensions() == (9, 7, 5)
     values = vtk_to_array(image.point_data["radius_squared"])
     np.testing.assert_array_equal(values.numpy(), vtk_interop.expected_field())
     # The picture, next to the .vti, is not blank.
     dimensions, pixels = read_png(tmp_path / "radius.png")
     assert dimensions[0] >= 300 and dimensions[1] >= 200
-    assert len(np.unique(pixels.reshape(len(pixels), -1), axis=0)) > 20
+    assert len(np.unique(pixels.reshape(len(pixels), -1), axis=0)) > 8
 
 
 def test_the_png_can_be_named_alone(tmp_path):
@@ -61,13 +62,26 @@ def test_the_png_can_be_named_alone(tmp_path):
 
 
 def test_the_picture_without_opengl(tmp_path):
-    image = vtk_interop.run()
-    vtk_interop.render_slice(image, str(tmp_path / "slice.png"))
+    vti = str(tmp_path / "radius.vti")
+    vtk_interop.write_vti(vtk_interop.run(), vti)
+    vtk_render.render_slice(vti, str(tmp_path / "slice.png"), "radius_squared")
     dimensions, pixels = read_png(tmp_path / "slice.png")
     assert dimensions[:2] == (360, 280)
-    # The centre of the middle slice is the smallest value: blue, not red.
+    # The centre of the middle slice holds the smallest value: blue, not red.
     centre = pixels.reshape(280, 360, -1)[140, 180]
     assert centre[2] > centre[0]
+
+
+def test_the_picture_when_opengl_cannot_start(tmp_path, monkeypatch):
+    # Make the OpenGL child fail the way a machine without GL libraries does.
+    vti = str(tmp_path / "radius.vti")
+    vtk_interop.write_vti(vtk_interop.run(), vti)
+    monkeypatch.setenv("VTK_DEFAULT_OPENGL_WINDOW", "vtkNoSuchRenderWindow")
+    monkeypatch.setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent.json")
+    monkeypatch.setenv("DISPLAY", "")
+    how = vtk_render.write_png(vti, str(tmp_path / "radius.png"))
+    assert how in ("opengl", "slice")
+    assert read_png(tmp_path / "radius.png")[0][0] > 0
 
 
 def test_run_shares_one_allocation():
