@@ -6,14 +6,14 @@ BUILD ?= build
 # meson-python's editable loader and meson itself are found on the venv's PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup run test test-c test-py sanitize valgrind lint clean
+.PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean
 
 # A virtual environment with the build tools, the test peers and Tack itself,
 # installed editable: importing tack rebuilds the extension when C sources change.
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q meson-python meson ninja numpy pytest "jax[cpu]" "vtk==9.7.1" pyvista
+	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff "jax[cpu]" "vtk==9.7.1" pyvista
 	touch $@
 
 setup: $(VENV)/.ready
@@ -23,7 +23,7 @@ run: setup
 	$(PY) examples/arrays.py
 
 # C unit tests (plain build), then pytest.
-test: setup test-c sanitize valgrind lint test-py
+test: setup test-c sanitize valgrind lint test-py sanitize-py
 
 test-c: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/c -Dpython=false -Dtests=true -Dwerror=true -Dbuildtype=debug >/dev/null
@@ -38,6 +38,21 @@ sanitize: $(VENV)/.ready
 	$(VENV)/bin/meson compile -C $(BUILD)/asan >/dev/null
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/tests/c/tack_c_tests
 
+# The extension built with ASan+UBSan, run under pytest. A second environment sees the
+# first one's packages through a plain path entry, so the editable hook of .venv (which
+# would import the ordinary build) is not run, and tack comes from the sanitized stage.
+ASAN_PY := $(BUILD)/asan-py
+sanitize-py: $(VENV)/.ready
+	$(VENV)/bin/meson setup --reconfigure $(ASAN_PY) -Dpython=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dpython.install_env=auto >/dev/null
+	$(VENV)/bin/meson compile -C $(ASAN_PY) >/dev/null
+	rm -rf $(ASAN_PY)/stage && mkdir -p $(ASAN_PY)/stage && cp -r src/tack $(ASAN_PY)/stage/ && cp $(ASAN_PY)/_tack*.so $(ASAN_PY)/stage/tack/
+	test -x $(ASAN_PY)/venv/bin/python || $(PYTHON) -m venv --without-pip $(ASAN_PY)/venv
+	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > $(ASAN_PY)/venv/lib/deps.txt
+	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
+	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	PYTHONPATH=$(ASAN_PY)/stage TACK_SANITIZED=1 $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
+
 valgrind: test-c
 	TACK_TEST_NO_FORK=0 valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes $(BUILD)/c/tests/c/tack_c_tests
 
@@ -45,6 +60,7 @@ lint: test-c setup
 	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c
 	clang-tidy -quiet -p $(BUILD)/py csrc/python/*.c
 	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.c csrc/python/*.[ch] tests/c/*.[ch]
+	$(VENV)/bin/ruff check src tests examples benchmarks
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude csrc/runtime csrc/backends
 
 clean:

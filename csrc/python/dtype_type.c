@@ -129,8 +129,16 @@ dtype_richcompare(PyObject *self, PyObject *other, int op)
         equal = tack_dtype_from_name(s, &theirs) == TACK_OK && theirs == mine;
         tack_clear_error();
     }
-    else {
+    else if (other == Py_None) {
         Py_RETURN_NOTIMPLEMENTED;
+    }
+    else {
+        /* NumPy dtypes and scalar types compare equal to their Tack counterpart. */
+        if (tackpy_dtype_from_object(st, other, &theirs) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        equal = theirs == mine;
     }
     return PyBool_FromLong(op == Py_EQ ? equal : !equal);
 }
@@ -172,7 +180,27 @@ dtype_get_numpy_str(PyObject *self, void *c)
         tack_dtype_get(((tackpy_DType *)self)->dtype)->numpy_str);
 }
 
+/* NumPy's dtype() reads a .dtype attribute, so np.dtype(tack.float32) and
+ * np.zeros(3, dtype=tack.vec3) work; vec types are float32 subarrays. */
+static PyObject *
+dtype_get_numpy_dtype(PyObject *self, void *c)
+{
+    (void)c;
+    const tack_dtype_info *info = tack_dtype_get(((tackpy_DType *)self)->dtype);
+    PyObject *np = tackpy_numpy(tackpy_state_of_type(Py_TYPE(self)));
+    if (!np) {
+        return NULL;
+    }
+    if (info->ncomponents > 1) {
+        return PyObject_CallMethod(np, "dtype", "((s(i)))", info->numpy_str,
+                                   (int)info->ncomponents);
+    }
+    return PyObject_CallMethod(np, "dtype", "s", info->numpy_str);
+}
+
 static PyGetSetDef dtype_getset[] = {
+    {"dtype", dtype_get_numpy_dtype, NULL,
+     "The NumPy dtype spelling (for numpy.dtype()).", NULL},
     {"name", dtype_get_name, NULL, "The dtype's name, e.g. 'float32'.", NULL},
     {"itemsize", dtype_get_itemsize, NULL, "Bytes per element.", NULL},
     {"ncomponents", dtype_get_ncomponents, NULL, "1, or 2..4 for the vec types.", NULL},

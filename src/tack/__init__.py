@@ -4,7 +4,7 @@ The C extension ``tack._tack`` holds every array, device and exchange; this pack
 re-exports its public names and adds the kernel front end.
 """
 
-from tack._tack import (  # noqa: F401
+from tack._tack import (  # noqa: F401  names, errors, dtypes and their short aliases
     MAX_NDIM,
     Array,
     CompileError,
@@ -27,26 +27,21 @@ from tack._tack import (  # noqa: F401
     __version__,
     array,
     array_from_ptr,
+    b1,
+    bool,
     copyto,
     device,
     dtype,
     empty,
     from_dlpack,
-    full,
-    get_default_device,
-    set_default_device,
-    synchronize,
-    zeros,
-)
-from tack._tack import (  # noqa: F401  the dtypes and their short aliases
-    b1,
-    bool,
     f16,
     f32,
     f64,
     float16,
     float32,
     float64,
+    full,
+    get_default_device,
     i8,
     i16,
     i32,
@@ -55,6 +50,8 @@ from tack._tack import (  # noqa: F401  the dtypes and their short aliases
     int16,
     int32,
     int64,
+    set_default_device,
+    synchronize,
     u8,
     u16,
     u32,
@@ -66,4 +63,5 @@ from tack._tack import (  # noqa: F401  the dtypes and their short aliases
     vec2,
     vec3,
     vec4,
+    zeros,
 )

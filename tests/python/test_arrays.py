@@ -8,7 +8,6 @@ import pytest
 
 import tack
 
-
 ALL_SCALAR = [
     (tack.bool, np.bool_),
     (tack.int8, np.int8),
@@ -63,7 +62,8 @@ def test_default_dtype_is_float32():
 
 
 def test_zeros_and_full():
-    np.testing.assert_array_equal(tack.zeros((2, 2), dtype=tack.i32).numpy(), np.zeros((2, 2), np.int32))
+    zeros = tack.zeros((2, 2), dtype=tack.i32)
+    np.testing.assert_array_equal(zeros.numpy(), np.zeros((2, 2), np.int32))
     np.testing.assert_array_equal(tack.full(4, 2.5, dtype=tack.f64).numpy(), np.full(4, 2.5))
     np.testing.assert_array_equal(tack.full((2,), 7, tack.u8).numpy(), np.array([7, 7], np.uint8))
 
@@ -259,7 +259,7 @@ def test_no_reference_leak_in_creation():
     a = tack.zeros(10)
     before = sys.getrefcount(tack.float32)
     for _ in range(1000):
-        a.dtype
+        _ = a.dtype
         tack.zeros(4)
     # A leak would add about a thousand references; allow for interpreter caches.
     assert sys.getrefcount(tack.float32) - before < 5
@@ -275,3 +275,11 @@ def test_weakref_and_text_signature():
     assert r() is None
     assert "shape" in str(inspect.signature(tack.empty))
     assert "device" in str(inspect.signature(tack.array))
+
+
+def test_dtypes_interoperate_with_numpy_dtypes():
+    assert np.dtype(tack.float32) == np.float32
+    assert tack.float32 == np.dtype("float32") and tack.int8 == np.int8
+    assert tack.float32 != np.float64
+    assert np.zeros(2, dtype=tack.vec3).shape == (2, 3)
+    assert tack.uint16 == "u16" and tack.uint16 != "int16"
