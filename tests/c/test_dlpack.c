@@ -1,0 +1,750 @@
+/*
+ * test_dlpack.c: DLPack export and import in C. Foreign tensors come from a small
+ * producer below (malloc, not Tack's allocator, so Tack's live-allocation count stays
+ * exact) whose deleter counts its calls: every import path, failures included, must
+ * call it exactly once.
+ */
+#include <pthread.h>
+
+#include "harness.h"
+
+/* ---- a counting producer -----------------------------------------------------------
+ */
+
+static int deleted_versioned, deleted_legacy;
+
+typedef struct {
+    DLManagedTensorVersioned v;
+    DLManagedTensor l;
+    int64_t shape[TACK_MAX_NDIM + 2];
+    int64_t strides[TACK_MAX_NDIM + 2];
+    _Alignas(64) unsigned char data[4096];
+} producer;
+
+static void
+producer_delete_versioned(DLManagedTensorVersioned *self)
+{
+    deleted_versioned++;
+    free(self->manager_ctx);
+}
+
+static void
+producer_delete_legacy(DLManagedTensor *self)
+{
+    deleted_legacy++;
+    free(self->manager_ctx);
+}
+
+/* A float32 tensor of shape {n} over p->data with values 0..n-1, C-contiguous. */
+static producer *
+producer_new(int64_t n)
+{
+    producer *p = calloc(1, sizeof *p);
+    CHECK(p != NULL);
+    float *f = (float *)(void *)p->data;
+    for (int64_t k = 0; k < n && k < 1024; k++) {
+        f[k] = (float)k;
+    }
+    DLTensor t = {0};
+    t.data = p->data;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = p->shape;
+    t.strides = p->strides;
+    p->shape[0] = n;
+    p->strides[0] = 1;
+    p->v.version.major = 1;
+    p->v.version.minor = 3;
+    p->v.manager_ctx = p;
+    p->v.deleter = producer_delete_versioned;
+    p->v.dl_tensor = t;
+    p->l.manager_ctx = p;
+    p->l.deleter = producer_delete_legacy;
+    p->l.dl_tensor = t;
+    return p;
+}
+
+static tack_device *
+cpu(void)
+{
+    tack_device *dev;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    return dev;
+}
+
+/* Imports p's versioned tensor expecting want; checks the deleter ran once when it
+ * should have (failure or copy) and returns the array on success. */
+static tack_array *
+import_v(producer *p, tack_dlpack_copy copy, tack_status want)
+{
+    int before = deleted_versioned;
+    tack_dlpack_import_options opts = {NULL, copy};
+    tack_array *arr = NULL;
+    CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr), want);
+    if (want != TACK_OK) {
+        CHECK(arr == NULL);
+        CHECK_EQ_INT(deleted_versioned, before + 1);
+    }
+    return arr;
+}
+
+/* ---- export
+ * -------------------------------------------------------------------------- */
+
+TACK_TEST(dlpack_export_versioned_layout)
+{
+    tack_device *dev = cpu();
+    int64_t shape[] = {2, 3, 4};
+    tack_array *arr;
+    tack_test_counting_allocator(0);
+    CHECK_OK(tack_array_zeros(dev, TACK_INT16, 3, shape, TACK_BUFFER_WRITABLE, &arr));
+    long before = tack_test_live_allocations();
+    DLManagedTensorVersioned *mt;
+    CHECK_OK(tack_dlpack_export_versioned(arr, NULL, &mt));
+    CHECK_EQ_INT(mt->version.major, 1);
+    CHECK_EQ_INT(mt->version.minor, 3);
+    CHECK_EQ_INT(mt->flags, 0);
+    const DLTensor *t = &mt->dl_tensor;
+    CHECK(t->data == tack_array_data(arr));
+    CHECK_EQ_INT(t->device.device_type, kDLCPU);
+    CHECK_EQ_INT(t->device.device_id, 0);
+    CHECK_EQ_INT(t->ndim, 3);
+    CHECK_EQ_INT(t->dtype.code, kDLInt);
+    CHECK_EQ_INT(t->dtype.bits, 16);
+    CHECK_EQ_INT(t->dtype.lanes, 1);
+    CHECK_EQ_INT(t->byte_offset, 0);
+    CHECK(t->strides != NULL);
+    int64_t want_strides[] = {12, 4, 1};
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ_INT(t->shape[k], shape[k]);
+        CHECK_EQ_INT(t->strides[k], want_strides[k]);
+    }
+    /* shape and strides live in the struct's own allocation */
+    CHECK_EQ_INT(tack_test_live_allocations(), before + 1);
+    CHECK(tack_buffer_flags(tack_array_buffer(arr)) & TACK_BUFFER_SHARED);
+    tack_array_release(arr); /* the export keeps the memory alive */
+    CHECK_EQ_INT(((int16_t *)t->data)[23], 0);
+    mt->deleter(mt);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0); /* the export took the array along */
+}
+
+TACK_TEST(dlpack_export_vec_and_zero_d)
+{
+    tack_device *dev = cpu();
+    int64_t shape[] = {5};
+    tack_array *arr;
+    CHECK_OK(tack_array_zeros(dev, TACK_VEC3F, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    DLManagedTensor *mt;
+    CHECK_OK(tack_dlpack_export_legacy(arr, NULL, &mt));
+    CHECK_EQ_INT(mt->dl_tensor.ndim, 2);
+    CHECK_EQ_INT(mt->dl_tensor.shape[0], 5);
+    CHECK_EQ_INT(mt->dl_tensor.shape[1], 3);
+    CHECK_EQ_INT(mt->dl_tensor.strides[0], 3);
+    CHECK_EQ_INT(mt->dl_tensor.strides[1], 1);
+    CHECK_EQ_INT(mt->dl_tensor.dtype.code, kDLFloat);
+    CHECK_EQ_INT(mt->dl_tensor.dtype.bits, 32);
+    mt->deleter(mt);
+    tack_array_release(arr);
+
+    tack_array *scalar;
+    CHECK_OK(
+        tack_array_zeros(dev, TACK_FLOAT64, 0, NULL, TACK_BUFFER_WRITABLE, &scalar));
+    DLManagedTensorVersioned *v;
+    CHECK_OK(tack_dlpack_export_versioned(scalar, NULL, &v));
+    CHECK_EQ_INT(v->dl_tensor.ndim, 0);
+    CHECK(v->dl_tensor.shape != NULL && v->dl_tensor.strides != NULL);
+    v->deleter(v);
+    tack_array_release(scalar);
+}
+
+TACK_TEST(dlpack_export_read_only)
+{
+    tack_device *dev = cpu();
+    int64_t shape[] = {4};
+    tack_array *arr, *ro;
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    CHECK_OK(tack_array_readonly_view(arr, &ro));
+    DLManagedTensorVersioned *v;
+    CHECK_OK(tack_dlpack_export_versioned(ro, NULL, &v));
+    CHECK_EQ_INT(v->flags, DLPACK_FLAG_BITMASK_READ_ONLY);
+    v->deleter(v);
+    DLManagedTensor *l = NULL;
+    CHECK_STATUS(tack_dlpack_export_legacy(ro, NULL, &l), TACK_ERR_EXPORT_REFUSED);
+    CHECK(l == NULL);
+    CHECK(strstr(tack_last_error(), "max_version") != NULL);
+    CHECK(strstr(tack_last_error(), "copy=True") != NULL);
+    tack_dlpack_export_options copy = {true, NULL};
+    CHECK_OK(tack_dlpack_export_legacy(ro, &copy, &l));
+    CHECK(l->dl_tensor.data != tack_array_data(arr));
+    l->deleter(l);
+    tack_array_release(ro);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_export_copy_is_private)
+{
+    tack_device *dev = cpu();
+    int64_t shape[] = {3};
+    tack_array *arr;
+    float seven = 7.0f;
+    CHECK_OK(tack_array_empty(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    CHECK_OK(tack_array_fill(arr, &seven, TACK_FLOAT32));
+    tack_dlpack_export_options copy = {true, dev};
+    DLManagedTensorVersioned *v;
+    CHECK_OK(tack_dlpack_export_versioned(arr, &copy, &v));
+    CHECK_EQ_INT(v->flags, DLPACK_FLAG_BITMASK_IS_COPIED);
+    CHECK(v->dl_tensor.data != tack_array_data(arr));
+    CHECK_EQ_DBL(((float *)v->dl_tensor.data)[2], 7.0);
+    ((float *)v->dl_tensor.data)[0] = 1.0f;
+    CHECK_EQ_DBL(((float *)tack_array_data(arr))[0], 7.0);
+    v->deleter(v);
+    tack_array_release(arr);
+}
+
+static void *
+delete_on_thread(void *mt)
+{
+    DLManagedTensorVersioned *v = mt;
+    v->deleter(v);
+    return NULL;
+}
+
+TACK_TEST(dlpack_export_deleter_on_another_thread)
+{
+    tack_device *dev = cpu();
+    tack_test_counting_allocator(0);
+    int64_t shape[] = {1000};
+    tack_array *arr;
+    CHECK_OK(tack_array_zeros(dev, TACK_UINT8, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    DLManagedTensorVersioned *v;
+    CHECK_OK(tack_dlpack_export_versioned(arr, NULL, &v));
+    tack_array_release(arr);
+    pthread_t th;
+    CHECK_EQ_INT(pthread_create(&th, NULL, delete_on_thread, v), 0);
+    CHECK_EQ_INT(pthread_join(th, NULL), 0);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0);
+}
+
+TACK_TEST(dlpack_describe_points_into_the_array)
+{
+    tack_device *dev = cpu();
+    int64_t shape[] = {2, 5};
+    tack_array *arr;
+    CHECK_OK(tack_array_zeros(dev, TACK_VEC2F, 2, shape, TACK_BUFFER_WRITABLE, &arr));
+    tack_test_counting_allocator(0);
+    DLTensor t;
+    tack_dlpack_describe(arr, &t);
+    CHECK_EQ_INT(tack_test_allocation_count(), 0);
+    CHECK_EQ_INT(t.ndim, 3);
+    CHECK_EQ_INT(t.shape[2], 2);
+    CHECK_EQ_INT(t.strides[0], 10);
+    CHECK_EQ_INT(t.strides[1], 2);
+    CHECK_EQ_INT(t.strides[2], 1);
+    tack_set_allocator(NULL);
+    tack_array_release(arr);
+}
+
+/* ---- import: sharing, lifetime ------------------------------------------------------
+ */
+
+TACK_TEST(dlpack_import_shares_and_views_hold_the_tensor)
+{
+    producer *p = producer_new(12);
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    CHECK(tack_array_data(arr) == p->data);
+    CHECK(tack_array_writable(arr));
+    CHECK_EQ_INT(tack_buffer_owner(tack_array_buffer(arr)), TACK_OWNER_IMPORTED);
+    CHECK(tack_buffer_flags(tack_array_buffer(arr)) & TACK_BUFFER_SHARED);
+    int64_t shape[] = {3, 4};
+    tack_array *view;
+    CHECK_OK(tack_array_reshape(arr, 2, shape, &view));
+    tack_array_release(arr);
+    CHECK_EQ_INT(deleted_versioned, 0);
+    CHECK_EQ_DBL(((float *)tack_array_data(view))[11], 11.0);
+    tack_array_release(view);
+    CHECK_EQ_INT(deleted_versioned, 1);
+}
+
+TACK_TEST(dlpack_import_legacy_is_writable_and_read_only_flag_honoured)
+{
+    producer *p = producer_new(4);
+    tack_array *arr;
+    CHECK_OK(tack_dlpack_import_legacy(&p->l, NULL, &arr));
+    CHECK(tack_array_writable(arr));
+    tack_array_release(arr);
+    CHECK_EQ_INT(deleted_legacy, 1);
+
+    p = producer_new(4);
+    p->v.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    CHECK(!tack_array_writable(arr));
+    float one = 1.0f;
+    CHECK_STATUS(tack_array_fill(arr, &one, TACK_FLOAT32), TACK_ERR_READ_ONLY);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_import_null_deleter_is_accepted)
+{
+    producer *p = producer_new(4);
+    p->v.deleter = NULL;
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    tack_array_release(arr);
+    p->v.dl_tensor.ndim = -1; /* a failure path with no deleter either */
+    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER};
+    CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_EQ_INT(deleted_versioned, 0);
+    free(p);
+}
+
+TACK_TEST(dlpack_import_byte_offset_and_null_strides)
+{
+    producer *p = producer_new(16);
+    p->v.dl_tensor.byte_offset = 8;
+    p->v.dl_tensor.shape[0] = 14;
+    p->v.dl_tensor.strides = NULL;
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    CHECK_EQ_DBL(((float *)tack_array_data(arr))[0], 2.0);
+    CHECK_EQ_INT(tack_array_nelem(arr), 14);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_import_size_one_and_zero_size_strides)
+{
+    /* size-1 dimensions may carry any stride */
+    producer *p = producer_new(8);
+    DLTensor *t = &p->v.dl_tensor;
+    t->ndim = 3;
+    int64_t shape[] = {1, 8, 1}, strides[] = {99, 1, -7};
+    memcpy(t->shape, shape, sizeof shape);
+    memcpy(t->strides, strides, sizeof strides);
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    CHECK(tack_array_data(arr) == p->data);
+    tack_array_release(arr);
+    /* zero-size tensors have no layout, and may have NULL data */
+    p = producer_new(0);
+    t = &p->v.dl_tensor;
+    t->ndim = 2;
+    t->shape[0] = 0;
+    t->shape[1] = 5;
+    t->strides[0] = 3;
+    t->strides[1] = 1000;
+    t->data = NULL;
+    arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    CHECK_EQ_INT(tack_array_nelem(arr), 0);
+    CHECK_EQ_INT(tack_array_ndim(arr), 2);
+    tack_array_release(arr);
+    CHECK_EQ_INT(deleted_versioned, 2);
+}
+
+TACK_TEST(dlpack_import_pinned_host_is_cpu)
+{
+    producer *p = producer_new(4);
+    p->v.dl_tensor.device.device_type = kDLCUDAHost;
+    p->v.dl_tensor.device.device_id = 3; /* meaningless for host memory */
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
+    CHECK_EQ_INT(tack_device_dlpack_type(tack_array_device(arr)), kDLCPU);
+    tack_array_release(arr);
+}
+
+/* ---- import: refusals, each calling the deleter exactly once ------------------------
+ */
+
+TACK_TEST(dlpack_import_refuses_malformed_tensors)
+{
+    int n = 0;
+#define CASE(want_, body)                               \
+    do {                                                \
+        producer *p = producer_new(8);                  \
+        DLTensor *t = &p->v.dl_tensor;                  \
+        (void)t;                                        \
+        body;                                           \
+        import_v(p, TACK_DLPACK_COPY_IF_NEEDED, want_); \
+        n++;                                            \
+    } while (0)
+    CASE(TACK_ERR_DLPACK_INVALID, t->data = NULL);
+    CASE(TACK_ERR_DLPACK_DTYPE, t->dtype.code = kDLComplex; t->dtype.bits = 64);
+    CASE(TACK_ERR_DLPACK_DTYPE, t->dtype.code = kDLBfloat; t->dtype.bits = 16);
+    CASE(TACK_ERR_DLPACK_DTYPE, t->dtype.bits = 24);
+    CASE(TACK_ERR_DLPACK_DTYPE, t->dtype.lanes = 4);
+    CASE(TACK_ERR_DLPACK_DTYPE, t->dtype.lanes = 0);
+    CASE(TACK_ERR_DLPACK_INVALID, t->ndim = -1);
+    CASE(TACK_ERR_DLPACK_INVALID, t->ndim = TACK_MAX_NDIM + 1);
+    CASE(TACK_ERR_DLPACK_INVALID, t->shape = NULL);
+    CASE(TACK_ERR_DLPACK_INVALID, t->shape[0] = -3);
+    CASE(TACK_ERR_DLPACK_INVALID, t->ndim = 2; t->shape[0] = INT64_MAX; t->shape[1] = 4;
+         t->strides[0] = 4; t->strides[1] = 1);
+    CASE(TACK_ERR_DLPACK_INVALID, t->byte_offset = UINT64_MAX - 2);
+    CASE(TACK_ERR_DLPACK_INVALID, p->v.version.major = 2);
+    CASE(TACK_ERR_DLPACK_INVALID, p->v.version.major = 0);
+    CASE(TACK_ERR_DLPACK_INVALID, t->device.device_type = kDLMetal);
+    CASE(TACK_ERR_DLPACK_INVALID, t->device.device_type = (DLDeviceType)99);
+    CASE(TACK_ERR_DLPACK_INVALID, t->device.device_type = kDLVulkan);
+    CASE(TACK_ERR_DLPACK_INVALID, t->ndim = 2; t->shape[0] = 2; t->shape[1] = 4;
+         t->strides[0] = INT64_MAX; t->strides[1] = 1);
+#undef CASE
+    CHECK_EQ_INT(deleted_versioned, n);
+    CHECK(strstr(tack_last_error(), "address space") != NULL);
+}
+
+TACK_TEST(dlpack_import_metal_message_says_copy)
+{
+    producer *p = producer_new(8);
+    p->v.dl_tensor.device.device_type = kDLMetal;
+    import_v(p, TACK_DLPACK_COPY_ALWAYS, TACK_ERR_DLPACK_INVALID);
+    CHECK(strstr(tack_last_error(), "host memory") != NULL);
+    CHECK(strstr(tack_last_error(), "copy=True") != NULL);
+}
+
+TACK_TEST(dlpack_import_non_contiguous)
+{
+    producer *p = producer_new(12);
+    DLTensor *t = &p->v.dl_tensor;
+    t->ndim = 2;
+    int64_t shape[] = {3, 4}, strides[] = {1, 3}; /* Fortran order */
+    memcpy(t->shape, shape, sizeof shape);
+    memcpy(t->strides, strides, sizeof strides);
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_INVALID);
+    CHECK(strstr(tack_last_error(), "copy=True") != NULL);
+
+    p = producer_new(12);
+    t = &p->v.dl_tensor;
+    t->ndim = 2;
+    memcpy(t->shape, shape, sizeof shape);
+    memcpy(t->strides, strides, sizeof strides);
+    int before = deleted_versioned;
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_IF_NEEDED, TACK_OK);
+    CHECK_EQ_INT(deleted_versioned, before + 1); /* copied: released at once */
+    const float *f = tack_array_data(arr);
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 4; j++) {
+            CHECK_EQ_DBL(f[i * 4 + j], (double)(i + 3 * j));
+        }
+    }
+    CHECK(tack_array_writable(arr));
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_import_negative_strides_copy)
+{
+    producer *p = producer_new(6);
+    DLTensor *t = &p->v.dl_tensor;
+    t->byte_offset = 5 * sizeof(float); /* the last element comes first */
+    t->strides[0] = -1;
+    t->shape[0] = 6;
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_ALWAYS, TACK_OK);
+    const float *f = tack_array_data(arr);
+    for (int k = 0; k < 6; k++) {
+        CHECK_EQ_DBL(f[k], (double)(5 - k));
+    }
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_import_copy_always_is_independent)
+{
+    producer *p = producer_new(4);
+    p->v.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    unsigned char *data = p->data;
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_ALWAYS, TACK_OK);
+    CHECK(tack_array_data(arr) != data);
+    CHECK(tack_array_writable(arr));
+    CHECK_EQ_INT(deleted_versioned, 1);
+    CHECK_EQ_DBL(((float *)tack_array_data(arr))[3], 3.0);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_import_misaligned)
+{
+    producer *p = producer_new(8);
+    p->v.dl_tensor.byte_offset = 2;
+    p->v.dl_tensor.shape[0] = 4;
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_INVALID);
+    p = producer_new(8);
+    p->v.dl_tensor.byte_offset = 2;
+    p->v.dl_tensor.shape[0] = 4;
+    tack_array *arr = import_v(p, TACK_DLPACK_COPY_IF_NEEDED, TACK_OK);
+    CHECK_EQ_INT((uintptr_t)tack_array_data(arr) % 4, 0);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_import_device_rules)
+{
+    /* A CUDA tensor with the CPU as default imports on cuda:0, which this machine
+     * cannot open: the driver's error, and the deleter still runs once. */
+    producer *p = producer_new(8);
+    p->v.dl_tensor.device.device_type = kDLCUDA;
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DEVICE_UNAVAILABLE);
+    /* device=cpu cannot wrap CUDA memory: the error names where to import it. */
+    p = producer_new(8);
+    p->v.dl_tensor.device.device_type = kDLCUDA;
+    p->v.dl_tensor.device.device_id = 1;
+    tack_dlpack_import_options opts = {cpu(), TACK_DLPACK_COPY_NEVER};
+    tack_array *arr = NULL;
+    CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr),
+                 TACK_ERR_DLPACK_DEVICE);
+    CHECK(strstr(tack_last_error(), "tack.device('cuda', 1)") != NULL);
+    CHECK_EQ_INT(deleted_versioned, 2);
+    p = producer_new(8);
+    p->v.dl_tensor.device.device_type = kDLROCM;
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DEVICE_UNAVAILABLE);
+    p = producer_new(8);
+    p->v.dl_tensor.device.device_type = kDLOneAPI;
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DEVICE_UNAVAILABLE);
+}
+
+/* ---- raw pointers
+ * ----------------------------------------------------------------------- */
+
+static int released;
+static void
+count_release(void *ctx)
+{
+    (void)ctx;
+    released++;
+}
+
+TACK_TEST(wrap_memory_checks_and_consumes)
+{
+    tack_device *dev = cpu();
+    _Alignas(8) double mem[4] = {1, 2, 3, 4};
+    int64_t shape[] = {4};
+    tack_array *arr = NULL;
+    CHECK_STATUS(tack_array_wrap_memory(dev, NULL, TACK_FLOAT64, 1, shape, true,
+                                        count_release, NULL, &arr),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tack_array_wrap_memory(dev, (char *)mem + 1, TACK_FLOAT64, 1, shape,
+                                        true, count_release, NULL, &arr),
+                 TACK_ERR_INVALID_ARGUMENT);
+    int64_t bad[] = {-1};
+    CHECK_STATUS(tack_array_wrap_memory(dev, mem, TACK_FLOAT64, 1, bad, true,
+                                        count_release, NULL, &arr),
+                 TACK_ERR_BAD_SHAPE);
+    CHECK(arr == NULL);
+    CHECK_EQ_INT(released, 3);
+    CHECK_OK(tack_array_wrap_memory(dev, mem, TACK_FLOAT64, 1, shape, false,
+                                    count_release, NULL, &arr));
+    CHECK_EQ_INT(tack_buffer_owner(tack_array_buffer(arr)), TACK_OWNER_IMPORTED);
+    CHECK(!tack_array_writable(arr));
+    tack_array_release(arr);
+    CHECK_EQ_INT(released, 4);
+    CHECK_OK(tack_array_wrap_memory(dev, mem, TACK_FLOAT64, 1, shape, true, NULL, NULL,
+                                    &arr));
+    CHECK_EQ_INT(tack_buffer_owner(tack_array_buffer(arr)), TACK_OWNER_WRAPPED);
+    CHECK(tack_buffer_flags(tack_array_buffer(arr)) & TACK_BUFFER_SHARED);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_allocate)
+{
+    int64_t shape[] = {3, 2};
+    DLTensor proto = {0};
+    proto.device.device_type = kDLCPU;
+    proto.ndim = 2;
+    proto.shape = shape;
+    proto.dtype.code = kDLUInt;
+    proto.dtype.bits = 16;
+    proto.dtype.lanes = 1;
+    tack_device_release(cpu()); /* the registry device lives forever: make it first */
+    tack_test_counting_allocator(0);
+    DLManagedTensorVersioned *mt;
+    CHECK_OK(tack_dlpack_allocate(&proto, &mt));
+    CHECK_EQ_INT(mt->flags, 0);
+    CHECK_EQ_INT(mt->dl_tensor.shape[0], 3);
+    ((uint16_t *)mt->dl_tensor.data)[5] = 9;
+    mt->deleter(mt);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0);
+    proto.dtype.code = kDLComplex;
+    CHECK_STATUS(tack_dlpack_allocate(&proto, &mt), TACK_ERR_DLPACK_DTYPE);
+}
+
+/* ---- allocation failures
+ * ---------------------------------------------------------------- */
+
+typedef tack_status (*sweep_fn)(tack_device *dev, int *deleted);
+
+/* Fails the k-th allocation for every k until the call succeeds: each failure is
+ * TACK_ERR_NO_MEMORY with zero Tack allocations left and the foreign tensor's
+ * deleter (if any) called exactly once. */
+static void
+sweep(sweep_fn run)
+{
+    tack_device *dev = cpu();
+    for (long k = 1;; k++) {
+        tack_test_counting_allocator(k);
+        int deleted = 0;
+        tack_status st = run(dev, &deleted);
+        CHECK_EQ_INT(tack_test_live_allocations(), 0);
+        CHECK(deleted <= 1);
+        if (st == TACK_OK) {
+            CHECK(k > 1);
+            break;
+        }
+        CHECK_EQ_INT(st, TACK_ERR_NO_MEMORY);
+        CHECK(k < 100);
+    }
+    tack_set_allocator(NULL);
+}
+
+static tack_status
+run_export(tack_device *dev, int *deleted, bool versioned, bool copy)
+{
+    (void)deleted;
+    int64_t shape[] = {4, 4};
+    tack_array *arr;
+    tack_status st =
+        tack_array_empty(dev, TACK_VEC4F, 2, shape, TACK_BUFFER_WRITABLE, &arr);
+    if (st != TACK_OK) {
+        return st;
+    }
+    tack_dlpack_export_options opts = {copy, NULL};
+    if (versioned) {
+        DLManagedTensorVersioned *mt = NULL;
+        st = tack_dlpack_export_versioned(arr, &opts, &mt);
+        CHECK((st == TACK_OK) == (mt != NULL));
+        if (mt) {
+            mt->deleter(mt);
+        }
+    }
+    else {
+        DLManagedTensor *mt = NULL;
+        st = tack_dlpack_export_legacy(arr, &opts, &mt);
+        CHECK((st == TACK_OK) == (mt != NULL));
+        if (mt) {
+            mt->deleter(mt);
+        }
+    }
+    tack_array_release(arr);
+    return st;
+}
+
+static tack_status
+run_export_versioned(tack_device *dev, int *deleted)
+{
+    return run_export(dev, deleted, true, false);
+}
+static tack_status
+run_export_legacy(tack_device *dev, int *deleted)
+{
+    return run_export(dev, deleted, false, false);
+}
+static tack_status
+run_export_copy(tack_device *dev, int *deleted)
+{
+    return run_export(dev, deleted, true, true);
+}
+
+static tack_status
+run_import(tack_device *dev, int *deleted, tack_dlpack_copy copy, bool strided)
+{
+    (void)dev;
+    producer *p = producer_new(12);
+    if (strided) {
+        DLTensor *t = &p->v.dl_tensor;
+        t->ndim = 2;
+        t->shape[0] = 3;
+        t->shape[1] = 4;
+        t->strides[0] = 1;
+        t->strides[1] = 3;
+    }
+    int before = deleted_versioned;
+    tack_dlpack_import_options opts = {NULL, copy};
+    tack_array *arr = NULL;
+    tack_status st = tack_dlpack_import_versioned(&p->v, &opts, &arr);
+    CHECK((st == TACK_OK) == (arr != NULL));
+    if (st != TACK_OK || copy != TACK_DLPACK_COPY_NEVER) {
+        CHECK_EQ_INT(deleted_versioned, before + 1);
+    }
+    tack_array_release(arr);
+    CHECK_EQ_INT(deleted_versioned, before + 1);
+    *deleted = 1;
+    return st;
+}
+
+static tack_status
+run_import_share(tack_device *dev, int *deleted)
+{
+    return run_import(dev, deleted, TACK_DLPACK_COPY_NEVER, false);
+}
+static tack_status
+run_import_copy(tack_device *dev, int *deleted)
+{
+    return run_import(dev, deleted, TACK_DLPACK_COPY_ALWAYS, false);
+}
+static tack_status
+run_import_strided_copy(tack_device *dev, int *deleted)
+{
+    return run_import(dev, deleted, TACK_DLPACK_COPY_IF_NEEDED, true);
+}
+
+static tack_status
+run_allocate(tack_device *dev, int *deleted)
+{
+    (void)dev;
+    (void)deleted;
+    int64_t shape[] = {7};
+    DLTensor proto = {0};
+    proto.device.device_type = kDLCPU;
+    proto.ndim = 1;
+    proto.shape = shape;
+    proto.dtype.code = kDLFloat;
+    proto.dtype.bits = 64;
+    proto.dtype.lanes = 1;
+    DLManagedTensorVersioned *mt = NULL;
+    tack_status st = tack_dlpack_allocate(&proto, &mt);
+    if (mt) {
+        mt->deleter(mt);
+    }
+    return st;
+}
+
+static tack_status
+run_wrap_memory(tack_device *dev, int *deleted)
+{
+    released = 0;
+    static double mem[8];
+    int64_t shape[] = {8};
+    tack_array *arr = NULL;
+    tack_status st = tack_array_wrap_memory(dev, mem, TACK_FLOAT64, 1, shape, true,
+                                            count_release, NULL, &arr);
+    CHECK_EQ_INT(released, st == TACK_OK ? 0 : 1);
+    tack_array_release(arr);
+    CHECK_EQ_INT(released, 1);
+    *deleted = 1;
+    return st;
+}
+
+TACK_TEST(dlpack_alloc_failure_export_versioned)
+{
+    sweep(run_export_versioned);
+}
+TACK_TEST(dlpack_alloc_failure_export_legacy)
+{
+    sweep(run_export_legacy);
+}
+TACK_TEST(dlpack_alloc_failure_export_copy)
+{
+    sweep(run_export_copy);
+}
+TACK_TEST(dlpack_alloc_failure_import_share)
+{
+    sweep(run_import_share);
+}
+TACK_TEST(dlpack_alloc_failure_import_copy)
+{
+    sweep(run_import_copy);
+}
+TACK_TEST(dlpack_alloc_failure_import_strided_copy)
+{
+    sweep(run_import_strided_copy);
+}
+TACK_TEST(dlpack_alloc_failure_allocate)
+{
+    sweep(run_allocate);
+}
+TACK_TEST(dlpack_alloc_failure_wrap_memory)
+{
+    sweep(run_wrap_memory);
+}
