@@ -99,7 +99,8 @@ def render_gl(vti_path: str, png_path: str, array: str) -> None:
     window.Render()
     writer = vtkPNGWriter(file_name=png_path)
     vtkWindowToImageFilter(input=window) >> writer
-    if writer.Write() != 1:
+    writer.Write()  # an image writer's Write() returns nothing
+    if writer.GetErrorCode():
         raise RuntimeError(f"VTK could not write {png_path}")
 
 
@@ -123,7 +124,8 @@ def render_slice(vti_path: str, png_path: str, array: str) -> None:
     colours = vtkImageMapToColors(lookup_table=lookup_table(value_range))
     writer = vtkPNGWriter(file_name=png_path)
     middle >> resize >> colours >> writer
-    if writer.Write() != 1:
+    writer.Write()  # an image writer's Write() returns nothing
+    if writer.GetErrorCode():
         raise RuntimeError(f"VTK could not write {png_path}")
 
 
