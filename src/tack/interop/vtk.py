@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import operator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tack
 from tack.interop import vtk_dlpack
+
+if TYPE_CHECKING:
+    from vtkmodules.vtkCommonCore import vtkDataArray
 
 __all__ = ["array_to_vtk", "init_level_zero", "vtk_to_array"]
 
@@ -30,8 +33,8 @@ _adopted_handles: dict[Any, dict[str, int]] = {}
 
 
 def vtk_to_array(
-    vtk_array: Any, flatten: bool = False, *, copy: bool | None = False
-) -> Any:
+    vtk_array: vtkDataArray, flatten: bool = False, *, copy: bool | None = False
+) -> tack.Array:
     """A Tack array over a vtkDataArray's memory, without copying.
 
     VTK arrays are (tuples, components): the result has that shape, except that a
@@ -48,8 +51,7 @@ def vtk_to_array(
     support = _vtk_dlpack_support()
     source = vtk_array
     if copy is True or (
-        copy is None
-        and vtk_dlpack._refusal(vtk_array, device_ok=support is not None) is not None
+        copy is None and vtk_dlpack._refusal(vtk_array, device_ok=support is not None) is not None
     ):
         source = vtk_dlpack._aos_copy(vtk_array)
     if support is not None:
@@ -66,12 +68,12 @@ def vtk_to_array(
 
 
 def array_to_vtk(
-    array: Any,
+    array: tack.Array,
     n_components: int | None = None,
     name: str | None = None,
     *,
     copy: bool | None = False,
-) -> Any:
+) -> vtkDataArray:
     """A new vtkDataArray over a Tack array's memory, without copying.
 
     The layout is worked out before VTK is touched: a 1-D array is split into tuples
@@ -112,9 +114,7 @@ def array_to_vtk(
     return vtk_dlpack._to_vtk(array, name)
 
 
-def _vtk_layout(
-    shape: tuple[int, ...], lanes: int, n_components: int | None
-) -> tuple[int, int]:
+def _vtk_layout(shape: tuple[int, ...], lanes: int, n_components: int | None) -> tuple[int, int]:
     """(tuples, components) for an array of ``shape`` scalars, or ValueError.
 
     ``lanes`` is the vector width of the element type (1 for scalars); the components
@@ -210,7 +210,7 @@ def _vtk_level_zero_handles() -> dict[str, int]:
     return {key: int(handles[key]) for key in ("driver", "device", "context")}
 
 
-def init_level_zero() -> Any:
+def init_level_zero() -> tack.Device:
     """Make Tack's default device Level Zero in VTK's own context, and return it.
 
     Arrays allocated afterwards live in the context VTK's Viskores device uses, so

@@ -27,9 +27,12 @@ refused as Tack refuses them everywhere.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tack
+
+if TYPE_CHECKING:
+    from vtkmodules.vtkCommonCore import vtkDataArray
 
 __all__ = ["DLPackArray", "dlpack_to_vtk", "supported_device_types", "vtk_to_dlpack"]
 
@@ -104,7 +107,7 @@ def supported_device_types() -> set[int]:
     return {kDLCPU, kDLCUDAHost, kDLROCMHost}
 
 
-def vtk_to_dlpack(array: Any, device_id: int = 0, versioned: bool = False) -> Any:
+def vtk_to_dlpack(array: vtkDataArray, device_id: int = 0, versioned: bool = False) -> Any:
     """Export a vtkDataArray as a DLPack capsule, without copying.
 
     The tensor is 2-D, (tuples, components), also for a single component. The VTK
@@ -127,7 +130,7 @@ class DLPackArray:
     adapter was made is exported with its current memory.
     """
 
-    def __init__(self, array: Any, device_id: int = 0) -> None:
+    def __init__(self, array: vtkDataArray, device_id: int = 0) -> None:
         _require_data_array(array)
         _require_host_ordinal(device_id)
         self.array = array
@@ -151,7 +154,7 @@ class DLPackArray:
         return (kDLCPU, self.device_id)
 
 
-def dlpack_to_vtk(source: Any, name: str | None = None) -> Any:
+def dlpack_to_vtk(source: Any, name: str | None = None) -> vtkDataArray:
     """Import a DLPack tensor as a vtkDataArray, without copying.
 
     ``source`` is a capsule or an object with ``__dlpack__`` (a NumPy array, a PyTorch
@@ -192,9 +195,7 @@ def _require_data_array(obj: Any) -> None:
         )
 
 
-def _refusal(
-    vtk_array: Any, device_ok: bool = False
-) -> tuple[type[Exception], str] | None:
+def _refusal(vtk_array: Any, device_ok: bool = False) -> tuple[type[Exception], str] | None:
     """Why the array's memory cannot be shared as one buffer, or None.
 
     ``device_ok``: device memory is shareable (VTK's own DLPack module exports it).
