@@ -76,6 +76,13 @@ static PyMethodDef module_methods[] = {
      "array_from_ptr(ptr, shape, dtype, writable=False)\n--\n\n"
      "An array over memory Tack does not own: an int address (kept alive by the\n"
      "caller) or an object exposing its memory (held while the array lives)."},
+    /* kernels (kernel_py.c): private helpers of the front end in tack.kernel */
+    {"_kernel_build", FASTKW(tackpy_kernel_build_fn),
+     "_kernel_build(name, filename, source)\n--\n\n"
+     "Build generated C source into a loaded kernel (raises CompileError)."},
+    {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
+     "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
+     "launches."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -85,7 +92,7 @@ module_exec(PyObject *module)
     tackpy_state *st = PyModule_GetState(module);
     if (tackpy_errors_init(module, st) < 0 || tackpy_dtype_init(module, st) < 0 ||
         tackpy_device_init(module, st) < 0 || tackpy_array_init(module, st) < 0 ||
-        tackpy_dlpack_init(module, st) < 0) {
+        tackpy_dlpack_init(module, st) < 0 || tackpy_kernel_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddIntConstant(module, "MAX_NDIM", TACK_MAX_NDIM) < 0 ||
@@ -112,6 +119,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->KernelError);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_consts);
+    Py_VISIT(st->Kernel_type);
     return 0;
 }
 
@@ -132,6 +140,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->KernelError);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_consts);
+    Py_CLEAR(st->Kernel_type);
     return 0;
 }
 

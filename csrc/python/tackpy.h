@@ -36,6 +36,7 @@ typedef struct tackpy_state {
     PyObject *dlpack_consts;
     tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
     int dlpack_cache_next;
+    PyTypeObject *Kernel_type; /* tack.Kernel (kernel_py.c) */
 } tackpy_state;
 
 typedef struct {
@@ -150,5 +151,12 @@ PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
 int tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames, const char *const *names, int npos_max,
                       int nrequired, PyObject **out);
+
+/* ---- kernel_py.c ------------------------------------------------------------------
+ */
+int tackpy_kernel_init(PyObject *module, tackpy_state *st);
+PyObject *tackpy_kernel_build_fn(PyObject *module, PyObject *const *args,
+                                 Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tackpy_kernel_stats_fn(PyObject *module, PyObject *unused);
 
 #endif /* TACKPY_H */

@@ -127,4 +127,73 @@ tack_status tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out);
 float tack__half_to_float(uint16_t h);
 uint16_t tack__float_to_half(float f);
 
+/* ---- kernels (thread_pool.c, jit.c, kernel_cache.c, launch.c) ------------------- */
+
+#include "tack/kernel.h"
+
+typedef int64_t (*tack__trips_fn)(const tack_kernel_arg *args, tack_kernel_ctx *ctx);
+typedef void (*tack__body_fn)(int64_t begin, int64_t end, const tack_kernel_arg *args,
+                              tack_kernel_ctx *ctx);
+
+struct tack_kernel {
+    char key[33];   /* hex of the 128-bit cache key */
+    char *name;     /* Owned: the kernel's Python name */
+    char *filename; /* Owned: its Python file */
+    char *source;   /* Owned: the generated C source */
+    size_t source_len;
+    void *handle; /* dlopen handle; never closed */
+    tack__trips_fn trips;
+    tack__body_fn body;
+    /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
+    _Atomic uint64_t trip_ns_q8;
+    struct tack_kernel *next; /* in jit.c's table */
+};
+
+/* Runs fn over [0, n) in chunks of chunk trips, on the pool's workers and the calling
+ * thread together; returns when all have finished. Returns false, having run
+ * nothing, when the pool is busy with another launch or has no workers: the caller
+ * then runs the range itself. *caller_trips and *caller_ns say how much of the work
+ * the calling thread did and how long it took (for the cost estimate). */
+typedef void (*tack__pool_fn)(void *ctx, int64_t begin, int64_t end);
+bool tack__pool_run(int64_t n, int64_t chunk, tack__pool_fn fn, void *ctx,
+                    int64_t *caller_trips, uint64_t *caller_ns);
+/* Threads a launch may use, the calling one included (>= 1). */
+int tack__pool_threads(void);
+/* Monotonic clock in nanoseconds. */
+uint64_t tack__now_ns(void);
+
+/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer).
+ * Cache entries also store and compare the full source, so a collision can never
+ * load the wrong kernel. */
+typedef struct tack__hash {
+    uint64_t a, b;
+} tack__hash;
+void tack__hash_init(tack__hash *h);
+void tack__hash_update(tack__hash *h, const void *data, size_t nbytes);
+void tack__hash_str(tack__hash *h, const char *s); /* includes the terminator */
+/* Writes 32 hex digits and a terminator to out. */
+void tack__hash_hex(const tack__hash *h, char out[33]);
+
+/* The disk cache (kernel_cache.c). dir is the cache directory, made private. */
+enum { TACK__PATH_CAP = 4096 };
+/* snprintf into a path buffer; false (and an empty path) when it does not fit. */
+bool tack__path(char *out, size_t cap, const char *fmt, ...) TACK__PRINTF(3, 4);
+/* Finds or creates the cache directory ($TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack,
+ * else ~/.cache/tack) with mode 0700. Returns false when there is no usable one (not
+ * ours, not a directory, cannot be created): compiles then go to a private temporary
+ * directory and nothing persists. */
+bool tack__cache_dir(char *dir, size_t cap);
+typedef enum { TACK__ENTRY_MISSING, TACK__ENTRY_BAD, TACK__ENTRY_OK } tack__entry;
+/* Checks dir/key.meta and dir/key.so: both regular files owned by this user and not
+ * writable by others, the meta naming this exact source and the .so's size and hash.
+ * On TACK__ENTRY_OK *fd is an open descriptor of the verified .so (close it after
+ * loading). */
+tack__entry tack__cache_lookup(const char *dir, const char *key, const char *source,
+                               size_t source_len, int *fd);
+/* Publishes a compiled object: writes dir/key.meta for source and so_path's bytes,
+ * then renames so_path to dir/key.so and the meta into place (readers never see a
+ * partial file). Failure only loses the entry; the caller keeps its kernel. */
+void tack__cache_commit(const char *dir, const char *key, const char *so_path,
+                        const char *source, size_t source_len);
+
 #endif /* TACK_INTERNAL_H */

@@ -11,6 +11,7 @@
 #include "tack/device.h"
 #include "tack/dlpack.h"
 #include "tack/dtype.h"
+#include "tack/kernel.h"
 #include "tack/status.h"
 
 #define TACK_VERSION "0.1.0"

@@ -65,3 +65,5 @@ from tack._tack import (  # noqa: F401  names, errors, dtypes and their short al
     vec4,
     zeros,
 )
+
+from tack.kernel import kernel  # noqa: E402  (tack.kernel: the decorator)

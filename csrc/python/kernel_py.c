@@ -1,0 +1,489 @@
+/*
+ * kernel_py.c: tack._tack.Kernel, the object @tack.kernel returns, and the
+ * functions the kernel front end calls.
+ *
+ * A call goes straight from the interpreter into kernel_vectorcall: bind the
+ * arguments, make the specialization key ((dtype, ndim) per array, kind per
+ * scalar), find it in a small table, run the runtime's checks (devices, memory
+ * domains, read-only arrays bound to stored parameters), then launch with the GIL
+ * released. Only a miss calls back into Python: the front end turns the kernel into
+ * C for that key and builds it with _kernel_build. The table is touched only with
+ * the GIL held; launches use only the runtime's kernel pointer, which lives for the
+ * whole process.
+ */
+#include "tackpy.h"
+#include <string.h>
+
+#include <structmember.h>
+
+/* Scalar kinds in a key; arrays use 0x10000 | dtype << 8 | ndim. */
+enum { KEY_INT = 1, KEY_FLOAT = 2, KEY_BOOL = 3, KEY_ARRAY = 0x10000 };
+
+typedef struct {
+    PyObject_HEAD vectorcallfunc vectorcall;
+    PyObject *dict;
+    PyObject *weakreflist;
+    tackpy_state *st;     /* Borrowed: the module outlives its types' instances */
+    PyObject *compile;    /* the front end: compile(signature) -> capsule */
+    PyObject *name;       /* str */
+    PyObject *params;     /* tuple of str */
+    const char *cname;    /* Borrowed: UTF-8 of name */
+    const char **cparams; /* PyMem; Borrowed strings: UTF-8 of params */
+    bool *stored;         /* PyMem; stored[k]: the kernel may store to parameter k */
+    int nparams;
+    int nspecs, cap;
+    uint32_t *keys;        /* PyMem; nspecs rows of nparams */
+    tack_kernel **kernels; /* PyMem; nspecs; Borrowed: live for the process */
+} tackpy_Kernel;
+
+#define CAPSULE_NAME "tack.kernel"
+
+/* ---- construction ---------------------------------------------------------------- */
+
+static PyObject *
+kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kw[] = {"name", "params", "stored", "compile", NULL};
+    PyObject *name, *params, *stored, *compile;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O:Kernel", kw, &name,
+                                     &PyTuple_Type, &params, &PyTuple_Type, &stored,
+                                     &compile)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(params);
+    if (n > TACK_KERNEL_MAX_PARAMS || PyTuple_GET_SIZE(stored) != n) {
+        PyErr_Format(PyExc_ValueError,
+                     "a kernel takes at most %d parameters, with one stored flag each",
+                     TACK_KERNEL_MAX_PARAMS);
+        return NULL;
+    }
+    tackpy_Kernel *self = (tackpy_Kernel *)type->tp_alloc(type, 0);
+    if (!self) {
+        return NULL;
+    }
+    self->vectorcall = NULL;
+    self->st = tackpy_state_of_type(type);
+    self->compile = Py_NewRef(compile);
+    self->name = Py_NewRef(name);
+    self->params = Py_NewRef(params);
+    self->nparams = (int)n;
+    self->cname = PyUnicode_AsUTF8(name);
+    self->cparams = PyMem_Calloc((size_t)n + 1, sizeof(char *));
+    self->stored = PyMem_Calloc((size_t)n + 1, sizeof(bool));
+    if (!self->cname || !self->cparams || !self->stored) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *p = PyTuple_GET_ITEM(params, k);
+        self->cparams[k] = PyUnicode_Check(p) ? PyUnicode_AsUTF8(p) : NULL;
+        int truth = PyObject_IsTrue(PyTuple_GET_ITEM(stored, k));
+        if (!self->cparams[k] || truth < 0) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "parameter names must be str");
+            }
+            Py_DECREF(self);
+            return NULL;
+        }
+        self->stored[k] = truth;
+    }
+    return (PyObject *)self;
+}
+
+static int
+kernel_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    tackpy_Kernel *kp = (tackpy_Kernel *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(kp->dict);
+    Py_VISIT(kp->compile);
+    Py_VISIT(kp->name);
+    Py_VISIT(kp->params);
+    return 0;
+}
+
+static int
+kernel_clear(PyObject *self)
+{
+    tackpy_Kernel *kp = (tackpy_Kernel *)self;
+    Py_CLEAR(kp->dict);
+    Py_CLEAR(kp->compile);
+    return 0;
+}
+
+static void
+kernel_dealloc(PyObject *self)
+{
+    tackpy_Kernel *kp = (tackpy_Kernel *)self;
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (kp->weakreflist) {
+        PyObject_ClearWeakRefs(self);
+    }
+    kernel_clear(self);
+    Py_CLEAR(kp->name);
+    Py_CLEAR(kp->params);
+    PyMem_Free(kp->cparams);
+    PyMem_Free(kp->stored);
+    PyMem_Free(kp->keys);
+    PyMem_Free(kp->kernels);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+/* ---- the call ---------------------------------------------------------------------
+ */
+
+/* Puts positional and keyword arguments in parameter order. */
+static int
+bind(tackpy_Kernel *kp, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+     PyObject **out)
+{
+    if (nargs > kp->nparams) {
+        PyErr_Format(PyExc_TypeError,
+                     "kernel '%s' takes %d arguments but %zd were given", kp->cname,
+                     kp->nparams, nargs);
+        return -1;
+    }
+    for (int k = 0; k < kp->nparams; k++) {
+        out[k] = k < nargs ? args[k] : NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *kwname = PyTuple_GET_ITEM(kwnames, j);
+        int k = 0;
+        for (; k < kp->nparams; k++) {
+            int eq = PyUnicode_Compare(kwname, PyTuple_GET_ITEM(kp->params, k)) == 0;
+            if (eq) {
+                break;
+            }
+        }
+        if (k == kp->nparams || out[k]) {
+            PyErr_Format(PyExc_TypeError, "kernel '%s' got %s argument '%U'", kp->cname,
+                         k == kp->nparams ? "an unexpected keyword" : "a repeated",
+                         kwname);
+            return -1;
+        }
+        out[k] = args[nargs + j];
+    }
+    for (int k = 0; k < kp->nparams; k++) {
+        if (!out[k]) {
+            PyErr_Format(PyExc_TypeError, "kernel '%s' is missing argument '%s'",
+                         kp->cname, kp->cparams[k]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads one argument into its key, its launch slot and its array (or NULL). */
+static int
+read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg *arg,
+         const tack_array **array)
+{
+    *array = NULL;
+    if (Py_IS_TYPE(obj, kp->st->Array_type)) {
+        tack_array *a = ((tackpy_Array *)obj)->arr;
+        *key = KEY_ARRAY | (uint32_t)tack_array_dtype(a) << 8 |
+               (uint32_t)tack_array_ndim(a);
+        arg->data = tack_array_data(a);
+        arg->shape = tack_array_shape(a);
+        *array = a;
+        return 0;
+    }
+    if (PyBool_Check(obj)) {
+        *key = KEY_BOOL;
+        arg->i = obj == Py_True;
+        return 0;
+    }
+    if (PyFloat_Check(obj)) {
+        *key = KEY_FLOAT;
+        arg->f = PyFloat_AS_DOUBLE(obj);
+        return 0;
+    }
+    if (PyLong_Check(obj) || PyIndex_Check(obj)) {
+        PyObject *index = PyNumber_Index(obj);
+        if (!index) {
+            return -1;
+        }
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+        Py_DECREF(index);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError,
+                         "kernel '%s': argument '%s' does not fit in int64", kp->cname,
+                         kp->cparams[k]);
+            return -1;
+        }
+        *key = KEY_INT;
+        arg->i = v;
+        return 0;
+    }
+    if (PyNumber_Check(obj) && !PyComplex_Check(obj)) {
+        double v = PyFloat_AsDouble(obj); /* NumPy float32 and friends */
+        if (v == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        *key = KEY_FLOAT;
+        arg->f = v;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "kernel '%s': argument '%s' must be a tack.Array, an int, a float or "
+                 "a bool, not %.100s",
+                 kp->cname, kp->cparams[k], Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+/* The signature the front end compiles for: one entry per parameter,
+ * ("array", dtype name, ndim) or "int" / "float" / "bool". */
+static PyObject *
+signature_of(tackpy_Kernel *kp, const uint32_t *key)
+{
+    PyObject *sig = PyTuple_New(kp->nparams);
+    for (int k = 0; sig && k < kp->nparams; k++) {
+        PyObject *item;
+        if (key[k] & KEY_ARRAY) {
+            tack_dtype dt = (tack_dtype)((key[k] >> 8) & 0xff);
+            item = Py_BuildValue("(ssi)", "array", tack_dtype_get(dt)->name,
+                                 (int)(key[k] & 0xff));
+        }
+        else {
+            item = PyUnicode_FromString(key[k] == KEY_INT     ? "int"
+                                        : key[k] == KEY_FLOAT ? "float"
+                                                              : "bool");
+        }
+        if (!item) {
+            Py_CLEAR(sig);
+            break;
+        }
+        PyTuple_SET_ITEM(sig, k, item);
+    }
+    return sig;
+}
+
+static tack_kernel *
+find_spec(tackpy_Kernel *kp, const uint32_t *key)
+{
+    size_t row = (size_t)kp->nparams * sizeof(uint32_t);
+    for (int s = 0; s < kp->nspecs; s++) {
+        if (memcmp(kp->keys + (size_t)s * (size_t)kp->nparams, key, row) == 0) {
+            return kp->kernels[s];
+        }
+    }
+    return NULL;
+}
+
+/* A miss: the front end compiles the specialization (it raises KernelError,
+ * CompileError or TypeError, again on every later call with the same key). */
+static tack_kernel *
+compile_spec(tackpy_Kernel *kp, const uint32_t *key)
+{
+    PyObject *sig = signature_of(kp, key);
+    if (!sig) {
+        return NULL;
+    }
+    PyObject *capsule = PyObject_CallOneArg(kp->compile, sig);
+    Py_DECREF(sig);
+    if (!capsule) {
+        return NULL;
+    }
+    tack_kernel *k = PyCapsule_GetPointer(capsule, CAPSULE_NAME);
+    Py_DECREF(capsule);
+    if (!k) {
+        return NULL;
+    }
+    tack_kernel *again = find_spec(kp, key); /* another thread got there first */
+    if (again) {
+        return again;
+    }
+    if (kp->nspecs == kp->cap) {
+        int cap = kp->cap ? kp->cap * 2 : 4;
+        uint32_t *keys = PyMem_Realloc(
+            kp->keys, (size_t)cap * (size_t)kp->nparams * sizeof *keys + sizeof *keys);
+        if (!keys) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        kp->keys = keys;
+        tack_kernel **kernels =
+            PyMem_Realloc(kp->kernels, (size_t)cap * sizeof *kernels);
+        if (!kernels) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        kp->kernels = kernels;
+        kp->cap = cap;
+    }
+    memcpy(kp->keys + (size_t)kp->nspecs * (size_t)kp->nparams, key,
+           (size_t)kp->nparams * sizeof *key);
+    kp->kernels[kp->nspecs++] = k;
+    return k;
+}
+
+static PyObject *
+kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                  PyObject *kwnames)
+{
+    tackpy_Kernel *kp = (tackpy_Kernel *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *bound[TACK_KERNEL_MAX_PARAMS];
+    PyObject *const *argv = args;
+    if (kwnames || nargs != kp->nparams) {
+        if (bind(kp, args, nargs, kwnames, bound) < 0) {
+            return NULL;
+        }
+        argv = bound;
+    }
+    uint32_t key[TACK_KERNEL_MAX_PARAMS];
+    tack_kernel_arg targs[TACK_KERNEL_MAX_PARAMS];
+    const tack_array *arrays[TACK_KERNEL_MAX_PARAMS];
+    for (int k = 0; k < kp->nparams; k++) {
+        if (read_arg(kp, k, argv[k], &key[k], &targs[k], &arrays[k]) < 0) {
+            return NULL;
+        }
+    }
+    tack_kernel *kernel = find_spec(kp, key);
+    if (!kernel && !(kernel = compile_spec(kp, key))) {
+        return NULL;
+    }
+    tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
+                                                  kp->cparams, kp->stored);
+    if (status == TACK_OK) {
+        Py_BEGIN_ALLOW_THREADS status = tack_kernel_launch(kernel, targs);
+        Py_END_ALLOW_THREADS
+    }
+    if (status != TACK_OK) {
+        return tackpy_raise(kp->st, status);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+kernel_get_nspecs(PyObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(((tackpy_Kernel *)self)->nspecs);
+}
+
+static PyGetSetDef kernel_getset[] = {
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"_nspecializations", kernel_get_nspecs, NULL,
+     "How many specializations this kernel has compiled or loaded.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef kernel_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(tackpy_Kernel, vectorcall), READONLY,
+     NULL},
+    {"__dictoffset__", T_PYSSIZET, offsetof(tackpy_Kernel, dict), READONLY, NULL},
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(tackpy_Kernel, weakreflist), READONLY,
+     NULL},
+    {"name", T_OBJECT, offsetof(tackpy_Kernel, name), READONLY, "The kernel's name."},
+    {"params", T_OBJECT, offsetof(tackpy_Kernel, params), READONLY,
+     "The parameter names."},
+    {"compile", T_OBJECT, offsetof(tackpy_Kernel, compile), READONLY,
+     "The front end's compile(signature) callable."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyObject *
+kernel_init_vectorcall(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *self = kernel_new(type, args, kwargs);
+    if (self) {
+        ((tackpy_Kernel *)self)->vectorcall = kernel_vectorcall;
+    }
+    return self;
+}
+
+static PyType_Slot kernel_slots[] = {
+    {Py_tp_new, kernel_init_vectorcall},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_getset, kernel_getset},
+    {Py_tp_members, kernel_members},
+    {Py_tp_traverse, kernel_traverse},
+    {Py_tp_clear, kernel_clear},
+    {Py_tp_dealloc, kernel_dealloc},
+    {Py_tp_doc,
+     "Kernel(name, params, stored, compile)\n--\n\n"
+     "A compiled kernel: what @tack.kernel returns. Calling it launches the kernel; "
+     "compile(signature) is called once per new argument signature."},
+    {0, NULL},
+};
+
+static PyType_Spec kernel_spec = {
+    .name = "tack.Kernel",
+    .basicsize = sizeof(tackpy_Kernel),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
+             Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = kernel_slots,
+};
+
+/* ---- functions for the front end ------------------------------------------------- */
+
+PyObject *
+tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    static const char *const names[] = {"name", "filename", "source", NULL};
+    PyObject *a[3];
+    if (tackpy_parse_args("_kernel_build", args, nargs, kwnames, names, 3, 3, a) < 0) {
+        return NULL;
+    }
+    const char *name = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8(a[0]) : NULL;
+    const char *filename = PyUnicode_Check(a[1]) ? PyUnicode_AsUTF8(a[1]) : NULL;
+    const char *source = PyUnicode_Check(a[2]) ? PyUnicode_AsUTF8(a[2]) : NULL;
+    if (!name || !filename || !source) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "name, filename and source must be str");
+        }
+        return NULL;
+    }
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS status = tack_kernel_build(name, filename, source, &k, &log);
+    Py_END_ALLOW_THREADS if (status != TACK_OK)
+    {
+        if (status == TACK_ERR_COMPILE && log) {
+            tackpy_raise_kind(st, TACK_KIND_COMPILE, "%s:\n%s", tack_last_error(), log);
+        }
+        else {
+            tackpy_raise(st, status);
+        }
+        tack_kernel_log_free(log);
+        return NULL;
+    }
+    return PyCapsule_New(k, CAPSULE_NAME, NULL);
+}
+
+PyObject *
+tackpy_kernel_stats_fn(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    tack_kernel_stats s;
+    tack_kernel_get_stats(&s);
+    return Py_BuildValue(
+        "{sKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles, "disk_hits",
+        (unsigned long long)s.disk_hits, "memory_hits",
+        (unsigned long long)s.memory_hits, "rebuilds", (unsigned long long)s.rebuilds,
+        "failures", (unsigned long long)s.failures, "parallel_launches",
+        (unsigned long long)s.parallel_launches, "serial_launches",
+        (unsigned long long)s.serial_launches, "num_threads",
+        tack_kernel_num_threads());
+}
+
+int
+tackpy_kernel_init(PyObject *module, tackpy_state *st)
+{
+    st->Kernel_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &kernel_spec, NULL);
+    if (!st->Kernel_type || PyModule_AddType(module, st->Kernel_type) < 0) {
+        return -1;
+    }
+    return 0;
+}

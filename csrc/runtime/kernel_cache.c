@@ -1,0 +1,307 @@
+/*
+ * kernel_cache.c: the disk cache of compiled kernels.
+ *
+ * One entry per specialization, named by a 128-bit key over everything that changes
+ * the binary (generated source, compiler identity, flags, CPU, Tack version; jit.c
+ * computes it):
+ *
+ *   <dir>/<key>.so     the shared object
+ *   <dir>/<key>.meta   "tack-kernel-cache 1 <so size> <so hash>\n" + the full source
+ *
+ * Trust rules: the directory is private (0700, owned by this user); an entry is used
+ * only if both files are regular files owned by this user, not writable by group or
+ * others, the meta holds this exact source (so a hash collision cannot load the wrong
+ * kernel) and the .so has the recorded size and hash (so a truncated or corrupted
+ * object is rebuilt instead of loaded). Anything else is a bad entry: it is ignored
+ * and replaced by a fresh build. Writers compile to a temporary name and rename into
+ * place, .so first and meta last, so a reader sees either no entry, an old complete
+ * one, or a new complete one; a mismatched pair fails the hash check.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define META_MAGIC "tack-kernel-cache 1"
+
+/* ---- hashing -------------------------------------------------------------------- */
+
+void
+tack__hash_init(tack__hash *h)
+{
+    h->a = 0xcbf29ce484222325u;
+    h->b = 0x6c62272e07bb0142u;
+}
+
+void
+tack__hash_update(tack__hash *h, const void *data, size_t nbytes)
+{
+    const unsigned char *p = data;
+    uint64_t a = h->a, b = h->b;
+    for (size_t k = 0; k < nbytes; k++) {
+        a = (a ^ p[k]) * 0x100000001b3u;
+        b = (b ^ p[k]) * 0x9e3779b97f4a7c15u;
+        b ^= b >> 29;
+    }
+    h->a = a;
+    h->b = b;
+}
+
+void
+tack__hash_str(tack__hash *h, const char *s)
+{
+    tack__hash_update(h, s, strlen(s) + 1);
+}
+
+static uint64_t
+mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9u;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return x;
+}
+
+void
+tack__hash_hex(const tack__hash *h, char out[33])
+{
+    uint64_t a = mix64(h->a ^ mix64(h->b));
+    uint64_t b = mix64(h->b ^ mix64(h->a + 0x9e3779b97f4a7c15u));
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
+}
+
+bool
+tack__path(char *out, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= cap) {
+        out[0] = '\0';
+        return false;
+    }
+    return true;
+}
+
+/* ---- the directory ------------------------------------------------------------- */
+
+/* mkdir -p with mode 0700 for every directory it creates. */
+static bool
+make_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            int rc = mkdir(path, 0700);
+            *p = '/';
+            if (rc != 0 && errno != EEXIST) {
+                return false;
+            }
+        }
+    }
+    return mkdir(path, 0700) == 0 || errno == EEXIST;
+}
+
+bool
+tack__cache_dir(char *dir, size_t cap)
+{
+    const char *env = getenv("TACK_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    bool fits;
+    if (env && *env) {
+        fits = tack__path(dir, cap, "%s", env);
+    }
+    else if (xdg && *xdg == '/') {
+        fits = tack__path(dir, cap, "%s/tack", xdg);
+    }
+    else if (home && *home) {
+        fits = tack__path(dir, cap, "%s/.cache/tack", home);
+    }
+    else {
+        return false;
+    }
+    if (!fits || !make_dirs(dir)) {
+        return false;
+    }
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid()) {
+        return false; /* never trust binaries in a directory someone else controls */
+    }
+    if ((sb.st_mode & 0777) != 0700 && chmod(dir, 0700) != 0) {
+        return false;
+    }
+    return true;
+}
+
+/* ---- entries ------------------------------------------------------------------ */
+
+static bool
+trusted_file(int fd, struct stat *sb)
+{
+    return fstat(fd, sb) == 0 && S_ISREG(sb->st_mode) && sb->st_uid == geteuid() &&
+           (sb->st_mode & 022) == 0;
+}
+
+/* Reads the whole file at fd into a new buffer of *len bytes (+ a terminator). */
+static char *
+read_all(int fd, size_t size, size_t *len)
+{
+    char *buf = tack__alloc(size + 1, 0);
+    if (!buf) {
+        return NULL;
+    }
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, buf + got, size - got);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            break;
+        }
+        got += (size_t)r;
+    }
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+static bool
+hash_file(int fd, size_t size, char hex[33])
+{
+    size_t len;
+    char *buf = read_all(fd, size, &len);
+    if (!buf) {
+        return false;
+    }
+    tack__hash h;
+    tack__hash_init(&h);
+    tack__hash_update(&h, buf, len);
+    tack__hash_hex(&h, hex);
+    tack__free(buf);
+    return len == size && lseek(fd, 0, SEEK_SET) == 0;
+}
+
+static int
+open_in(const char *dir, const char *key, const char *ext)
+{
+    char path[TACK__PATH_CAP];
+    if (!tack__path(path, sizeof path, "%s/%s%s", dir, key, ext)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+tack__entry
+tack__cache_lookup(const char *dir, const char *key, const char *source,
+                   size_t source_len, int *fd_out)
+{
+    int meta = open_in(dir, key, ".meta");
+    if (meta < 0) {
+        return errno == ENOENT ? TACK__ENTRY_MISSING : TACK__ENTRY_BAD;
+    }
+    tack__entry result = TACK__ENTRY_BAD;
+    int so = -1;
+    char *text = NULL;
+    struct stat sb;
+    if (!trusted_file(meta, &sb)) {
+        goto done;
+    }
+    size_t len;
+    text = read_all(meta, (size_t)sb.st_size, &len);
+    if (!text) {
+        goto done;
+    }
+    char *newline = memchr(text, '\n', len);
+    unsigned long long so_size;
+    char so_hash[33];
+    if (!newline || sscanf(text, META_MAGIC " %llu %32s", &so_size, so_hash) != 2) {
+        goto done;
+    }
+    size_t header = (size_t)(newline - text) + 1;
+    if (len - header != source_len || memcmp(newline + 1, source, source_len) != 0) {
+        goto done;
+    }
+    so = open_in(dir, key, ".so");
+    char actual[33];
+    if (so < 0 || !trusted_file(so, &sb) || (unsigned long long)sb.st_size != so_size ||
+        !hash_file(so, (size_t)so_size, actual) || strcmp(actual, so_hash) != 0) {
+        goto done;
+    }
+    result = TACK__ENTRY_OK;
+    *fd_out = so;
+    so = -1;
+done:
+    tack__free(text);
+    if (so >= 0) {
+        close(so);
+    }
+    close(meta);
+    return result;
+}
+
+static bool
+write_all(int fd, const void *data, size_t n)
+{
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return false;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+void
+tack__cache_commit(const char *dir, const char *key, const char *so_path,
+                   const char *source, size_t source_len)
+{
+    char meta_tmp[TACK__PATH_CAP], meta_path[TACK__PATH_CAP], so_final[TACK__PATH_CAP];
+    if (!tack__path(meta_tmp, sizeof meta_tmp, "%s.meta", so_path) ||
+        !tack__path(meta_path, sizeof meta_path, "%s/%s.meta", dir, key) ||
+        !tack__path(so_final, sizeof so_final, "%s/%s.so", dir, key)) {
+        return;
+    }
+    int so = open(so_path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    char hex[33];
+    if (so < 0) {
+        return;
+    }
+    bool ok = fstat(so, &sb) == 0 && hash_file(so, (size_t)sb.st_size, hex) &&
+              fchmod(so, 0600) == 0;
+    close(so);
+    if (!ok) {
+        return;
+    }
+    int meta = open(meta_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (meta < 0) {
+        return;
+    }
+    char header[128];
+    int n = snprintf(header, sizeof header, META_MAGIC " %llu %s\n",
+                     (unsigned long long)sb.st_size, hex);
+    ok = n > 0 && write_all(meta, header, (size_t)n) &&
+         write_all(meta, source, source_len);
+    close(meta);
+    if (!ok || rename(so_path, so_final) != 0 || rename(meta_tmp, meta_path) != 0) {
+        unlink(meta_tmp);
+    }
+}

@@ -1,0 +1,561 @@
+"""Typed IR -> C11 source for the CPU (the generated-code ABI of tack/kernel.h).
+
+The output includes only <stdint.h> and <math.h> and declares the ABI structs
+itself, so it compiles in tens of milliseconds. Python names become ``v_<name>``
+(scalars) and ``p_<name>`` (array data), so no Python name can collide with C.
+``#line`` directives map compiler messages back to the kernel's Python lines.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tack.kernel import ir
+from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
+from tack.kernel.types import TypedKernel, is_weak, promote
+
+CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
+ELEM_C = {
+    "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+    "int64": "int64_t", "uint8": "uint8_t", "uint16": "uint16_t",
+    "uint32": "uint32_t", "uint64": "uint64_t", "float16": "uint16_t",
+    "float32": "float", "float64": "double", "vec2": "float", "vec3": "float",
+    "vec4": "float",
+}
+INT_RANGE = {
+    "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1), "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+}
+MATH_C = {"gamma": "tgamma"}
+SUFFIX = {BOOL: "b", INT: "i", F32: "f", F64: "d"}
+
+PRELUDE = r"""#include <stdint.h>
+#include <math.h>
+#define TK_EXPORT __attribute__((visibility("default")))
+#define TK_INLINE static inline __attribute__((always_inline))
+typedef struct { void *data; const int64_t *shape; int64_t i; double f; } tk_arg;
+typedef struct tk_ctx {
+    int failed;
+    void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
+} tk_ctx;
+#define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
+TK_EXPORT const int tack_kernel_abi = 1;
+
+/* Python's // and % on int64: floor, never UB. x // 0 and x % 0 give 0 (debug
+ * builds raise ZeroDivisionError instead); INT64_MIN // -1 wraps. */
+TK_INLINE int64_t tk_floordiv(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+TK_INLINE int64_t tk_mod(int64_t a, int64_t b) {
+    if (b == 0 || b == -1) return 0;
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+TK_INLINE int64_t tk_floordiv_d(tk_ctx *c, int64_t a, int64_t b, int line) {
+    if (b == 0) { c->fail(c, 2, line, 0, 0, 0, 0); return 0; }
+    return tk_floordiv(a, b);
+}
+TK_INLINE int64_t tk_mod_d(tk_ctx *c, int64_t a, int64_t b, int line) {
+    if (b == 0) { c->fail(c, 2, line, 0, 0, 0, 0); return 0; }
+    return tk_mod(a, b);
+}
+/* Python's float // and % (CPython's float_divmod). */
+#define TK_FLOATDIV(T, S)                                                   \
+TK_INLINE T tk_fmod##S(T a, T b) {                                          \
+    T m = fmod##S(a, b);                                                    \
+    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }                         \
+    else m = copysign##S((T)0, b);                                          \
+    return m;                                                               \
+}                                                                           \
+TK_INLINE T tk_ffloordiv##S(T a, T b) {                                     \
+    T m = fmod##S(a, b);                                                    \
+    T d = (a - m) / b;                                                      \
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;                             \
+    if (d != 0) { T f = floor##S(d); if (d - f > (T)0.5) f += 1; return f; } \
+    return copysign##S((T)0, a / b);                                        \
+}
+TK_FLOATDIV(double, )
+TK_FLOATDIV(float, f)
+TK_INLINE int64_t tk_ipow(int64_t a, int64_t b) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)a;
+    while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }
+    return (int64_t)r;
+}
+TK_INLINE int64_t tk_shl(int64_t a, int64_t b) {
+    return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b);
+}
+TK_INLINE int64_t tk_shr(int64_t a, int64_t b) {
+    return b < 0 ? 0 : b >= 64 ? (a < 0 ? -1 : 0) : (a >> b);
+}
+TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+/* float -> int: truncate, saturate, NaN -> 0 (as tack_convert). */
+TK_INLINE int64_t tk_f2i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775807.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+TK_INLINE uint64_t tk_f2u64(double x) {
+    if (!(x > 0)) return 0;
+    if (x >= 18446744073709551615.0) return UINT64_MAX;
+    return (uint64_t)x;
+}
+TK_INLINE int64_t tk_f2sat(double x, double lo, double hi) {
+    if (x != x) return 0;
+    return x <= lo ? (int64_t)lo : x >= hi ? (int64_t)hi : (int64_t)x;
+}
+TK_INLINE int64_t tk_trips(int64_t a, int64_t b, int64_t s) {
+    if (s > 0 && a < b) return (int64_t)(((uint64_t)b - (uint64_t)a - 1) / (uint64_t)s + 1);
+    if (s < 0 && a > b) return (int64_t)(((uint64_t)a - (uint64_t)b - 1) / (0 - (uint64_t)s) + 1);
+    return 0;
+}
+TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, const char *name, int line) {
+    if ((uint64_t)i < (uint64_t)n) return 1;
+    c->fail(c, 1, line, axis, i, n, name);
+    return 0;
+}
+/* min and max as Python's: the first argument unless the other compares past it. */
+#define TK_MINMAX(T, S) \
+TK_INLINE T tk_min_##S(T a, T b) { return b < a ? b : a; } \
+TK_INLINE T tk_max_##S(T a, T b) { return b > a ? b : a; }
+TK_MINMAX(_Bool, b)
+TK_MINMAX(int64_t, i)
+TK_MINMAX(float, f)
+TK_MINMAX(double, d)
+"""
+
+HALF = r"""
+TK_INLINE float tk_h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    uint32_t bits;
+    if (e == 0) {
+        if (m == 0) bits = sign;
+        else { int k = -1; do { k++; m <<= 1; } while ((m & 0x400u) == 0);
+               bits = sign | ((uint32_t)(127 - 15 - k) << 23) | ((m & 0x3ffu) << 13); }
+    } else if (e == 0x1f) bits = sign | 0x7f800000u | (m << 13);
+    else bits = sign | ((e + 127 - 15) << 23) | (m << 13);
+    union { uint32_t u; float f; } v = {bits};
+    return v.f;
+}
+TK_INLINE uint16_t tk_f2h(float f) {
+    union { float f; uint32_t u; } v = {f};
+    uint32_t x = v.u, exp = (x >> 23) & 0xffu, mant = x & 0x7fffffu;
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), hm = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (hm & 1u))) hm++;
+        return (uint16_t)(sign | hm);
+    }
+    uint32_t hm = mant >> 13, rem = mant & 0x1fffu;
+    uint32_t out = ((uint32_t)e << 10) | hm;
+    if (rem > 0x1000u || (rem == 0x1000u && (hm & 1u))) out++;
+    return (uint16_t)(sign | out);
+}
+"""
+
+
+def c_float(v: float) -> str:
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "HUGE_VAL" if v > 0 else "(-HUGE_VAL)"
+    return repr(float(v))
+
+
+def c_int(v: int) -> str:
+    if v == -(2**63):
+        return "INT64_MIN"
+    return f"INT64_C({v})"
+
+
+def c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class CGen:
+    def __init__(self, tk: TypedKernel) -> None:
+        self.tk = tk
+        self.debug = tk.debug
+        self.lines: list[str] = []
+        self.counter = 0
+        self.ret = ""  # what "return" needs in the current function
+        self.file = c_string(tk.ir.filename)
+
+    # ---- helpers ---------------------------------------------------------------
+
+    def emit(self, text: str, depth: int) -> None:
+        self.lines.append("    " * depth + text)
+
+    def line(self, n: int) -> None:
+        self.lines.append(f"#line {n} {self.file}")
+
+    def conv(self, code: str, src: ScalarType, dst: ScalarType) -> str:
+        if src == dst:
+            return code
+        if dst == BOOL:
+            return f"(({code}) != 0)"
+        if dst == INT and src.is_float:
+            return f"tk_f2i64({code})"
+        return f"(({CTYPE[dst]})({code}))"
+
+    def ex(self, e: ir.Expr, want: ScalarType | None = None) -> str:
+        assert e.ty is not None, e
+        code = self._ex(e)
+        return self.conv(code, e.ty, want) if want is not None else code
+
+    def truth(self, e: ir.Expr) -> str:
+        return self.ex(e, BOOL)
+
+    def fail_check(self, depth: int) -> None:
+        if self.debug:
+            self.emit(f"if (TK_FAILED) return{self.ret};", depth)
+
+    # ---- arrays ----------------------------------------------------------------
+
+    def flat_index(self, e: ir.Element) -> str:
+        arr = self.tk.arrays[e.array]
+        idx = [self.ex(i, INT) for i in e.indices]
+        flat = "0"
+        for axis, i in enumerate(idx):
+            flat = f"({i})" if axis == 0 else f"({flat} * p_{e.array}_n{axis} + ({i}))"
+        if e.component is not None:
+            flat = f"({flat} * {arr.components} + ({self.ex(e.component, INT)}))"
+        return flat
+
+    def checks(self, e: ir.Element) -> str:
+        arr = self.tk.arrays[e.array]
+        name = c_string(e.array)
+        parts = [
+            f"tk_ok(tk_ctx, {self.ex(i, INT)}, p_{e.array}_n{axis}, {axis}, {name}, "
+            f"{e.line})"
+            for axis, i in enumerate(e.indices)
+        ]
+        if e.component is not None:
+            parts.append(f"tk_ok(tk_ctx, {self.ex(e.component, INT)}, "
+                         f"{arr.components}, {arr.ndim}, {name}, {e.line})")
+        return " && ".join(parts) if parts else "1"
+
+    def load(self, e: ir.Element) -> str:
+        arr = self.tk.arrays[e.array]
+        ref = f"p_{e.array}[{self.flat_index(e)}]"
+        if arr.dtype == "bool":
+            value = f"({ref} != 0)"
+        elif arr.dtype == "float16":
+            value = f"tk_h2f({ref})"
+        elif arr.load_type == INT:
+            value = f"((int64_t){ref})"
+        else:
+            value = ref
+        if self.debug:
+            return f"(({self.checks(e)}) ? {value} : ({CTYPE[arr.load_type]})0)"
+        return value
+
+    def store_value(self, arr: ir.ArrayType, v: ir.Expr) -> str:
+        assert v.ty is not None
+        dt = arr.dtype
+        if dt == "bool":
+            return f"(uint8_t)({self.truth(v)})"
+        if dt == "float16":
+            return f"tk_f2h({self.ex(v, F32)})"
+        if dt == "float64":
+            return self.ex(v, F64)
+        if arr.load_type == F32:
+            return self.ex(v, F32)
+        ct = ELEM_C[dt]
+        if not v.ty.is_float:
+            return f"({ct})({self.ex(v, INT)})"
+        if dt == "int64":
+            return f"tk_f2i64({self.ex(v)})"
+        if dt == "uint64":
+            return f"tk_f2u64({self.ex(v)})"
+        lo, hi = INT_RANGE[dt]
+        return f"({ct})tk_f2sat({self.ex(v)}, {lo}.0, {hi}.0)"
+
+    # ---- expressions -----------------------------------------------------------
+
+    def _ex(self, e: ir.Expr) -> str:
+        t = e.ty
+        if isinstance(e, (ir.Const, ir.Global)):
+            v = e.value  # type: ignore[union-attr]
+            if isinstance(v, bool):
+                return "((_Bool)1)" if v else "((_Bool)0)"
+            return c_int(v) if isinstance(v, int) else c_float(v)
+        if isinstance(e, ir.Name):
+            return f"v_{e.id}"
+        if isinstance(e, ir.Element):
+            return self.load(e)
+        if isinstance(e, ir.Shape):
+            if e.axis == -1:
+                return c_int(self.tk.arrays[e.array].ndim)
+            if e.axis == -2:
+                return f"p_{e.array}_size"
+            return f"p_{e.array}_n{e.axis}"
+        if isinstance(e, ir.BinOp):
+            return self.binop(e)
+        if isinstance(e, ir.UnaryOp):
+            if e.op == "not":
+                return f"(!{self.truth(e.operand)})"
+            x = self.ex(e.operand, t)
+            return {"-": f"(-{x})", "+": x, "~": f"(~{x})"}[e.op]
+        if isinstance(e, ir.Compare):
+            parts = []
+            for op, a, b in zip(e.ops, e.operands, e.operands[1:]):
+                assert a.ty is not None and b.ty is not None
+                ct = promote(a.ty, b.ty, is_weak(a), is_weak(b))
+                parts.append(f"({self.ex(a, ct)} {op} {self.ex(b, ct)})")
+            return "(" + " && ".join(parts) + ")"
+        if isinstance(e, ir.BoolOp):
+            op = " && " if e.op == "and" else " || "
+            return "(" + op.join(self.truth(v) for v in e.values) + ")"
+        if isinstance(e, ir.IfExp):
+            assert t is not None
+            return (f"({self.truth(e.test)} ? {self.ex(e.body, t)} : "
+                    f"{self.ex(e.orelse, t)})")
+        if isinstance(e, ir.Call):
+            return self.call(e)
+        raise AssertionError(type(e))
+
+    def binop(self, e: ir.BinOp) -> str:
+        t = e.ty
+        assert t is not None
+        op = e.op
+        if op in ("<<", ">>"):
+            fn = "tk_shl" if op == "<<" else "tk_shr"
+            return f"{fn}({self.ex(e.left, INT)}, {self.ex(e.right, INT)})"
+        a, b = self.ex(e.left, t), self.ex(e.right, t)
+        if op in ("+", "-", "*", "/", "&", "|", "^"):
+            return f"({a} {op} {b})"
+        if op in ("//", "%"):
+            if t == INT:
+                fn = "tk_floordiv" if op == "//" else "tk_mod"
+                if self.debug:
+                    return f"{fn}_d(tk_ctx, {a}, {b}, {e.line})"
+                return f"{fn}({a}, {b})"
+            fn = "tk_ffloordiv" if op == "//" else "tk_fmod"
+            return f"{fn}{'f' if t == F32 else ''}({a}, {b})"
+        if op == "**":
+            if t == INT:
+                return f"tk_ipow({a}, {b})"
+            return f"pow{'f' if t == F32 else ''}({a}, {b})"
+        raise AssertionError(op)
+
+    def call(self, e: ir.Call) -> str:
+        t = e.ty
+        assert t is not None
+        f, args = e.func, e.args
+        a0 = args[0]
+        assert a0.ty is not None
+        if f == "float":
+            return self.ex(a0, F64)
+        if f == "int":
+            return self.ex(a0, INT)
+        if f == "bool":
+            return self.truth(a0)
+        if f == "round":
+            if not a0.ty.is_float:
+                return self.ex(a0, INT)
+            return f"tk_f2i64(rint{'f' if a0.ty == F32 else ''}({self.ex(a0)}))"
+        if f == "abs":
+            if t == INT:
+                return f"tk_iabs({self.ex(a0, INT)})"
+            return f"fabs{'f' if t == F32 else ''}({self.ex(a0)})"
+        if f in ("min", "max"):
+            code = self.ex(a0, t)
+            for a in args[1:]:
+                code = f"tk_{f}_{SUFFIX[t]}({code}, {self.ex(a, t)})"
+            return code
+        name = f[5:]  # math.xxx
+        if name in ("floor", "ceil", "trunc"):
+            if not a0.ty.is_float:
+                return self.ex(a0, INT)
+            return f"tk_f2i64({name}{'f' if a0.ty == F32 else ''}({self.ex(a0)}))"
+        if name in ("isnan", "isinf", "isfinite"):
+            if not a0.ty.is_float:
+                return "((_Bool)1)" if name == "isfinite" else "((_Bool)0)"
+            return f"({name}({self.ex(a0)}) != 0)"
+        sfx = "f" if t == F32 else ""
+        if name == "degrees":
+            return f"({self.ex(a0, t)} * ({CTYPE[t]})(180.0 / 3.141592653589793))"
+        if name == "radians":
+            return f"({self.ex(a0, t)} * ({CTYPE[t]})(3.141592653589793 / 180.0))"
+        if name == "log" and len(args) == 2:
+            return f"(log{sfx}({self.ex(a0, t)}) / log{sfx}({self.ex(args[1], t)}))"
+        cname = MATH_C.get(name, name) + sfx
+        return f"{cname}({', '.join(self.ex(a, t) for a in args)})"
+
+    # ---- statements ------------------------------------------------------------
+
+    def block(self, body: list[ir.Stmt], depth: int) -> None:
+        for s in body:
+            self.stmt(s, depth)
+
+    def stmt(self, s: ir.Stmt, depth: int) -> None:
+        self.line(s.line)
+        if isinstance(s, ir.Assign):
+            if isinstance(s.target, ir.Name):
+                ty = self.tk.locals[s.target.id]
+                self.emit(f"v_{s.target.id} = {self.ex(s.value, ty)};", depth)
+            else:
+                el = s.target
+                arr = self.tk.arrays[el.array]
+                store = f"p_{el.array}[{self.flat_index(el)}] = " \
+                        f"{self.store_value(arr, s.value)};"
+                if self.debug:
+                    self.emit(f"if ({self.checks(el)}) {store}", depth)
+                else:
+                    self.emit(store, depth)
+            self.fail_check(depth)
+        elif isinstance(s, ir.If):
+            self.emit(f"if ({self.truth(s.test)}) {{", depth)
+            self.block(s.body, depth + 1)
+            if s.orelse:
+                self.emit("} else {", depth)
+                self.block(s.orelse, depth + 1)
+            self.emit("}", depth)
+            self.fail_check(depth)
+        elif isinstance(s, ir.While):
+            self.emit(f"while ({self.truth(s.test)}) {{", depth)
+            self.fail_check(depth + 1)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+            self.fail_check(depth)
+        elif isinstance(s, ir.For):
+            self.for_loop(s, depth)
+        elif isinstance(s, ir.Break):
+            self.emit("break;", depth)
+        elif isinstance(s, ir.Continue):
+            self.emit("continue;", depth)
+        else:
+            raise AssertionError(type(s))
+
+    def for_loop(self, s: ir.For, depth: int) -> None:
+        n = self.counter
+        self.counter += 1
+        a, b, k = f"tk_a{n}", f"tk_b{n}", f"tk_k{n}"
+        var_ty = self.tk.locals[s.var]
+        self.emit(f"{{ const int64_t {a} = {self.ex(s.start, INT)}, "
+                  f"{b} = {self.ex(s.stop, INT)};", depth)
+        if isinstance(s.step, ir.Const) and s.step.value == 1:
+            self.emit(f"for (int64_t {k} = {a}; {k} < {b}; {k}++) {{", depth)
+            self.emit(f"v_{s.var} = {self.conv(k, INT, var_ty)};", depth + 1)
+        else:
+            st, nt = f"tk_s{n}", f"tk_n{n}"
+            self.emit(f"const int64_t {st} = {self.ex(s.step, INT)}, "
+                      f"{nt} = tk_trips({a}, {b}, {st});", depth)
+            self.emit(f"for (int64_t {k} = 0; {k} < {nt}; {k}++) {{", depth)
+            self.emit(f"v_{s.var} = {self.conv(f'{a} + {k} * {st}', INT, var_ty)};",
+                      depth + 1)
+        self.fail_check(depth + 1)
+        self.block(s.body, depth + 1)
+        self.emit("} }", depth)
+        self.fail_check(depth)
+
+    # ---- functions -------------------------------------------------------------
+
+    def params(self, depth: int) -> None:
+        for k, p in enumerate(self.tk.ir.params):
+            if p in self.tk.arrays:
+                arr = self.tk.arrays[p]
+                self.emit(f"{ELEM_C[arr.dtype]} *const p_{p} = "
+                          f"({ELEM_C[arr.dtype]} *)tk_args[{k}].data;", depth)
+                size = []
+                for axis in range(arr.ndim):
+                    self.emit(f"const int64_t p_{p}_n{axis} = tk_args[{k}].shape[{axis}];",
+                              depth)
+                    size.append(f"p_{p}_n{axis}")
+                self.emit(f"const int64_t p_{p}_size = {' * '.join(size) or '1'};",
+                          depth)
+                self.emit(f"(void)p_{p}; (void)p_{p}_size;", depth)
+            else:
+                kind = self.tk.scalars[p]
+                field = "f" if kind == F64 else "i"
+                src = f"tk_args[{k}].{field}"
+                if kind == BOOL:
+                    src = f"({src} != 0)"
+                ty = self.tk.locals.get(p, kind)
+                self.emit(f"{CTYPE[ty]} v_{p} = {self.conv(src, kind, ty)};", depth)
+                self.emit(f"(void)v_{p};", depth)
+
+    def declare(self, names: list[str], depth: int) -> None:
+        for name in sorted(names):
+            self.emit(f"{CTYPE[self.tk.locals[name]]} v_{name} = 0;", depth)
+
+    def generate(self) -> str:
+        tk = self.tk
+        out = self.lines
+        out.append(f"/* tack kernel '{tk.ir.name}' ({tk.ir.filename}); generated. */")
+        out.append(PRELUDE)
+        if any(a.dtype == "float16" for a in tk.arrays.values()):
+            out.append(HALF)
+        scalars = set(tk.scalars)
+        all_locals = [n for n in tk.locals if n not in scalars]
+        head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
+        body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
+                     "tk_ctx *tk_ctx)")
+        if not tk.ir.parallel:
+            out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
+            out.append("    (void)tk_args; (void)tk_ctx; return -1;\n}")
+            out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
+            self.emit("(void)tk_begin; (void)tk_end;", 1)
+            self.params(1)
+            self.declare(all_locals, 1)
+            self.block(tk.body, 1)
+            out.append("}")
+            return "\n".join(out) + "\n"
+        prelude, loop = tk.body[:-1], tk.body[-1]
+        assert isinstance(loop, ir.For)
+        before = sorted({n for s in prelude for n in _assigned(s)} - scalars)
+        inside = [n for n in all_locals if n not in before]
+        # trips: the prelude, then the outer loop's trip count.
+        out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
+        self.ret = " 0"
+        self.params(1)
+        self.declare(before, 1)
+        self.block(prelude, 1)
+        self.line(loop.line)
+        self.emit(f"return tk_trips({self.ex(loop.start, INT)}, "
+                  f"{self.ex(loop.stop, INT)}, {self.ex(loop.step, INT)});", 1)
+        out.append("}")
+        # body: the prelude again (it stores nothing), then trips [begin, end).
+        self.ret = ""
+        out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
+        self.params(1)
+        self.declare(before, 1)
+        self.block(prelude, 1)
+        self.line(loop.line)
+        self.emit(f"const int64_t tk_start = {self.ex(loop.start, INT)}, "
+                  f"tk_step = {self.ex(loop.step, INT)};", 1)
+        self.emit("for (int64_t tk_k = tk_begin; tk_k < tk_end; tk_k++) {", 1)
+        self.declare(inside, 2)
+        var_ty = tk.locals[loop.var]
+        step_one = isinstance(loop.step, ir.Const) and loop.step.value == 1
+        start = "tk_start + tk_k" if step_one else "tk_start + tk_k * tk_step"
+        self.emit(f"v_{loop.var} = {self.conv(start, INT, var_ty)};", 2)
+        self.emit("(void)tk_step;", 2)
+        self.fail_check(2)
+        self.block(loop.body, 2)
+        self.emit("}", 1)
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+def _assigned(s: ir.Stmt) -> set[str]:
+    from tack.kernel.parse import _assigned as assigned
+
+    return assigned(s)
+
+
+def generate_c(tk: TypedKernel) -> str:
+    """The C source of one specialization."""
+    return CGen(tk).generate()

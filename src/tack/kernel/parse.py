@@ -1,0 +1,480 @@
+"""Python AST -> kernel IR.
+
+Reads a kernel's source, keeps the line numbers of its file, and turns the subset of
+Python that kernels accept into ir nodes. Anything else raises tack.KernelError (a
+SyntaxError subclass) whose filename and lineno point at the offending Python line.
+This runs when @tack.kernel decorates a function, so unsupported Python is reported
+before the first call.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from tack._tack import KernelError
+from tack.kernel import ir
+
+# Functions a kernel may call, by the object a name resolves to.
+BUILTIN_FUNCS: dict[Any, str] = {
+    builtins.float: "float",
+    builtins.int: "int",
+    builtins.bool: "bool",
+    builtins.abs: "abs",
+    builtins.min: "min",
+    builtins.max: "max",
+    builtins.round: "round",
+}
+MATH_FUNCS = (
+    "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh "
+    "asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow atan2 hypot "
+    "copysign fmod isnan isinf isfinite degrees radians"
+).split()
+MATH_CONSTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf,
+               "nan": math.nan}
+for _f in MATH_FUNCS:
+    BUILTIN_FUNCS[getattr(math, _f)] = "math." + _f
+
+BINOPS = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+    ast.Mod: "%", ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^",
+    ast.LShift: "<<", ast.RShift: ">>",
+}
+CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+          ast.NotEq: "!="}
+UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
+COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_MISSING = object()
+
+
+def kernel_error(msg: str, filename: str, lines: list[str], lineno: int,
+                 col: int = 0) -> KernelError:
+    text = lines[lineno - 1] if 0 < lineno <= len(lines) else None
+    return KernelError(msg, (filename, lineno, col + 1, text))
+
+
+class _Parser:
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        try:
+            self.filename = inspect.getsourcefile(fn) or "<unknown>"
+            src_lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise KernelError(
+                f"cannot read the source of kernel '{fn.__name__}': {exc}; define "
+                "kernels in a file (not an interactive prompt)"
+            ) from None
+        self.first = first
+        import linecache
+
+        self.file_lines = [ln.rstrip("\n") for ln in linecache.getlines(self.filename)]
+        src = textwrap.dedent("".join(src_lines))
+        tree = ast.parse(src)
+        ast.increment_lineno(tree, first - 1)
+        self.tree = tree
+        closure = inspect.getclosurevars(fn) if fn.__closure__ else None
+        self.scope: dict[str, Any] = dict(builtins.__dict__)
+        self.scope.update(fn.__globals__)
+        if closure:
+            self.scope.update(closure.nonlocals)
+        self.params: list[str] = []
+        self.locals: set[str] = set()
+        self.array_params: set[str] = set()
+        self.stored: set[str] = set()
+        self.first_use: dict[str, int] = {}
+        self.loop_depth = 0
+
+    def error(self, node: ast.AST, msg: str) -> KernelError:
+        lineno = getattr(node, "lineno", self.first)
+        col = getattr(node, "col_offset", 0)
+        return kernel_error(msg, self.filename, self.file_lines, lineno, col)
+
+    # ---- the function ----------------------------------------------------------
+
+    def parse(self) -> ir.KernelIR:
+        fdef = self.tree.body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            raise self.error(fdef, "a kernel must be a plain function (def)")
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            raise self.error(
+                fdef, "kernel parameters are plain positional names: no defaults, "
+                "*args, **kwargs, keyword-only or positional-only markers")
+        if fdef.returns is not None:
+            raise self.error(fdef, "kernels return nothing: drop the return annotation")
+        self.params = [p.arg for p in a.args]
+        for stmt in ast.walk(fdef):
+            if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        self.locals.add(t.id)
+            elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
+                self.locals.add(stmt.target.id)
+        body = fdef.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value,
+                                                                ast.Constant):
+            body = body[1:]  # the docstring
+        stmts = self.block(body)
+        for p in self.array_params:
+            if p in self.locals:
+                raise self.error(fdef, f"array parameter '{p}' cannot be reassigned")
+        return ir.KernelIR(
+            name=self.name, filename=self.filename, params=self.params, body=stmts,
+            array_params=set(self.array_params), stored=set(self.stored),
+            parallel=parallel_plan(stmts), first_use=dict(self.first_use),
+            lookup=self.lookup, file_lines=self.file_lines)
+
+    def lookup(self, name: str) -> Any:
+        """A global or closure value, read now (at specialization time)."""
+        closure = inspect.getclosurevars(self.fn).nonlocals if self.fn.__closure__ \
+            else {}
+        if name in closure:
+            return closure[name]
+        if name in self.fn.__globals__:
+            return self.fn.__globals__[name]
+        return getattr(builtins, name, _MISSING)
+
+    # ---- statements ------------------------------------------------------------
+
+    def block(self, nodes: list[ast.stmt]) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for node in nodes:
+            s = self.stmt(node)
+            if s is not None:
+                out.append(s)
+        return out
+
+    def stmt(self, node: ast.stmt) -> ir.Stmt | None:
+        line = node.lineno
+        if isinstance(node, ast.Assign):
+            if len(node.targets) != 1:
+                raise self.error(node, "chained assignment (a = b = c) is not supported "
+                                 "in kernels; assign one name at a time")
+            return ir.Assign(line, self.target(node.targets[0]), self.expr(node.value))
+        if isinstance(node, ast.AugAssign):
+            target = self.target(node.target)
+            op = BINOPS.get(type(node.op))
+            if op is None:
+                raise self.error(node, "this operator is not supported in kernels")
+            current = (ir.Name(line, target.id) if isinstance(target, ir.Name) else
+                       ir.Element(line, target.array, target.indices, target.component))
+            return ir.Assign(line, target, ir.BinOp(line, op, current,
+                                                    self.expr(node.value)))
+        if isinstance(node, ast.AnnAssign):
+            raise self.error(node, "annotated assignments are not supported in kernels; "
+                             "types are inferred (use float(x) or int(x) to convert)")
+        if isinstance(node, ast.If):
+            return ir.If(line, self.expr(node.test), self.block(node.body),
+                         self.block(node.orelse))
+        if isinstance(node, ast.While):
+            if node.orelse:
+                raise self.error(node, "while ... else is not supported in kernels")
+            self.loop_depth += 1
+            body = self.block(node.body)
+            self.loop_depth -= 1
+            return ir.While(line, self.expr(node.test), body)
+        if isinstance(node, ast.For):
+            return self.for_loop(node)
+        if isinstance(node, (ast.Break, ast.Continue)):
+            if self.loop_depth == 0:
+                raise self.error(node, "break/continue outside a loop")
+            return ir.Break(line) if isinstance(node, ast.Break) else ir.Continue(line)
+        if isinstance(node, ast.Pass):
+            return None
+        if isinstance(node, ast.Expr):
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value,
+                                                                   str):
+                return None  # a string used as a comment
+            raise self.error(node, "an expression statement has no effect in a kernel; "
+                             "assign its value to a local or an array element")
+        if isinstance(node, ast.Return):
+            raise self.error(node, "kernels return nothing: write results into an "
+                             "array parameter (and use break or if/else to stop early)")
+        what = type(node).__name__
+        raise self.error(node, f"'{what}' statements are not supported in kernels")
+
+    def for_loop(self, node: ast.For) -> ir.For:
+        if node.orelse:
+            raise self.error(node, "for ... else is not supported in kernels")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(node.target, "a kernel for loop takes one name: "
+                             "for i in range(...)")
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and self.scope.get(it.func.id) is range and it.func.id not in self.locals
+                and not it.keywords and 1 <= len(it.args) <= 3):
+            raise self.error(it, "kernel for loops run over range(stop), "
+                             "range(start, stop) or range(start, stop, step) only")
+        args = [self.expr(a) for a in it.args]
+        line = node.lineno
+        if len(args) == 1:
+            start, stop, step = ir.Const(line, 0), args[0], ir.Const(line, 1)
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], ir.Const(line, 1)
+        else:
+            start, stop, step = args
+        if isinstance(step, ir.Const) and step.value == 0:
+            raise self.error(it, "range() step must not be zero")
+        self.loop_depth += 1
+        body = self.block(node.body)
+        self.loop_depth -= 1
+        if node.target.id in self.params:
+            self.use_scalar(node.target.id, node)
+        return ir.For(line, node.target.id, start, stop, step, body)
+
+    def target(self, node: ast.expr) -> ir.Name | ir.Element:
+        if isinstance(node, ast.Name):
+            if node.id in self.array_params:
+                raise self.error(node, f"array parameter '{node.id}' cannot be "
+                                 "reassigned")
+            self.use_scalar(node.id, node) if node.id in self.params else None
+            return ir.Name(node.lineno, node.id)
+        if isinstance(node, (ast.Subscript, ast.Attribute)):
+            el = self.expr(node)
+            if isinstance(el, ir.Element):
+                self.stored.add(el.array)
+                return el
+        if isinstance(node, (ast.Tuple, ast.List)):
+            raise self.error(node, "tuple assignment is not supported in kernels; "
+                             "assign one name at a time")
+        raise self.error(node, "a kernel can assign to a local name or an array "
+                         "element only")
+
+    # ---- expressions -----------------------------------------------------------
+
+    def use_array(self, name: str, node: ast.AST) -> None:
+        if name not in self.params:
+            raise self.error(node, f"'{name}' is not an array parameter of the kernel")
+        if name in self.locals:
+            raise self.error(node, f"array parameter '{name}' cannot be reassigned")
+        self.array_params.add(name)
+        self.first_use.setdefault(name, getattr(node, "lineno", self.first))
+
+    def use_scalar(self, name: str, node: ast.AST) -> None:
+        self.first_use.setdefault(name, getattr(node, "lineno", self.first))
+
+    def const(self, node: ast.AST, value: Any) -> ir.Const:
+        if isinstance(value, bool) or isinstance(value, float):
+            return ir.Const(node.lineno, value)
+        if isinstance(value, int):
+            if not INT64_MIN <= value <= INT64_MAX:
+                raise self.error(node, f"the integer {value} does not fit in int64")
+            return ir.Const(node.lineno, value)
+        raise self.error(node, f"constants of type {type(value).__name__} are not "
+                         "supported in kernels (numbers and bools only)")
+
+    def expr(self, node: ast.expr) -> ir.Expr:
+        line = node.lineno
+        if isinstance(node, ast.Constant):
+            return self.const(node, node.value)
+        if isinstance(node, ast.Name):
+            if node.id in self.params:
+                self.use_scalar(node.id, node)
+                return ir.Name(line, node.id)
+            if node.id in self.locals:
+                return ir.Name(line, node.id)
+            return ir.Global(line, node.id)
+        if isinstance(node, ast.BinOp):
+            op = BINOPS.get(type(node.op))
+            if op is None:
+                raise self.error(node, "the @ operator is not supported in kernels")
+            return ir.BinOp(line, op, self.expr(node.left), self.expr(node.right))
+        if isinstance(node, ast.UnaryOp):
+            operand = self.expr(node.operand)
+            op = UNOPS[type(node.op)]
+            if op == "-" and isinstance(operand, ir.Const) and not isinstance(
+                    operand.value, bool):
+                return self.const(node, -operand.value)
+            return ir.UnaryOp(line, op, operand)
+        if isinstance(node, ast.BoolOp):
+            return ir.BoolOp(line, "and" if isinstance(node.op, ast.And) else "or",
+                             [self.expr(v) for v in node.values])
+        if isinstance(node, ast.Compare):
+            ops = []
+            for o in node.ops:
+                if type(o) not in CMPOPS:
+                    raise self.error(node, "only < <= > >= == != comparisons are "
+                                     "supported in kernels (not is / in)")
+                ops.append(CMPOPS[type(o)])
+            return ir.Compare(line, ops, [self.expr(node.left)] +
+                              [self.expr(c) for c in node.comparators])
+        if isinstance(node, ast.IfExp):
+            return ir.IfExp(line, self.expr(node.test), self.expr(node.body),
+                            self.expr(node.orelse))
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        what = type(node).__name__
+        hint = {
+            "List": "lists", "Tuple": "tuples", "Dict": "dicts", "Set": "sets",
+            "ListComp": "list comprehensions", "Lambda": "lambdas",
+            "JoinedStr": "f-strings", "NamedExpr": "the := operator",
+        }.get(what, f"'{what}' expressions")
+        raise self.error(node, f"{hint} are not supported in kernels")
+
+    def resolve(self, node: ast.expr) -> Any:
+        """The object a function name or math.attr refers to, or None."""
+        if isinstance(node, ast.Name) and node.id not in self.locals \
+                and node.id not in self.params:
+            return self.scope.get(node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            mod = self.resolve(node.value)
+            if mod is math:
+                return getattr(math, node.attr, None)
+        return None
+
+    def call(self, node: ast.Call) -> ir.Expr:
+        line = node.lineno
+        if node.keywords:
+            raise self.error(node, "keyword arguments are not supported in kernel calls")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(node, "*args is not supported in kernel calls")
+        target = self.resolve(node.func)
+        if target is len:
+            if len(node.args) != 1 or not isinstance(node.args[0], ast.Name):
+                raise self.error(node, "len() takes one array parameter")
+            self.use_array(node.args[0].id, node)
+            return ir.Shape(line, node.args[0].id, 0)
+        try:
+            fname = BUILTIN_FUNCS.get(target) if target is not None else None
+        except TypeError:  # unhashable
+            fname = None
+        if fname is None:
+            src = ast.unparse(node.func)
+            raise self.error(node, f"'{src}' cannot be called in a kernel; kernels call "
+                             "float, int, bool, abs, min, max, round, len and math.*")
+        args = [self.expr(a) for a in node.args]
+        nargs = len(args)
+        expect = {"min": (2, 99), "max": (2, 99), "math.log": (1, 2), "round": (1, 1)}
+        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod")
+        lo, hi = expect.get(fname, (2, 2) if fname in two else (1, 1))
+        if not lo <= nargs <= hi:
+            want = f"{lo}" if lo == hi else f"{lo} or more" if hi == 99 else f"{lo}-{hi}"
+            raise self.error(node, f"{fname}() takes {want} arguments in a kernel, "
+                             f"got {nargs}")
+        return ir.Call(line, fname, args)
+
+    def subscript(self, node: ast.Subscript) -> ir.Expr:
+        line = node.lineno
+        base = node.value
+        if isinstance(base, ast.Attribute) and base.attr == "shape":
+            if not isinstance(base.value, ast.Name):
+                raise self.error(node, "shape belongs to an array parameter: a.shape[k]")
+            self.use_array(base.value.id, node)
+            axis = node.slice
+            if not (isinstance(axis, ast.Constant) and type(axis.value) is int
+                    and axis.value >= 0):
+                raise self.error(node, "a.shape[k] needs a constant, non-negative k")
+            return ir.Shape(line, base.value.id, axis.value)
+        if isinstance(node.slice, ast.Slice) or (
+                isinstance(node.slice, ast.Tuple)
+                and any(isinstance(e, ast.Slice) for e in node.slice.elts)):
+            raise self.error(node, "slices are not supported in kernels; index single "
+                             "elements (a[i, j])")
+        if isinstance(base, ast.Name):
+            self.use_array(base.id, node)
+            idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return ir.Element(line, base.id, [self.expr(i) for i in idx])
+        if isinstance(base, ast.Subscript):
+            inner = self.expr(base)
+            if isinstance(inner, ir.Element) and inner.component is None:
+                if isinstance(node.slice, ast.Tuple):
+                    raise self.error(node, "a vec element takes one component index")
+                return ir.Element(line, inner.array, inner.indices,
+                                  self.expr(node.slice))
+        raise self.error(node, "kernels index array parameters only: a[i], a[i, j], "
+                         "and a vec component as p[i][c] or p[i].x")
+
+    def attribute(self, node: ast.Attribute) -> ir.Expr:
+        line = node.lineno
+        target = self.resolve(node)
+        if isinstance(node.value, ast.Name) and self.resolve(node.value) is math:
+            if node.attr in MATH_CONSTS:
+                return ir.Const(line, MATH_CONSTS[node.attr])
+            raise self.error(node, f"math.{node.attr} is not available in kernels "
+                             "as a value")
+        del target
+        if isinstance(node.value, ast.Name) and node.attr in ("ndim", "size"):
+            self.use_array(node.value.id, node)
+            return ir.Shape(line, node.value.id, -1 if node.attr == "ndim" else -2)
+        if isinstance(node.value, ast.Subscript) and node.attr in COMPONENTS:
+            inner = self.expr(node.value)
+            if isinstance(inner, ir.Element) and inner.component is None:
+                return ir.Element(line, inner.array, inner.indices,
+                                  ir.Const(line, COMPONENTS[node.attr]))
+        if node.attr == "shape":
+            raise self.error(node, "a.shape is used as a.shape[k] in kernels")
+        raise self.error(node, f"attribute '.{node.attr}' is not supported in kernels")
+
+
+def parallel_plan(body: list[ir.Stmt]) -> bool:
+    """Whether the kernel's last top-level statement is a parallel loop.
+
+    The rule: the body is zero or more statements that store to no array, then one
+    ``for`` over range. Its iterations run in parallel unless the loop body breaks
+    out of that loop or assigns a name that is also assigned before the loop (a
+    value carried from one iteration to the next); then the whole kernel runs
+    serially, in order, exactly as Python would.
+    """
+    if not body or not isinstance(body[-1], ir.For):
+        return False
+    prelude, loop = body[:-1], body[-1]
+    if any(_stores(s) for s in prelude):
+        return False
+    if _breaks_out(loop.body):
+        return False
+    before = {n for s in prelude for n in _assigned(s)}
+    inside = {n for s in loop.body for n in _assigned(s)}
+    return not (before & inside) and loop.var not in before
+
+
+def _children(s: ir.Stmt) -> list[ir.Stmt]:
+    if isinstance(s, ir.If):
+        return s.body + s.orelse
+    if isinstance(s, (ir.While, ir.For)):
+        return s.body
+    return []
+
+
+def _stores(s: ir.Stmt) -> bool:
+    if isinstance(s, ir.Assign) and isinstance(s.target, ir.Element):
+        return True
+    return any(_stores(c) for c in _children(s))
+
+
+def _assigned(s: ir.Stmt) -> set[str]:
+    out: set[str] = set()
+    if isinstance(s, ir.Assign) and isinstance(s.target, ir.Name):
+        out.add(s.target.id)
+    if isinstance(s, ir.For):
+        out.add(s.var)
+    for c in _children(s):
+        out |= _assigned(c)
+    return out
+
+
+def _breaks_out(body: list[ir.Stmt]) -> bool:
+    """A break in body that leaves the loop owning body (not a nested one)."""
+    for s in body:
+        if isinstance(s, ir.Break):
+            return True
+        if isinstance(s, ir.If) and _breaks_out(s.body + s.orelse):
+            return True
+    return False
+
+
+def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
+    """The IR of fn; raises KernelError at the first unsupported construct."""
+    return _Parser(fn).parse()

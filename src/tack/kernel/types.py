@@ -1,0 +1,308 @@
+"""Kernel IR + argument signature -> typed IR (one specialization).
+
+Types: bool, int64, float32, float64. A value read from an array has the array's
+element type (integers widen to int64, float16 to float32); literals are "weak" and
+take the float type they meet (NumPy's rule for Python scalars, so ``x * 0.5``
+stays float32 when x is); otherwise mixing float32 with int64 or float64 gives
+float64. A local has one type for the whole kernel: the widest of the values
+assigned to it (bool < int64 < float32 < float64).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from tack._tack import KernelError
+from tack.kernel import ir
+from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
+
+FLOAT_UNARY = {
+    "math." + f for f in (
+        "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh "
+        "tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees radians").split()
+}
+FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod"}
+INT_RESULT = {"math.floor", "math.ceil", "math.trunc", "int", "round"}
+BOOL_RESULT = {"math.isnan", "math.isinf", "math.isfinite", "bool"}
+
+
+@dataclass
+class TypedKernel:
+    """One specialization: the typed body and everything a code generator needs."""
+
+    ir: ir.KernelIR
+    body: list[ir.Stmt]
+    arrays: dict[str, ir.ArrayType]  # array parameters
+    scalars: dict[str, ScalarType]  # scalar parameters: the kind passed
+    locals: dict[str, ScalarType]  # every local name (scalar parameters included)
+    debug: bool
+
+
+def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
+        dict[str, ir.ArrayType], dict[str, ScalarType]]:
+    arrays: dict[str, ir.ArrayType] = {}
+    scalars: dict[str, ScalarType] = {}
+    kinds = {"int": INT, "float": F64, "bool": BOOL}
+    for name, sig in zip(kir.params, signature):
+        if isinstance(sig, tuple):
+            arrays[name] = ir.ArrayType(sig[1], sig[2])
+        else:
+            if name in kir.array_params:
+                raise TypeError(
+                    f"kernel '{kir.name}': parameter '{name}' is used as an array "
+                    f"(line {kir.first_use.get(name)}) but got a {sig}")
+            scalars[name] = kinds[sig]
+    return arrays, scalars
+
+
+def is_weak(e: ir.Expr) -> bool:
+    if isinstance(e, ir.Const):
+        return e.weak
+    if isinstance(e, ir.Global):
+        return not isinstance(getattr(e, "value", True), bool)
+    return False
+
+
+def promote(ta: ScalarType, tb: ScalarType, wa: bool, wb: bool) -> ScalarType:
+    """The type two operands meet in (NumPy 2 rules with weak Python scalars)."""
+    if ta.is_float and tb.is_float:
+        if ta == tb:
+            return ta
+        if (ta == F32 and wb) or (tb == F32 and wa):
+            return F32
+        return F64
+    if ta.is_float:
+        return ta if (ta == F64 or wb or tb == BOOL) else F64
+    if tb.is_float:
+        return tb if (tb == F64 or wa or ta == BOOL) else F64
+    return INT if INT in (ta, tb) else BOOL
+
+
+def join_local(a: ScalarType | None, b: ScalarType) -> ScalarType:
+    return b if a is None or b.rank > a.rank else a
+
+
+class Typer:
+    def __init__(self, kir: ir.KernelIR, arrays: dict[str, ir.ArrayType],
+                 scalars: dict[str, ScalarType]) -> None:
+        self.kir = kir
+        self.arrays = arrays
+        self.env: dict[str, ScalarType] = dict(scalars)
+        self.final = False
+
+    def error(self, line: int, msg: str) -> KernelError:
+        lines = self.kir.file_lines
+        text = lines[line - 1] if 0 < line <= len(lines) else None
+        return KernelError(msg, (self.kir.filename, line, 1, text))
+
+    # ---- statements ------------------------------------------------------------
+
+    def run(self, body: list[ir.Stmt]) -> None:
+        for _ in range(64):
+            before = dict(self.env)
+            self.block(body)
+            if self.env == before:
+                break
+        self.final = True
+        self.block(body)
+
+    def block(self, body: list[ir.Stmt]) -> None:
+        for s in body:
+            self.stmt(s)
+
+    def assign_name(self, name: str, t: ScalarType | None) -> None:
+        if t is not None:
+            self.env[name] = join_local(self.env.get(name), t)
+
+    def stmt(self, s: ir.Stmt) -> None:
+        if isinstance(s, ir.Assign):
+            t = self.expr(s.value)
+            if isinstance(s.target, ir.Name):
+                if s.target.id in self.arrays:
+                    raise self.error(s.line, f"array parameter '{s.target.id}' cannot "
+                                     "be reassigned")
+                self.assign_name(s.target.id, t)
+                if self.final:
+                    s.target.ty = self.env[s.target.id]
+            else:
+                self.element(s.target, store=True)
+        elif isinstance(s, ir.If):
+            self.expr(s.test)
+            self.block(s.body)
+            self.block(s.orelse)
+        elif isinstance(s, ir.While):
+            self.expr(s.test)
+            self.block(s.body)
+        elif isinstance(s, ir.For):
+            for e in (s.start, s.stop, s.step):
+                t = self.expr(e)
+                if self.final and t is not None and t.is_float:
+                    raise self.error(s.line, "range() arguments must be integers; "
+                                     "convert with int(x)")
+            self.assign_name(s.var, INT)
+            self.block(s.body)
+
+    # ---- expressions -----------------------------------------------------------
+
+    def expr(self, e: ir.Expr) -> ScalarType | None:
+        t = self._expr(e)
+        if self.final:
+            if t is None:
+                raise self.error(e.line, "a value here has no type: a local is read "
+                                 "before any assignment to it")
+            e.ty = t
+        return t
+
+    def _expr(self, e: ir.Expr) -> ScalarType | None:
+        if isinstance(e, ir.Const):
+            v = e.value
+            return BOOL if isinstance(v, bool) else INT if isinstance(v, int) else F64
+        if isinstance(e, ir.Global):
+            return self.global_value(e)
+        if isinstance(e, ir.Name):
+            if e.id in self.arrays:
+                raise self.error(e.line, f"array parameter '{e.id}' is not a value: "
+                                 "index it (a[i]) or use a.shape[k] / len(a)")
+            t = self.env.get(e.id)
+            if t is None and self.final:
+                raise self.error(e.line, f"local '{e.id}' is read before it is "
+                                 "assigned")
+            return t
+        if isinstance(e, ir.Element):
+            return self.element(e, store=False)
+        if isinstance(e, ir.Shape):
+            arr = self.array(e.array, e.line)
+            if e.axis >= arr.ndim:
+                raise self.error(e.line, f"'{e.array}' has {arr.ndim} dimension(s); "
+                                 f"shape[{e.axis}] does not exist")
+            if e.axis == 0 and arr.ndim == 0:
+                raise self.error(e.line, f"len() of 0-d array '{e.array}'")
+            return INT
+        if isinstance(e, ir.BinOp):
+            return self.binop(e)
+        if isinstance(e, ir.UnaryOp):
+            t = self.expr(e.operand)
+            if t is None:
+                return None
+            if e.op == "not":
+                return BOOL
+            if e.op == "~":
+                if t.is_float:
+                    raise self.error(e.line, "~ needs an integer operand")
+                return INT
+            return INT if t == BOOL else t
+        if isinstance(e, ir.Compare):
+            ts = [self.expr(o) for o in e.operands]
+            return None if None in ts else BOOL
+        if isinstance(e, ir.BoolOp):
+            ts = [self.expr(v) for v in e.values]
+            return None if None in ts else BOOL
+        if isinstance(e, ir.IfExp):
+            self.expr(e.test)
+            a, b = self.expr(e.body), self.expr(e.orelse)
+            if a is None or b is None:
+                return a or b if not self.final else None
+            return promote(a, b, is_weak(e.body), is_weak(e.orelse))
+        if isinstance(e, ir.Call):
+            return self.call(e)
+        raise self.error(e.line, f"internal: unknown node {type(e).__name__}")
+
+    def global_value(self, e: ir.Global) -> ScalarType:
+        v = self.kir.lookup(e.id)
+        if isinstance(v, (bool, int, float)) and not (
+                isinstance(v, int) and not -(2**63) <= v < 2**63):
+            e.value = v  # type: ignore[attr-defined]
+            return BOOL if isinstance(v, bool) else INT if isinstance(v, int) else F64
+        what = "is not defined" if v is not None and type(v).__name__ == "object" \
+            else f"is a {type(v).__name__}, not a number"
+        raise self.error(e.line, f"name '{e.id}' {what}; a kernel reads parameters, "
+                         "its own locals and global numbers (int, float, bool)")
+
+    def array(self, name: str, line: int) -> ir.ArrayType:
+        arr = self.arrays.get(name)
+        if arr is None:
+            raise self.error(line, f"'{name}' is used as an array but the argument "
+                             "passed for it is a scalar")
+        return arr
+
+    def element(self, e: ir.Element, store: bool) -> ScalarType:
+        arr = self.array(e.array, e.line)
+        if len(e.indices) != arr.ndim:
+            raise self.error(e.line, f"'{e.array}' has {arr.ndim} dimension(s) but is "
+                             f"indexed with {len(e.indices)}; kernels index every axis "
+                             "(a[i, j])")
+        for i in e.indices:
+            t = self.expr(i)
+            if self.final and t is not None and t.is_float:
+                raise self.error(e.line, "array indices must be integers; convert "
+                                 "with int(x)")
+        if e.component is not None:
+            if arr.components == 1:
+                raise self.error(e.line, f"'{e.array}' has scalar elements "
+                                 f"({arr.dtype}); only vec arrays take a component")
+            t = self.expr(e.component)
+            if self.final and t is not None and t.is_float:
+                raise self.error(e.line, "a vec component index must be an integer")
+            if isinstance(e.component, ir.Const) and not (
+                    0 <= int(e.component.value) < arr.components):
+                raise self.error(e.line, f"component {e.component.value} does not "
+                                 f"exist in {arr.dtype}")
+        elif arr.components > 1:
+            raise self.error(e.line, f"'{e.array}' holds {arr.dtype} elements: read "
+                             "and write them by component, p[i][0] or p[i].x")
+        if self.final:
+            e.ty = arr.load_type
+        return arr.load_type
+
+    def binop(self, e: ir.BinOp) -> ScalarType | None:
+        a, b = self.expr(e.left), self.expr(e.right)
+        if a is None or b is None:
+            return None
+        wa, wb = is_weak(e.left), is_weak(e.right)
+        if e.op in ("&", "|", "^", "<<", ">>"):
+            if a.is_float or b.is_float:
+                raise self.error(e.line, f"{e.op} needs integer operands")
+            return BOOL if (a == b == BOOL and e.op in "&|^") else INT
+        r = promote(a, b, wa, wb)
+        if e.op == "/":
+            return r if r.is_float else F64
+        return INT if r == BOOL else r
+
+    def call(self, e: ir.Call) -> ScalarType | None:
+        ts = [self.expr(a) for a in e.args]
+        if None in ts:
+            return None
+        f = e.func
+        if f == "float":
+            return F64
+        if f in INT_RESULT:
+            return INT
+        if f in BOOL_RESULT:
+            return BOOL
+        if f == "abs":
+            return INT if ts[0] == BOOL else ts[0]
+        if f in ("min", "max", "math.log") or f in FLOAT_BINARY:
+            r = ts[0]
+            w = is_weak(e.args[0])
+            for a, t in zip(e.args[1:], ts[1:]):
+                r = promote(r, t, w, is_weak(a))
+                w = w and is_weak(a)
+            if f in ("min", "max"):
+                return r
+            return r if r.is_float else F64
+        if f in FLOAT_UNARY:
+            return F32 if ts[0] == F32 else F64
+        raise self.error(e.line, f"internal: unknown function {f}")
+
+
+def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
+               debug: bool) -> TypedKernel:
+    """The typed IR of kir for one signature (see tack._tack.Kernel)."""
+    arrays, scalars = signature_types(kir, signature)
+    body = copy.deepcopy(kir.body)
+    typer = Typer(kir, arrays, scalars)
+    typer.run(body)
+    return TypedKernel(ir=kir, body=body, arrays=arrays, scalars=scalars,
+                       locals=typer.env, debug=debug)

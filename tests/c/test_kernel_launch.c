@@ -1,0 +1,88 @@
+/*
+ * test_kernel_launch.c: the checks before a launch (devices, read-only arrays) and
+ * the launch itself (serial and parallel, debug-mode failures).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "kernel_test_util.h"
+
+static tack_kernel *
+build_double(void)
+{
+    fresh_cache_dir();
+    tack_kernel *k;
+    char *log;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    return k;
+}
+
+TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
+{
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    int64_t shape[1] = {4};
+    tack_array *a, *ro;
+    CHECK_OK(tack_array_zeros(cpu, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(tack_array_readonly_view(a, &ro));
+    const char *names[2] = {"src", "out"};
+    const tack_array *arrays[2] = {ro, a};
+    bool stored[2] = {false, true};
+    CHECK_OK(tack_kernel_check_arrays("k", 2, arrays, names, stored));
+    arrays[1] = ro;
+    CHECK_STATUS(tack_kernel_check_arrays("k", 2, arrays, names, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tack_last_error(), "'k'") != NULL);
+    CHECK(strstr(tack_last_error(), "'out'") != NULL);
+    CHECK_EQ_INT(tack_status_kind(TACK_ERR_INVALID_ARGUMENT), TACK_KIND_VALUE);
+    /* Scalars (NULL) are skipped. */
+    arrays[1] = NULL;
+    CHECK_OK(tack_kernel_check_arrays("k", 2, arrays, names, stored));
+    tack_array_release(ro);
+    tack_array_release(a);
+    tack_device_release(cpu);
+}
+
+TACK_TEST(launch_serial_and_parallel_give_the_same_result)
+{
+    setenv("TACK_NUM_THREADS", "4", 1);
+    tack_kernel *k = build_double();
+    enum { N = 1 << 20 };
+    double *out = calloc(N, sizeof *out);
+    CHECK(out != NULL);
+    int64_t shape[1] = {N};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    for (int round = 0; round < 3; round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+    }
+    for (int64_t i = 0; i < N; i++) {
+        if (out[i] != 2.0 * (double)i) {
+            CHECK_EQ_DBL(out[i], 2.0 * (double)i);
+        }
+    }
+    tack_kernel_stats s;
+    tack_kernel_get_stats(&s);
+    CHECK(s.parallel_launches >= 1);
+    /* A tiny launch stays on the calling thread once the cost is known. */
+    shape[0] = 16;
+    uint64_t serial_before = s.serial_launches;
+    CHECK_OK(tack_kernel_launch(k, args));
+    tack_kernel_get_stats(&s);
+    CHECK_EQ_INT(s.serial_launches, serial_before + 1);
+    free(out);
+}
+
+TACK_TEST(debug_failure_stops_the_launch_with_index_error)
+{
+    setenv("TACK_NUM_THREADS", "2", 1);
+    tack_kernel *k = build_double();
+    double out[100];
+    int64_t shape[1] = {100};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, 37, 0}};
+    CHECK_STATUS(tack_kernel_launch(k, args), TACK_ERR_INDEX);
+    CHECK(strstr(tack_last_error(), "1037") != NULL);
+    CHECK(strstr(tack_last_error(), "'out'") != NULL);
+    CHECK(strstr(tack_last_error(), "line 7") != NULL);
+    /* The next launch starts clean. */
+    args[1].i = -1;
+    CHECK_OK(tack_kernel_launch(k, args));
+}
