@@ -39,9 +39,7 @@ def _copies(device: tack.Device) -> None:
     data = tack.array(host, device=device)
     np.testing.assert_array_equal(data.numpy(), host)
     tack.copyto(data, host * 2)
-    np.testing.assert_array_equal(
-        data.reshape((6, 4)).numpy(), (host * 2).reshape(6, 4)
-    )
+    np.testing.assert_array_equal(data.reshape((6, 4)).numpy(), (host * 2).reshape(6, 4))
 
 
 @tack.kernel

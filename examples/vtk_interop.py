@@ -50,9 +50,7 @@ def run() -> vtkImageData:
     image = vtkImageData(dimensions=DIMENSIONS)
     initial = vtkFloatArray(number_of_tuples=image.number_of_points)  # VTK allocates it
     initial.Fill(0.0)
-    image.point_data.SetScalars(
-        initial
-    )  # attribute data has no settable scalars property
+    image.point_data.SetScalars(initial)  # attribute data has no settable scalars property
     values = vtk_to_array(initial)  # shares VTK's allocation; retains its owner
     radius_squared(values, DIMENSIONS[0], DIMENSIONS[1])
     result = array_to_vtk(values, name="radius_squared")  # shares the Tack field
@@ -85,9 +83,7 @@ def write_vti(image: vtkImageData, path: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", help="write the updated VTK image as a .vti file")
-    parser.add_argument(
-        "--png", help="render the image to this PNG (default: next to --output)"
-    )
+    parser.add_argument("--png", help="render the image to this PNG (default: next to --output)")
     args = parser.parse_args(argv)
     image = run()
     vti_path = args.output

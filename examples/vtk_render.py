@@ -117,9 +117,7 @@ def render_slice(vti_path: str, png_path: str, array: str) -> None:
     image.point_data.SetActiveScalars(array)
     nx, ny, nz = image.GetDimensions()
     value_range = image.point_data[array].GetRange()
-    middle = vtkExtractVOI(
-        input_data=image, voi=(0, nx - 1, 0, ny - 1, nz // 2, nz // 2)
-    )
+    middle = vtkExtractVOI(input_data=image, voi=(0, nx - 1, 0, ny - 1, nz // 2, nz // 2))
     resize = vtkImageResize(output_dimensions=(40 * nx, 40 * ny, 1), interpolate=False)
     colours = vtkImageMapToColors(lookup_table=lookup_table(value_range))
     writer = vtkPNGWriter(file_name=png_path)

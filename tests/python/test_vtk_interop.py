@@ -253,9 +253,7 @@ def test_three_dimensional_fields():
         ((), None),
     ],
 )
-def test_layout_mistakes_are_reported_before_vtk_is_touched(
-    monkeypatch, shape, n_components
-):
+def test_layout_mistakes_are_reported_before_vtk_is_touched(monkeypatch, shape, n_components):
     def untouched(*args):
         raise AssertionError("VTK was touched")
 

@@ -85,9 +85,7 @@ def test_the_guard_refuses_when_vtk_has_no_handles(monkeypatch):
     monkeypatch.setitem(tv._adopted_handles, device, dict(HANDLES))
     with pytest.raises(RuntimeError):  # the real wheel: no dlpack_support
         tv._require_shared_level_zero_context(device)
-    monkeypatch.setattr(
-        tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: None)
-    )
+    monkeypatch.setattr(tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: None))
     with pytest.raises(RuntimeError):
         tv._require_shared_level_zero_context(device)
 
