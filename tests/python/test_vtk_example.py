@@ -20,9 +20,16 @@ import vtk_render  # noqa: E402
 
 
 def run_script(*args, cwd):
+    env = dict(os.environ)
+    # The scripts run in another folder: keep a relative PYTHONPATH (the sanitized
+    # build's stage) pointing where it points here.
+    if env.get("PYTHONPATH"):
+        parts = env["PYTHONPATH"].split(os.pathsep)
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in parts if p)
     return subprocess.run(
         [sys.executable, *args],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,
