@@ -157,11 +157,15 @@ def test_implicit_arrays_are_refused_unless_a_copy_is_allowed():
     np.testing.assert_array_equal(copied.numpy()[:3, 0], [0.0, 0.5, 1.0])
 
 
-def test_copy_true_always_copies():
+def test_copy_true_always_copies_and_none_only_when_needed():
     source = filled(vcc.vtkFloatArray, 4)
     copied = vtk_to_array(source, copy=True)
     assert copied.ptr != vtk_address(source)
     np.testing.assert_array_equal(copied.numpy(), np.arange(4))
+    assert vtk_to_array(source, copy=None).ptr == vtk_address(source)
+    values = tack.array(np.arange(4, dtype=np.float32))
+    assert vtk_address(array_to_vtk(values, copy=True)) != values.ptr
+    assert vtk_address(array_to_vtk(values, copy=None)) == values.ptr
 
 
 def test_non_numeric_arrays_are_type_errors():
