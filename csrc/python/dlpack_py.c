@@ -706,59 +706,52 @@ tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
                          PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"ptr", "shape", "dtype", "writable", NULL};
-    PyObject *a[4];
-    /* shape and dtype may come in either order: place positionals by their type. */
-    PyObject *const *pos = args;
-    PyObject *swapped[4];
-    if (nargs >= 3 && !shape_like(args[1]) && shape_like(args[2])) {
-        memcpy(swapped, args, (size_t)nargs * sizeof(PyObject *));
-        swapped[1] = args[2];
-        swapped[2] = args[1];
-        pos = swapped;
-    }
-    else if (nargs == 2 && !shape_like(args[1])) {
-        /* array_from_ptr(ptr, dtype, shape=...): the lone positional is the dtype. */
-        PyObject *kw[4] = {NULL, NULL, NULL, NULL};
-        static const char *const knames[] = {"ptr", "shape", "dtype", "writable", NULL};
-        if (tackpy_parse_args("array_from_ptr", args, 1, kwnames, knames, 1, 1, kw) <
-            0) {
-            return NULL;
-        }
-        if (kw[2]) {
-            PyErr_SetString(
-                PyExc_TypeError,
-                "array_from_ptr() got multiple values for argument 'dtype'");
-            return NULL;
-        }
-        a[0] = kw[0];
-        a[1] = kw[1];
-        a[2] = args[1];
-        a[3] = kw[3];
-        goto parsed;
-    }
+    static const char *const names[] = {"ptr", "shape", "dtype", "writable"};
+    PyObject *a[4] = {NULL, NULL, NULL, NULL};
     if (nargs > 4) {
         PyErr_Format(
             PyExc_TypeError,
             "array_from_ptr() takes at most 4 positional arguments (%zd given)", nargs);
         return NULL;
     }
-    {
-        /* tackpy_parse_args reads keywords after the positionals in args. */
-        PyObject *merged[8];
-        Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-        if (nargs + nkw > 8) {
-            PyErr_SetString(PyExc_TypeError, "array_from_ptr() got too many arguments");
+    /* shape and dtype may come in either order: the second and third positionals
+     * go by their type (a shape is an int or a sequence, anything else a dtype). */
+    for (Py_ssize_t k = 0; k < nargs; k++) {
+        int slot = (int)k;
+        if (k == 1 || k == 2) {
+            slot = shape_like(args[k]) ? 1 : 2;
+        }
+        if (a[slot]) {
+            PyErr_Format(PyExc_TypeError,
+                         "array_from_ptr() got two %ss: pass one shape and one dtype",
+                         names[slot]);
             return NULL;
         }
-        memcpy(merged, pos, (size_t)nargs * sizeof(PyObject *));
-        memcpy(merged + nargs, args + nargs, (size_t)nkw * sizeof(PyObject *));
-        if (tackpy_parse_args("array_from_ptr", merged, nargs, kwnames, names, 4, 3,
-                              a) < 0) {
-            return NULL;
-        }
+        a[slot] = args[k];
     }
-parsed:
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int slot = -1;
+        for (int j = 0; j < 4 && slot < 0; j++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
+                slot = j;
+            }
+        }
+        if (slot < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "array_from_ptr() got an unexpected keyword argument '%U'",
+                         key);
+            return NULL;
+        }
+        if (a[slot]) {
+            PyErr_Format(PyExc_TypeError,
+                         "array_from_ptr() got multiple values for argument '%s'",
+                         names[slot]);
+            return NULL;
+        }
+        a[slot] = args[nargs + k];
+    }
     if (!a[0] || !a[1] || !a[2]) {
         PyErr_SetString(PyExc_TypeError, "array_from_ptr() needs ptr, shape and dtype");
         return NULL;

@@ -7,13 +7,19 @@
 
 #include "internal.h"
 
-/* Every block is at least this aligned: enough for any dtype and for vector loads. */
+/* A block of unspecified alignment (0) is at least this aligned: enough for any
+ * dtype and for vector loads. */
 #define TACK__MIN_ALIGNMENT 64u
 
 static void *
 default_alloc(void *ctx, size_t nbytes, size_t alignment)
 {
     (void)ctx;
+    if (alignment <= TACK__STRUCT_ALIGNMENT) {
+        /* malloc already aligns this much, and glibc's memalign is several times
+         * slower and fragments the heap: structs on hot paths come here. */
+        return malloc(nbytes);
+    }
     /* C11 wants the size to be a multiple of the alignment. */
     size_t rounded = (nbytes + alignment - 1) & ~(alignment - 1);
     if (rounded < nbytes) {
@@ -41,8 +47,11 @@ tack_set_allocator(const tack_allocator *allocator)
 void *
 tack__alloc(size_t nbytes, size_t alignment)
 {
-    if (alignment < TACK__MIN_ALIGNMENT) {
+    if (alignment == 0) {
         alignment = TACK__MIN_ALIGNMENT;
+    }
+    else if (alignment < TACK__STRUCT_ALIGNMENT) {
+        alignment = TACK__STRUCT_ALIGNMENT;
     }
     /* A zero-byte request still gets a unique, freeable pointer. */
     return current.alloc(current.ctx, nbytes ? nbytes : 1, alignment);
@@ -51,7 +60,7 @@ tack__alloc(size_t nbytes, size_t alignment)
 void *
 tack__calloc(size_t nbytes)
 {
-    void *p = tack__alloc(nbytes, 0);
+    void *p = tack__alloc(nbytes, TACK__STRUCT_ALIGNMENT);
     if (p) {
         memset(p, 0, nbytes ? nbytes : 1);
     }

@@ -497,3 +497,10 @@ tack_array_to_device(const tack_array *src, tack_device *dev, tack_array **out)
     *out = dst;
     return TACK_OK;
 }
+
+tack_status
+tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
+                size_t nelem, bool writable, tack_array **out)
+{
+    return array_make(buf, dtype, ndim, shape, nelem, writable, out);
+}

@@ -236,17 +236,28 @@ tack_device_synchronize(tack_device *dev)
 tack_status
 tack_default_device(tack_device **out)
 {
+    /* The registry's CPU device never dies, so once made it is remembered here and
+     * the common case (no default set) costs one lock, not two (DLPack hot path). */
+    static _Atomic(tack_device *) cpu_device;
     pthread_mutex_lock(&registry_lock);
     tack_device *dev = default_device;
     if (dev) {
         tack_device_retain(dev);
     }
     pthread_mutex_unlock(&registry_lock);
+    if (!dev) {
+        dev = atomic_load_explicit(&cpu_device, memory_order_acquire);
+    }
     if (dev) {
         *out = dev;
         return TACK_OK;
     }
-    return tack_device_open("cpu", 0, NULL, out);
+    tack_status st = tack_device_open("cpu", 0, NULL, &dev);
+    if (st == TACK_OK) {
+        atomic_store_explicit(&cpu_device, dev, memory_order_release);
+        *out = dev;
+    }
+    return st;
 }
 
 void

@@ -76,10 +76,13 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
         *copied = true;
         return tack_array_to_device(arr, want, out);
     }
-    /* The consumer may read at once, on its own stream, and keep reading. */
-    tack_status st = tack_buffer_share(arr->buffer);
-    if (st != TACK_OK) {
-        return st;
+    /* The consumer may read at once, on its own stream, and keep reading. A buffer
+     * already shared has no launch pending (each completes before it returns). */
+    if (!(tack_buffer_flags(arr->buffer) & TACK_BUFFER_SHARED)) {
+        tack_status st = tack_buffer_share(arr->buffer);
+        if (st != TACK_OK) {
+            return st;
+        }
     }
     *copied = false;
     tack_array_retain(arr);
@@ -94,7 +97,7 @@ export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor
 {
     int32_t n = tack__dl_ndim(src->dtype, src->ndim);
     size_t nbytes = head + 2 * (size_t)n * sizeof(int64_t);
-    unsigned char *p = tack__alloc(nbytes, 0);
+    unsigned char *p = tack__alloc(nbytes, TACK__STRUCT_ALIGNMENT);
     if (!p) {
         return tack__fail(TACK_ERR_NO_MEMORY,
                           "out of memory allocating a DLPack tensor of %zu bytes",

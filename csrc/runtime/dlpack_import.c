@@ -250,40 +250,24 @@ space_ok(const tack_device *dev, tack_memory_space space)
     return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_MANAGED;
 }
 
+/* Checks what a foreign pointer must satisfy that the shape does not say. */
 static tack_status
-wrap_check(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
-           const int64_t *shape, size_t *nbytes)
+check_pointer(tack_device *dev, const void *data, size_t align)
 {
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    if (!info) {
-        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                          (int)dtype);
-    }
-    size_t nelem;
-    tack_status st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
-    if (st != TACK_OK) {
-        return st;
-    }
-    if (nelem == 0) {
-        *nbytes = 0;
-        return TACK_OK;
-    }
     if (!data) {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "a NULL pointer cannot hold %zu elements: pass the address "
-                          "of the first element",
-                          nelem);
+                          "a NULL pointer cannot hold elements: pass the address of "
+                          "the first element");
     }
-    size_t align = tack_dtype_get(info->scalar)->itemsize;
     if ((uintptr_t)data % align != 0) {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "address %p is not aligned to %zu bytes as %s elements "
+                          "address %p is not aligned to the %zu bytes its elements "
                           "need: pass an aligned address, or copy the data",
-                          data, align, info->name);
+                          data, align);
     }
-    tack_memory_space space = TACK_MEMORY_UNKNOWN;
     if (dev->backend->memory_space) {
-        st = dev->backend->memory_space(dev->state, data, &space);
+        tack_memory_space space = TACK_MEMORY_UNKNOWN;
+        tack_status st = dev->backend->memory_space(dev->state, data, &space);
         if (st != TACK_OK) {
             return st;
         }
@@ -295,8 +279,37 @@ wrap_check(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
                               data, dev->backend->name, dev->ordinal);
         }
     }
-    *nbytes = nelem * info->itemsize;
     return TACK_OK;
+}
+
+/* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
+ * is their element count. Consumes the release obligation. */
+static tack_status
+wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
+               const int64_t *shape, size_t nelem, bool writable,
+               tack_release_fn release, void *ctx, tack_array **out)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    tack_status st = TACK_OK;
+    if (nelem > 0) {
+        st = check_pointer(dev, data, tack_dtype_get(info->scalar)->itemsize);
+    }
+    if (st != TACK_OK) {
+        if (release) {
+            release(ctx);
+        }
+        return st;
+    }
+    size_t nbytes = nelem * info->itemsize;
+    tack_buffer *buf;
+    st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
+                          writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
+    if (st != TACK_OK) {
+        return st; /* tack_buffer_wrap has called release */
+    }
+    st = tack__array_new(buf, dtype, ndim, shape, nelem, writable, out);
+    tack_buffer_release(buf); /* the array holds its own reference, or release runs */
+    return st;
 }
 
 tack_status
@@ -304,23 +317,20 @@ tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t n
                        const int64_t *shape, bool writable, tack_release_fn release,
                        void *ctx, tack_array **out)
 {
-    size_t nbytes = 0;
-    tack_status st = wrap_check(dev, data, dtype, ndim, shape, &nbytes);
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    size_t nelem = 0;
+    tack_status st = info
+                         ? tack_shape_size(ndim, shape, info->itemsize, &nelem)
+                         : tack__fail(TACK_ERR_BAD_DTYPE,
+                                      "dtype value %d is not a Tack dtype", (int)dtype);
     if (st != TACK_OK) {
         if (release) {
             release(ctx);
         }
         return st;
     }
-    tack_buffer *buf;
-    st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
-                          writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
-    if (st != TACK_OK) {
-        return st; /* tack_buffer_wrap has called release */
-    }
-    st = tack_array_from_buffer(buf, dtype, ndim, shape, writable, out);
-    tack_buffer_release(buf); /* the array holds its own reference, or release runs */
-    return st;
+    return wrap_validated(dev, data, dtype, ndim, shape, nelem, writable, release, ctx,
+                          out);
 }
 
 /* ---- import ------------------------------------------------------------------------
@@ -490,8 +500,8 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     bool share =
         copy != TACK_DLPACK_COPY_ALWAYS && wraps && lay.contiguous && lay.aligned;
     if (share) {
-        st = tack_array_wrap_memory(dev, (void *)lay.address, lay.dtype, t->ndim,
-                                    t->shape, writable, release, mt, out);
+        st = wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim, t->shape,
+                            lay.nelem, writable, release, mt, out);
         tack_device_release(dev);
         return st;
     }

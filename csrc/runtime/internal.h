@@ -33,7 +33,11 @@ tack_status tack__fail(tack_status st, const char *fmt, ...) TACK__PRINTF(2, 3);
 
 /* ---- allocation (alloc.c) ----------------------------------------------------- */
 
-/* Through the hook of alloc.h. nbytes 0 is allowed and returns a unique pointer. */
+/* Through the hook of alloc.h. nbytes 0 is allowed and returns a unique pointer.
+ * alignment 0 means 64 bytes (data, staging); a struct asks for
+ * TACK__STRUCT_ALIGNMENT (max_align_t), which the default allocator serves with
+ * plain malloc: tack__new and tack__calloc do. */
+#define TACK__STRUCT_ALIGNMENT _Alignof(max_align_t)
 void *tack__alloc(size_t nbytes, size_t alignment);
 void *tack__calloc(size_t nbytes);
 void tack__free(void *ptr);
@@ -99,6 +103,11 @@ tack__array_dl_strides(const tack_array *arr)
     return tack__array_dl_shape(arr) + tack__dl_ndim(arr->dtype, arr->ndim);
 }
 void tack__array_fill_dl_layout(tack_array *arr);
+/* An array over buf from its first byte, for callers that already validated dtype
+ * and shape and computed nelem (the DLPack import's hot path; array.c). */
+tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
+                            const int64_t *shape, size_t nelem, bool writable,
+                            tack_array **out);
 
 /* What the import learns from validating a foreign DLTensor (dlpack_import.c). */
 typedef struct tack__dlpack_layout {
