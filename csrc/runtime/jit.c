@@ -146,6 +146,9 @@ hash_cpu(tack__hash *h)
     for (size_t k = 0; k < sizeof leaves / sizeof leaves[0]; k++) {
         unsigned r[4] = {0};
         __cpuid_count(leaves[k], 0, r[0], r[1], r[2], r[3]);
+        if (leaves[k] == 1) {
+            r[1] = 0; /* EBX holds the APIC id of the CPU we happen to run on */
+        }
         tack__hash_update(h, r, sizeof r);
     }
 #endif

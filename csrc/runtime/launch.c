@@ -135,6 +135,12 @@ update_estimate(tack_kernel *k, int64_t trips, uint64_t ns)
         sample = 1;
     }
     uint64_t old = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
+    /* A launch preempted by the OS looks thousands of times slower than it is; one
+     * such sample may at most double-ish the estimate, so a stray spike never sends
+     * tiny launches to the pool for long. */
+    if (old && sample > 4 * old) {
+        sample = 4 * old;
+    }
     uint64_t next = old ? (old * 3 + sample) / 4 : sample;
     atomic_store_explicit(&k->trip_ns_q8, next ? next : 1, memory_order_relaxed);
 }
