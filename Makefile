@@ -20,8 +20,10 @@ $(VENV)/.ready: pyproject.toml
 setup: $(VENV)/.ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
+# The main example: VTK's image scalars computed by a Tack kernel without copies;
+# writes radius.vti and radius.png.
 run: setup
-	$(PY) examples/arrays.py
+	$(PY) examples/vtk_interop.py --output radius.vti
 
 # C unit tests (plain build), then pytest.
 test: setup test-c sanitize valgrind lint test-py sanitize-py fuzz-ci

@@ -10,7 +10,9 @@ def main() -> None:
     host = np.arange(12, dtype=np.float32).reshape(3, 4)
     data = tack.array(host)  # an independent copy
     host[:] = -1  # does not change the Tack array
-    np.testing.assert_array_equal(data.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4))
+    np.testing.assert_array_equal(
+        data.numpy(), np.arange(12, dtype=np.float32).reshape(3, 4)
+    )
     tack.copyto(data, host)  # now it does
     np.testing.assert_array_equal(np.asarray(data), host)
 
