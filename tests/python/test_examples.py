@@ -1,0 +1,28 @@
+"""The examples run as tests (the VTK example has its own file)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    "script,banner",
+    [("arrays.py", "Arrays: check passed"), ("kernels.py", "Kernels: check passed")],
+)
+def test_example_runs(tmp_path: Path, script: str, banner: str):
+    env = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / script)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert banner in out.stdout
