@@ -61,9 +61,12 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     return TACK_OK;
 }
 
+/* adopt: the array takes over the caller's reference to buf (on success only)
+ * instead of taking one of its own, which saves an atomic increment on paths that
+ * make a buffer for one array. */
 static tack_status
 array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
-           size_t nelem, bool writable, tack_array **out)
+           size_t nelem, bool writable, bool adopt, tack_array **out)
 {
     tack_array *arr;
     /* shape, then the DLPack layout (see internal.h) */
@@ -73,7 +76,9 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
         return st;
     }
     atomic_init(&arr->refcount, 1);
-    tack_buffer_retain(buf);
+    if (!adopt) {
+        tack_buffer_retain(buf);
+    }
     arr->buffer = buf;
     arr->dtype = dtype;
     arr->ndim = ndim;
@@ -115,8 +120,10 @@ tack_array_empty(tack_device *dev, tack_dtype dtype, int32_t ndim, const int64_t
     if (st != TACK_OK) {
         return st;
     }
-    st = array_make(buf, dtype, ndim, shape, nelem, true, out);
-    tack_buffer_release(buf); /* the array holds its own reference */
+    st = array_make(buf, dtype, ndim, shape, nelem, true, true, out);
+    if (st != TACK_OK) {
+        tack_buffer_release(buf); /* the array did not adopt it */
+    }
     return st;
 }
 
@@ -161,7 +168,7 @@ tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                           "shape and dtype that describe the memory",
                           need, buf->nbytes);
     }
-    return array_make(buf, dtype, ndim, shape, nelem, writable, out);
+    return array_make(buf, dtype, ndim, shape, nelem, writable, false, out);
 }
 
 void
@@ -281,14 +288,14 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
                           arr->nelem, nelem);
     }
     return array_make(arr->buffer, arr->dtype, ndim, resolved, nelem, arr->writable,
-                      out);
+                      false, out);
 }
 
 tack_status
 tack_array_readonly_view(const tack_array *arr, tack_array **out)
 {
     return array_make(arr->buffer, arr->dtype, arr->ndim, arr->shape, arr->nelem, false,
-                      out);
+                      false, out);
 }
 
 static tack_status
@@ -502,5 +509,5 @@ tack_status
 tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
                 size_t nelem, bool writable, tack_array **out)
 {
-    return array_make(buf, dtype, ndim, shape, nelem, writable, out);
+    return array_make(buf, dtype, ndim, shape, nelem, writable, true, out);
 }

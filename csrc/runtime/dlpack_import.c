@@ -326,13 +326,8 @@ wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
         return st; /* tack_buffer_wrap has called release */
     }
     st = tack__array_new(buf, dtype, ndim, shape, nelem, writable, out);
-    if (st == TACK_OK) {
-        /* The array holds its own reference and no other thread has seen the buffer
-         * yet: drop ours with a plain store rather than an atomic decrement. */
-        atomic_store_explicit(&buf->refcount, 1, memory_order_relaxed);
-    }
-    else {
-        tack_buffer_release(buf); /* runs release */
+    if (st != TACK_OK) {
+        tack_buffer_release(buf); /* not adopted: runs release */
     }
     return st;
 }

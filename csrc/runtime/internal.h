@@ -104,7 +104,8 @@ tack__array_dl_strides(const tack_array *arr)
 }
 void tack__array_fill_dl_layout(tack_array *arr);
 /* An array over buf from its first byte, for callers that already validated dtype
- * and shape and computed nelem (the DLPack import's hot path; array.c). */
+ * and shape and computed nelem (the DLPack import's hot path; array.c). Consumes the
+ * caller's reference to buf on success; on failure the caller still holds it. */
 tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                             const int64_t *shape, size_t nelem, bool writable,
                             tack_array **out);
