@@ -135,22 +135,38 @@ deleter_legacy(DLManagedTensor *self)
     tack_array_release(arr);
 }
 
+/* What both ABIs share: the array to export (a private copy when asked) and the one
+ * block holding the managed struct, shape and strides. Out: *src (a new reference,
+ * owned by the block's deleter from now on) and *block, only on success. */
+static tack_status
+export_prepare(tack_array *arr, const tack_dlpack_export_options *opts,
+               size_t struct_size, size_t tensor_offset, bool *copied, tack_array **src,
+               void **block)
+{
+    tack_status st = export_source(arr, opts, copied, src);
+    if (st != TACK_OK) {
+        return st;
+    }
+    DLTensor *t = NULL;
+    st = export_block(*src, struct_size, block, &t, tensor_offset);
+    if (st != TACK_OK) {
+        tack_array_release(*src);
+        *src = NULL;
+    }
+    return st;
+}
+
 tack_status
 tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
                              DLManagedTensorVersioned **out)
 {
     tack_array *src = NULL;
     bool copied = false;
-    tack_status st = export_source(arr, opts, &copied, &src);
-    if (st != TACK_OK) {
-        return st;
-    }
     void *block = NULL;
-    DLTensor *t = NULL;
-    st = export_block(src, sizeof(DLManagedTensorVersioned), &block, &t,
-                      offsetof(DLManagedTensorVersioned, dl_tensor));
+    tack_status st = export_prepare(arr, opts, sizeof(DLManagedTensorVersioned),
+                                    offsetof(DLManagedTensorVersioned, dl_tensor),
+                                    &copied, &src, &block);
     if (st != TACK_OK) {
-        tack_array_release(src);
         return st;
     }
     DLManagedTensorVersioned *mt = block;
@@ -184,16 +200,11 @@ tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opt
     }
     tack_array *src = NULL;
     bool copied = false;
-    tack_status st = export_source(arr, opts, &copied, &src);
-    if (st != TACK_OK) {
-        return st;
-    }
     void *block = NULL;
-    DLTensor *t = NULL;
-    st = export_block(src, sizeof(DLManagedTensor), &block, &t,
-                      offsetof(DLManagedTensor, dl_tensor));
+    tack_status st =
+        export_prepare(arr, opts, sizeof(DLManagedTensor),
+                       offsetof(DLManagedTensor, dl_tensor), &copied, &src, &block);
     if (st != TACK_OK) {
-        tack_array_release(src);
         return st;
     }
     DLManagedTensor *mt = block;

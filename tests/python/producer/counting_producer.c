@@ -170,11 +170,11 @@ static PyObject *
 make(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kw[] = {"shape",        "versioned",  "strides",    "code",
-                         "bits",         "lanes",      "device_type", "device_id",
-                         "byte_offset",  "flags",      "major",      "minor",
-                         "ndim",         "null_data",  "null_shape", "null_deleter",
-                         "nbytes",       "name",       NULL};
+    static char *kw[] = {"shape",       "versioned", "strides",     "code",
+                         "bits",        "lanes",     "device_type", "device_id",
+                         "byte_offset", "flags",     "major",       "minor",
+                         "ndim",        "null_data", "null_shape",  "null_deleter",
+                         "nbytes",      "name",      NULL};
     PyObject *shape_obj, *strides_obj = Py_None, *ndim_obj = Py_None;
     PyObject *nbytes_obj = Py_None;
     int versioned = 1, code = 2, bits = 32, lanes = 1, device_type = 1, device_id = 0;
@@ -182,11 +182,11 @@ make(PyObject *module, PyObject *args, PyObject *kwargs)
     unsigned int major = 1, minor = 3;
     int null_data = 0, null_shape = 0, null_deleter = 0;
     const char *name = NULL;
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kwargs, "O|$pOiiiiiKKIIOpppOz", kw, &shape_obj, &versioned,
-            &strides_obj, &code, &bits, &lanes, &device_type, &device_id,
-            &byte_offset, &flags, &major, &minor, &ndim_obj, &null_data, &null_shape,
-            &null_deleter, &nbytes_obj, &name)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$pOiiiiiKKIIOpppOz", kw,
+                                     &shape_obj, &versioned, &strides_obj, &code, &bits,
+                                     &lanes, &device_type, &device_id, &byte_offset,
+                                     &flags, &major, &minor, &ndim_obj, &null_data,
+                                     &null_shape, &null_deleter, &nbytes_obj, &name)) {
         return NULL;
     }
     int64_t shape[80], strides[80];
@@ -340,7 +340,8 @@ static PyObject *
 describe(const Tensor *t, const Versioned *v)
 {
     PyObject *shape = PyTuple_New(t->ndim > 0 ? t->ndim : 0);
-    PyObject *strides = t->strides ? PyTuple_New(t->ndim > 0 ? t->ndim : 0) : Py_NewRef(Py_None);
+    PyObject *strides =
+        t->strides ? PyTuple_New(t->ndim > 0 ? t->ndim : 0) : Py_NewRef(Py_None);
     for (int32_t k = 0; k < t->ndim; k++) {
         PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(t->shape[k]));
         if (t->strides) {
@@ -353,7 +354,8 @@ describe(const Tensor *t, const Versioned *v)
         t->device.device_id, "ndim", t->ndim, "dtype", t->dtype.code, t->dtype.bits,
         t->dtype.lanes, "shape", shape, "strides", strides, "byte_offset",
         (unsigned long long)t->byte_offset, "version",
-        v ? Py_BuildValue("(II)", v->version.major, v->version.minor) : Py_NewRef(Py_None),
+        v ? Py_BuildValue("(II)", v->version.major, v->version.minor)
+          : Py_NewRef(Py_None),
         "shape_is_null", t->shape ? Py_False : Py_True, "flags",
         v ? (unsigned long long)v->flags : 0ULL);
     return d;
@@ -448,13 +450,14 @@ delete_at_exit(PyObject *module, PyObject *handle)
     Py_RETURN_NONE;
 }
 
-/* ---- driving a producer's exchange table from C ------------------------------------ */
+/* ---- driving a producer's exchange table from C ------------------------------------
+ */
 
 static const ExchangeAPI *
 table_of(PyObject *obj)
 {
-    PyObject *cap = PyObject_GetAttrString((PyObject *)Py_TYPE(obj),
-                                           "__dlpack_c_exchange_api__");
+    PyObject *cap =
+        PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__dlpack_c_exchange_api__");
     if (!cap) {
         return NULL;
     }
@@ -566,7 +569,8 @@ exchange_allocate(PyObject *module, PyObject *args)
     (void)module;
     PyObject *obj, *shape_obj;
     int code, bits, device_type;
-    if (!PyArg_ParseTuple(args, "OOiii", &obj, &shape_obj, &code, &bits, &device_type)) {
+    if (!PyArg_ParseTuple(args, "OOiii", &obj, &shape_obj, &code, &bits,
+                          &device_type)) {
         return NULL;
     }
     const ExchangeAPI *api = table_of(obj);
@@ -611,7 +615,8 @@ exchange_stream(PyObject *module, PyObject *obj)
     return PyLong_FromVoidPtr(stream);
 }
 
-/* ---- Exchanger: a type that publishes an exchange table of its own ----------------- */
+/* ---- Exchanger: a type that publishes an exchange table of its own -----------------
+ */
 
 static atomic_long exchanger_from_py_calls, exchanger_dlpack_calls;
 
@@ -665,11 +670,11 @@ exchanger_stream(int32_t type, int32_t id, void **out)
     return 0;
 }
 
-static ExchangeAPI exchanger_v1 = {
-    {{1, 3}, NULL}, NULL, exchanger_from_py, NULL, NULL, exchanger_stream};
+static ExchangeAPI exchanger_v1 = {{{1, 3}, NULL}, NULL, exchanger_from_py,
+                                   NULL,           NULL, exchanger_stream};
 /* A future major version chaining back to the 1.x table. */
-static ExchangeAPI exchanger_v2 = {{{2, 0}, &exchanger_v1.header}, NULL, NULL,
-                                   NULL, NULL, NULL};
+static ExchangeAPI exchanger_v2 = {
+    {{2, 0}, &exchanger_v1.header}, NULL, NULL, NULL, NULL, NULL};
 /* A table with no usable major version at all. */
 static ExchangeAPI exchanger_v9 = {{{9, 0}, NULL}, NULL, NULL, NULL, NULL, NULL};
 
@@ -722,9 +727,9 @@ static PyType_Slot exchanger_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec exchanger_spec = {
-    "counting_producer.Exchanger", sizeof(Exchanger), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, exchanger_slots};
+static PyType_Spec exchanger_spec = {"counting_producer.Exchanger", sizeof(Exchanger),
+                                     0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                                     exchanger_slots};
 
 /* set_exchange_mode(mode): which table Exchanger publishes: "v13" (a 1.3 capsule),
  * "chain" (a 2.0 capsule chaining to 1.3), "int12" (the 1.2 int attribute), "v9"
