@@ -86,3 +86,56 @@ TACK_TEST(debug_failure_stops_the_launch_with_index_error)
     args[1].i = -1;
     CHECK_OK(tack_kernel_launch(k, args));
 }
+
+/* A device made by hand, as a backend with its own memory domain would make it. */
+static tack_device *
+fake_device(const tack_backend *backend, uint64_t domain)
+{
+    static tack_device devs[4];
+    static int n;
+    tack_device *d = &devs[n++];
+    atomic_init(&d->refcount, 1);
+    d->backend = backend;
+    d->in_registry = true; /* never freed */
+    d->memory_domain = domain;
+    return d;
+}
+
+static tack_array *
+array_on(tack_device *dev, double *memory)
+{
+    tack_buffer *buf;
+    CHECK_OK(tack_buffer_wrap(dev, memory, 4 * sizeof(double), TACK_BUFFER_WRITABLE,
+                              NULL, NULL, &buf));
+    int64_t shape[1] = {4};
+    tack_array *a;
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, shape, true, &a));
+    tack_buffer_release(buf);
+    return a;
+}
+
+TACK_TEST(arrays_of_different_memory_domains_or_a_foreign_device_are_refused)
+{
+    static double m1[4], m2[4], m3[4];
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    tack_array *a = array_on(cpu, m1);
+    tack_array *b = array_on(fake_device(&tack__backend_cpu, 7), m2);
+    tack_array *g = array_on(fake_device(&tack__backend_cuda, 1), m3);
+    const char *names[2] = {"x", "y"};
+    bool stored[2] = {false, true};
+    const tack_array *same[2] = {a, a};
+    CHECK_OK(tack_kernel_check_arrays("k", 2, same, names, stored));
+    const tack_array *mixed[2] = {a, b};
+    CHECK_STATUS(tack_kernel_check_arrays("k", 2, mixed, names, stored),
+                 TACK_ERR_DEVICE_MISMATCH);
+    CHECK(strstr(tack_last_error(), "'x' and 'y'") != NULL);
+    CHECK_EQ_INT(tack_status_kind(TACK_ERR_DEVICE_MISMATCH), TACK_KIND_VALUE);
+    const tack_array *gpu[2] = {g, a};
+    CHECK_STATUS(tack_kernel_check_arrays("k", 2, gpu, names, stored),
+                 TACK_ERR_DEVICE_MISMATCH);
+    CHECK(strstr(tack_last_error(), "cuda") != NULL);
+    tack_array_release(a);
+    tack_array_release(b);
+    tack_array_release(g);
+}
