@@ -4,6 +4,7 @@ The C extension ``tack._tack`` holds every array, device and exchange; this pack
 re-exports its public names and adds the kernel front end.
 """
 
+from tack._exported_memory import ExportedMemory  # noqa: E402, F401
 from tack._tack import (  # noqa: F401  names, errors, dtypes and their short aliases
     MAX_NDIM,
     Array,

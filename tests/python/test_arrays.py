@@ -283,3 +283,10 @@ def test_dtypes_interoperate_with_numpy_dtypes():
     assert tack.float32 != np.float64
     assert np.zeros(2, dtype=tack.vec3).shape == (2, 3)
     assert tack.uint16 == "u16" and tack.uint16 != "int16"
+
+
+def test_exported_memory_is_a_plain_record():
+    m = tack.ExportedMemory("cuda", 16, 2 << 20, 7, "posix_fd", b"\0" * 16)
+    assert m.size == 16 and m.allocation_size == 2 << 20 and m.handle_type == "posix_fd"
+    with pytest.raises(AttributeError):
+        m.size = 3
