@@ -26,7 +26,7 @@ run: setup
 	$(PY) examples/vtk_interop.py --output radius.vti
 
 # C unit tests (plain build), then pytest.
-test: setup test-c sanitize valgrind lint test-py sanitize-py fuzz-ci
+test: setup test-c sanitize valgrind lint fuzz-ci sanitize-py test-py
 
 test-c: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/c -Dpython=false -Dtests=true -Dwerror=true -Dbuildtype=debug >/dev/null
@@ -74,7 +74,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 # CI fuzzes for a bounded time from an empty corpus in the build folder.
 fuzz-ci:
-	$(MAKE) fuzz FUZZ_SECONDS=30 FUZZ_CORPUS=$(BUILD)/fuzz/corpus
+	@mkdir -p $(BUILD)/fuzz
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30 FUZZ_CORPUS=$(BUILD)/fuzz/corpus \
+		> $(BUILD)/fuzz/ci.log 2>&1 || { tail -n 40 $(BUILD)/fuzz/ci.log; exit 1; }
+	@grep -E "^Done|number_of_executed_units" $(BUILD)/fuzz/ci.log
 
 FUZZ_CORPUS ?= fuzz-corpus
 fuzz:
