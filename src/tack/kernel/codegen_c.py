@@ -381,7 +381,7 @@ class CGen:
             for a in args[1:]:
                 code = f"tk_{f}_{SUFFIX[t]}({code}, {self.ex(a, t)})"
             return code
-        name = f[5:]  # math.xxx
+        name = f[5:]  # math.<name>
         if name in ("floor", "ceil", "trunc"):
             if not a0.ty.is_float:
                 return self.ex(a0, INT)
