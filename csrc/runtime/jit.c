@@ -429,11 +429,16 @@ build_locked(const char *name, const char *filename, const char *source,
             tack__path(so_path, sizeof so_path, "%s/%s.so", dir, key);
             st = load_object(access(fd_path, F_OK) == 0 ? fd_path : so_path, source,
                              source_len, key, name, filename, &k);
-            close(fd);
             if (st == TACK_OK) {
+                /* The descriptor stays open for the life of the process, as the
+                 * kernel does: the dynamic loader knows a library by its path, and
+                 * a closed descriptor's number (so its /proc/self/fd path) is reused
+                 * by the next file opened, which dlopen would then answer with this
+                 * library instead of loading the new one. */
                 atomic_fetch_add(&stat_disk_hits, 1);
             }
             else {
+                close(fd);
                 e = TACK__ENTRY_BAD;
             }
         }
