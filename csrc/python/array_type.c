@@ -172,7 +172,8 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         status = tack_array_empty(dev, dtype, tack_array_ndim(src),
                                   tack_array_shape(src), TACK_BUFFER_WRITABLE, &arr);
         if (status == TACK_OK) {
-            Py_BEGIN_ALLOW_THREADS status = tack_array_copyto(arr, src);
+            Py_BEGIN_ALLOW_THREADS
+                status = tack_array_copyto(arr, src);
             Py_END_ALLOW_THREADS
         }
         tack_device_release(dev);
@@ -199,8 +200,8 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     if (status == TACK_OK) {
-        Py_BEGIN_ALLOW_THREADS status =
-            tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
+        Py_BEGIN_ALLOW_THREADS
+            status = tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
         Py_END_ALLOW_THREADS
     }
     if (status != TACK_OK) {
@@ -215,6 +216,52 @@ fail:
     tackpy_host_release(&h);
     tack_device_release(dev);
     return NULL;
+}
+
+/* Whether host data has dst's scalar shape (vec arrays: a trailing component axis). */
+static int
+host_has_scalar_shape(const tackpy_host *h, const tack_array *dst)
+{
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
+    int dn = tack_array_ndim(dst) + (info->ncomponents > 1);
+    int same = h->ndim == dn;
+    for (int k = 0; same && k < tack_array_ndim(dst); k++) {
+        same = h->shape[k] == tack_array_shape(dst)[k];
+    }
+    if (same && info->ncomponents > 1) {
+        same = h->shape[dn - 1] == info->ncomponents;
+    }
+    return same;
+}
+
+/* numpy.broadcast_to(src, dst's scalar shape), or NULL with ValueError set. */
+static PyObject *
+broadcast_to_scalar_shape(tackpy_state *st, PyObject *src, const tack_array *dst)
+{
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
+    int ndim = tack_array_ndim(dst);
+    int extra = info->ncomponents > 1;
+    PyObject *shape = PyTuple_New(ndim + extra);
+    if (!shape) {
+        return NULL;
+    }
+    for (int k = 0; k < ndim; k++) {
+        PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(tack_array_shape(dst)[k]));
+    }
+    if (extra) {
+        PyTuple_SET_ITEM(shape, ndim, PyLong_FromLong(info->ncomponents));
+    }
+    PyObject *np = tackpy_numpy(st);
+    PyObject *b = np ? PyObject_CallMethod(np, "broadcast_to", "OO", src, shape) : NULL;
+    if (!b && PyErr_ExceptionMatches(PyExc_ValueError)) {
+        PyErr_Clear();
+        tackpy_raise_kind(st, TACK_KIND_VALUE,
+                          "copyto: the source cannot be broadcast to the destination's "
+                          "shape %R: give data of that shape",
+                          shape);
+    }
+    Py_DECREF(shape);
+    return b;
 }
 
 PyObject *
@@ -236,9 +283,10 @@ tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     tack_array *dst = ARR(a[0]);
     tack_status status;
     if (tackpy_array_check(st, a[1])) {
-        Py_BEGIN_ALLOW_THREADS status = tack_array_copyto(dst, ARR(a[1]));
-        Py_END_ALLOW_THREADS if (status != TACK_OK)
-        {
+        Py_BEGIN_ALLOW_THREADS
+            status = tack_array_copyto(dst, ARR(a[1]));
+        Py_END_ALLOW_THREADS
+        if (status != TACK_OK) {
             return tackpy_raise(st, status);
         }
         Py_RETURN_NONE;
@@ -259,27 +307,23 @@ tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (tackpy_host_get(st, a[1], &h) < 0) {
         return NULL;
     }
-    /* The host data's shape must be the destination's scalar shape. */
-    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
-    int dn = tack_array_ndim(dst) + (info->ncomponents > 1);
-    int same = h.ndim == dn;
-    for (int k = 0; same && k < tack_array_ndim(dst); k++) {
-        same = h.shape[k] == tack_array_shape(dst)[k];
-    }
-    if (same && info->ncomponents > 1) {
-        same = h.shape[dn - 1] == info->ncomponents;
-    }
-    if (!same) {
+    if (!host_has_scalar_shape(&h, dst)) {
+        /* Broadcast as numpy.copyto does (a 0-d value fills; rows repeat). */
         tackpy_host_release(&h);
-        return tackpy_raise_kind(
-            st, TACK_KIND_VALUE,
-            "copyto needs the source to have the destination's shape "
-            "(%d-d source, %d-d destination): reshape the source",
-            h.ndim, dn);
+        PyObject *b = broadcast_to_scalar_shape(st, a[1], dst);
+        if (!b) {
+            return NULL;
+        }
+        int rc = tackpy_host_get(st, b, &h);
+        Py_DECREF(b);
+        if (rc < 0) {
+            return NULL;
+        }
     }
-    Py_BEGIN_ALLOW_THREADS status =
-        tack_array_copy_from_host(dst, h.view.buf, h.dtype, h.nscalars);
-    Py_END_ALLOW_THREADS tackpy_host_release(&h);
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_array_copy_from_host(dst, h.view.buf, h.dtype, h.nscalars);
+    Py_END_ALLOW_THREADS
+    tackpy_host_release(&h);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
@@ -449,10 +493,10 @@ array_fill(PyObject *self, PyObject *value)
         return NULL;
     }
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS status =
-        tack_array_fill(arr, element, tack_array_dtype(arr));
-    Py_END_ALLOW_THREADS if (status != TACK_OK)
-    {
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_array_fill(arr, element, tack_array_dtype(arr));
+    Py_END_ALLOW_THREADS
+    if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
     Py_RETURN_NONE;
@@ -468,8 +512,10 @@ array_to_device(PyObject *self, PyObject *device)
     }
     tack_array *out;
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS status = tack_array_to_device(ARR(self), dev, &out);
-    Py_END_ALLOW_THREADS tack_device_release(dev);
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_array_to_device(ARR(self), dev, &out);
+    Py_END_ALLOW_THREADS
+    tack_device_release(dev);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }

@@ -336,9 +336,10 @@ device_synchronize(PyObject *self, PyObject *unused)
 {
     (void)unused;
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS status = tack_device_synchronize(dev_of(self));
-    Py_END_ALLOW_THREADS if (status != TACK_OK)
-    {
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_device_synchronize(dev_of(self));
+    Py_END_ALLOW_THREADS
+    if (status != TACK_OK) {
         return tackpy_raise(tackpy_state_of_type(Py_TYPE(self)), status);
     }
     Py_RETURN_NONE;

@@ -651,15 +651,20 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
     if (!hold) {
         return PyErr_NoMemory();
     }
-    int flags = PyBUF_ANY_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    /* C order only: a Fortran-ordered block read as a Tack array would be read
+     * transposed. */
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &hold->view, flags) < 0) {
         PyMem_RawFree(hold);
-        if (!PyErr_ExceptionMatches(PyExc_BufferError)) {
+        /* Exporters refuse with BufferError or (NumPy) ValueError. */
+        if (!PyErr_ExceptionMatches(PyExc_BufferError) &&
+            !PyErr_ExceptionMatches(PyExc_ValueError)) {
             return NULL;
         }
-        /* Tell a read-only exporter apart from one that is not contiguous. */
+        PyErr_Clear();
+        /* Tell a read-only exporter apart from one that is not C-contiguous. */
         Py_buffer probe;
-        int readable = PyObject_GetBuffer(obj, &probe, PyBUF_ANY_CONTIGUOUS) == 0;
+        int readable = PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS) == 0;
         if (readable) {
             PyBuffer_Release(&probe);
         }
@@ -668,8 +673,8 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
             st, TACK_KIND_VALUE,
             readable ? "writable=True, but the %.100s's memory is read-only: pass "
                        "writable=False"
-                     : "the %.100s's memory is not one contiguous block: wrap a "
-                       "contiguous object, or copy it with tack.array",
+                     : "the %.100s's memory is not one C-contiguous block: wrap a "
+                       "C-contiguous object, or copy it with tack.array",
             Py_TYPE(obj)->tp_name);
     }
     size_t nelem = 0;

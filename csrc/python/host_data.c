@@ -160,19 +160,24 @@ dtype_from_format(const char *fmt, Py_ssize_t itemsize, tack_dtype *out)
     return -1;
 }
 
+/* Reads obj's buffer as C-contiguous data of a Tack dtype. Returns 0; 1 when the
+ * buffer is usable only after NumPy's help (not C-contiguous, another byte order, no
+ * Tack dtype for its format), with no exception set; -1 on another error. */
 static int
 host_from_buffer(tackpy_state *st, PyObject *obj, tackpy_host *out)
 {
     if (PyObject_GetBuffer(obj, &out->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        /* Exporters refuse with BufferError or (NumPy) ValueError. */
+        if (PyErr_ExceptionMatches(PyExc_BufferError) ||
+            PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            return 1;
+        }
         return -1;
     }
     if (dtype_from_format(out->view.format, out->view.itemsize, &out->dtype) < 0) {
-        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "elements of format '%s' have no Tack dtype: convert the data to "
-                     "bool, an integer or a float type first",
-                     out->view.format ? out->view.format : "B");
         PyBuffer_Release(&out->view);
-        return -1;
+        return 1;
     }
     out->ndim = out->view.ndim;
     if (out->ndim > TACK_MAX_NDIM) {
@@ -186,11 +191,37 @@ host_from_buffer(tackpy_state *st, PyObject *obj, tackpy_host *out)
         out->shape[k] = (int64_t)out->view.shape[k];
         out->nscalars *= (size_t)out->view.shape[k];
     }
-    if (out->ndim == 0) {
-        out->nscalars = 1;
-    }
     out->owner = Py_NewRef(obj);
     return 0;
+}
+
+/* NumPy's reading of obj: a C-ordered array in native byte order (0-d stays 0-d).
+ * Returns: new reference, or NULL with an exception set. */
+static PyObject *
+numpy_native(tackpy_state *st, PyObject *obj)
+{
+    PyObject *np = tackpy_numpy(st);
+    if (!np) {
+        return NULL;
+    }
+    PyObject *kw = Py_BuildValue("{s:s}", "order", "C");
+    PyObject *args = PyTuple_Pack(1, obj);
+    PyObject *asarray = PyObject_GetAttrString(np, "asarray");
+    PyObject *arr = kw && args && asarray ? PyObject_Call(asarray, args, kw) : NULL;
+    Py_XDECREF(asarray);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!arr) {
+        return NULL;
+    }
+    /* Another byte order: convert, so that '>i4' data arrives as its values. */
+    PyObject *dt = PyObject_GetAttrString(arr, "dtype");
+    PyObject *native = dt ? PyObject_CallMethod(dt, "newbyteorder", "s", "=") : NULL;
+    Py_XDECREF(dt);
+    PyObject *out = native ? PyObject_CallMethod(arr, "astype", "O", native) : NULL;
+    Py_XDECREF(native);
+    Py_DECREF(arr);
+    return out;
 }
 
 int
@@ -198,25 +229,38 @@ tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out)
 {
     memset(out, 0, sizeof *out);
     if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyByteArray_Check(obj)) {
-        if (host_from_buffer(st, obj, out) == 0) {
-            return 0;
+        int rc = host_from_buffer(st, obj, out);
+        if (rc <= 0) {
+            return rc;
         }
-        if (!PyErr_ExceptionMatches(PyExc_BufferError) &&
-            !PyErr_ExceptionMatches(PyExc_ValueError)) {
-            return -1;
-        }
-        PyErr_Clear(); /* not contiguous: let NumPy make it so */
     }
-    PyObject *np = tackpy_numpy(st);
-    if (!np) {
+    PyObject *arr = numpy_native(st, obj);
+    if (!arr) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError) ||
+            PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
+                         "%.100s cannot be read as an array of numbers: %S",
+                         Py_TYPE(obj)->tp_name, value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        }
         return -1;
     }
-    PyObject *contiguous = PyObject_CallMethod(np, "ascontiguousarray", "O", obj);
-    if (!contiguous) {
-        return -1;
+    int rc = host_from_buffer(st, arr, out);
+    if (rc == 1) {
+        PyObject *dt = PyObject_GetAttrString(arr, "dtype");
+        PyErr_Format(
+            st->kind_exc[TACK_KIND_TYPE],
+            "elements of dtype %S have no Tack dtype: convert the data to bool, "
+            "an integer or a float type first",
+            dt ? dt : Py_None);
+        Py_XDECREF(dt);
+        rc = -1;
     }
-    int rc = host_from_buffer(st, contiguous, out);
-    Py_DECREF(contiguous);
+    Py_DECREF(arr);
     return rc;
 }
 
@@ -231,6 +275,17 @@ tackpy_host_release(tackpy_host *h)
 static int
 int_fits(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
 {
+    const tack_dtype_info *finfo = tack_dtype_get(dtype);
+    if (finfo->kind == 'f') {
+        /* Any int a float can hold (2**64 into float64); beyond it, inf as in NumPy
+         * for float16/32, OverflowError past float64's range. */
+        double d = PyLong_AsDouble(obj);
+        if (d == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+        tack_convert(out, dtype, &d, TACK_FLOAT64, 1);
+        return 0;
+    }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
     if (v == -1 && PyErr_Occurred()) {
@@ -248,11 +303,6 @@ int_fits(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
     }
     if (overflow) {
         goto range;
-    }
-    if (info->kind == 'f') {
-        double d = (double)v;
-        tack_convert(out, dtype, &d, TACK_FLOAT64, 1);
-        return 0;
     }
     if (info->kind == 'b') {
         *(uint8_t *)out = v != 0;
@@ -424,9 +474,10 @@ tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype)
         return NULL;
     }
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS status =
-        tack_array_copy_to_host(arr, view.buf, info->scalar);
-    Py_END_ALLOW_THREADS PyBuffer_Release(&view);
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_array_copy_to_host(arr, view.buf, info->scalar);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
     if (status != TACK_OK) {
         Py_DECREF(out);
         return tackpy_raise(st, status);

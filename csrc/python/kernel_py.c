@@ -353,7 +353,8 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
                                                   kp->cparams, kp->stored);
     if (status == TACK_OK) {
-        Py_BEGIN_ALLOW_THREADS status = tack_kernel_launch(kernel, targs);
+        Py_BEGIN_ALLOW_THREADS
+            status = tack_kernel_launch(kernel, targs);
         Py_END_ALLOW_THREADS
     }
     if (status != TACK_OK) {
@@ -447,9 +448,10 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     tack_kernel *k = NULL;
     char *log = NULL;
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS status = tack_kernel_build(name, filename, source, &k, &log);
-    Py_END_ALLOW_THREADS if (status != TACK_OK)
-    {
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_kernel_build(name, filename, source, &k, &log);
+    Py_END_ALLOW_THREADS
+    if (status != TACK_OK) {
         if (status == TACK_ERR_COMPILE && log) {
             tackpy_raise_kind(st, TACK_KIND_COMPILE, "%s:\n%s", tack_last_error(), log);
         }

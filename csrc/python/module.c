@@ -29,8 +29,10 @@ synchronize_fn(PyObject *module, PyObject *unused)
     tack_device *dev = NULL;
     tack_status status = tack_default_device(&dev);
     if (status == TACK_OK) {
-        Py_BEGIN_ALLOW_THREADS status = tack_device_synchronize(dev);
-        Py_END_ALLOW_THREADS tack_device_release(dev);
+        Py_BEGIN_ALLOW_THREADS
+            status = tack_device_synchronize(dev);
+        Py_END_ALLOW_THREADS
+        tack_device_release(dev);
     }
     if (status != TACK_OK) {
         return tackpy_raise(st, status);

@@ -85,6 +85,45 @@ tack__float_to_half(float f)
     return (uint16_t)(sign | half);
 }
 
+uint16_t
+tack__double_to_half(double d)
+{
+    uint64_t x;
+    memcpy(&x, &d, sizeof x);
+    uint16_t sign = (uint16_t)((x >> 48) & 0x8000u);
+    uint64_t exp = (x >> 52) & 0x7ffu;
+    uint64_t mant = x & 0xfffffffffffffull;
+    if (exp == 0x7ff) {
+        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    }
+    int64_t e = (int64_t)exp - 1023 + 15;
+    if (e >= 0x1f) {
+        return (uint16_t)(sign | 0x7c00u);
+    }
+    if (e <= 0) {
+        if (e < -10) {
+            return sign; /* below half the smallest subnormal */
+        }
+        /* Subnormal half: value = mant53 * 2^(e - 67) = m * 2^-24. */
+        mant |= 1ull << 52;
+        uint64_t shift = (uint64_t)(43 - e);
+        uint64_t half_mant = mant >> shift;
+        uint64_t rem = mant & ((1ull << shift) - 1u);
+        uint64_t halfway = 1ull << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (half_mant & 1u))) {
+            half_mant++;
+        }
+        return (uint16_t)(sign | half_mant);
+    }
+    uint64_t half = ((uint64_t)e << 10) | (mant >> 42);
+    uint64_t rem = mant & ((1ull << 42) - 1u);
+    uint64_t halfway = 1ull << 41;
+    if (rem > halfway || (rem == halfway && (half & 1u))) {
+        half++; /* may carry into the exponent, which rounds up to Inf correctly */
+    }
+    return (uint16_t)(sign | half);
+}
+
 /* A scalar read in its widest form. */
 typedef struct {
     char kind; /* 'i' (and bool), 'u' or 'f' */
@@ -204,12 +243,18 @@ store(void *p, tack_dtype dt, wide w)
     case TACK_UINT32: *(uint32_t *)p = (uint32_t)wide_as_bits(w, 0, UINT32_MAX); break;
     case TACK_UINT64: *(uint64_t *)p = wide_as_bits(w, 0, UINT64_MAX); break;
     case TACK_FLOAT16:
-        *(uint16_t *)p = tack__float_to_half((float)wide_as_double(w));
+        /* Straight from double: through float would round twice. */
+        *(uint16_t *)p = tack__double_to_half(wide_as_double(w));
         break;
     case TACK_FLOAT32:
     case TACK_VEC2F:
     case TACK_VEC3F:
-    case TACK_VEC4F: *(float *)p = (float)wide_as_double(w); break;
+    case TACK_VEC4F:
+        /* Integers convert directly: through double, int64 would round twice. */
+        *(float *)p = w.kind == 'i'   ? (float)w.i
+                      : w.kind == 'u' ? (float)w.u
+                                      : (float)w.f;
+        break;
     case TACK_FLOAT64: *(double *)p = wide_as_double(w); break;
     default: break;
     }

@@ -140,6 +140,8 @@ tack_status tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out);
 
 float tack__half_to_float(uint16_t h);
 uint16_t tack__float_to_half(float f);
+/* Rounds to nearest even in one step (no double rounding through float). */
+uint16_t tack__double_to_half(double d);
 
 /* ---- kernels (thread_pool.c, jit.c, kernel_cache.c, launch.c) ------------------- */
 

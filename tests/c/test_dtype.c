@@ -86,3 +86,30 @@ TACK_TEST(half_precision_round_trips_and_rounds_to_nearest_even)
     CHECK_EQ_DBL(tack__half_to_float(tack__float_to_half(1.0f + 0x1.8p-10f)),
                  1.0f + 0x1p-9f);
 }
+
+TACK_TEST(float64_to_float16_rounds_once)
+{
+    /* 1 + 2^-11 + 2^-40 is just above the halfway point between 1 and 1 + 2^-10:
+     * rounding through float32 would lose the 2^-40 and tie down to 1. */
+    double d = 1.0 + 0x1p-11 + 0x1p-40;
+    uint16_t h;
+    tack_convert(&h, TACK_FLOAT16, &d, TACK_FLOAT64, 1);
+    CHECK_EQ_DBL(tack__half_to_float(h), 1.0 + 0x1p-10);
+    double sub = 0x1.8p-24; /* 1.5 smallest subnormals: ties to even (2) */
+    tack_convert(&h, TACK_FLOAT16, &sub, TACK_FLOAT64, 1);
+    CHECK_EQ_DBL(tack__half_to_float(h), 0x1p-23);
+    double big = 65520.0; /* halfway to the next power: rounds to Inf */
+    tack_convert(&h, TACK_FLOAT16, &big, TACK_FLOAT64, 1);
+    CHECK(isinf(tack__half_to_float(h)));
+}
+
+TACK_TEST(int64_to_float32_rounds_once)
+{
+    /* 2^60 + 2^36 + 1 is just above halfway between two floats; through double the
+     * +1 is lost and the tie goes down. */
+    int64_t v = (INT64_C(1) << 60) + (INT64_C(1) << 36) + 1;
+    float f;
+    tack_convert(&f, TACK_FLOAT32, &v, TACK_INT64, 1);
+    CHECK_EQ_DBL(f, (float)v);
+    CHECK_EQ_DBL(f, 0x1.000002p60);
+}
