@@ -145,7 +145,7 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2], *copy = a[3];
     tack_array *arr = ARR(self);
     tack_device *own = tack_array_device(arr);
-    tack_dlpack_export_options opts = {false, NULL};
+    tack_dlpack_export_options opts = {false, NULL, false, 0};
     if (copy && copy != Py_None) {
         if (!PyBool_Check(copy)) {
             PyErr_Format(PyExc_TypeError, "copy must be None, True or False, not %R",
@@ -161,6 +161,12 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
         versioned = major >= 1;
+        if (major == 1) {
+            opts.limit_minor = true;
+            opts.max_minor = minor < 0                  ? 0u
+                             : minor > (long)UINT32_MAX ? UINT32_MAX
+                                                        : (uint32_t)minor;
+        }
     }
     if (stream && stream != Py_None) {
         /* A CPU array has no stream; -1 means "do not synchronize", which is what a

@@ -172,6 +172,9 @@ tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *
     DLManagedTensorVersioned *mt = block;
     mt->version.major = TACK_DLPACK_MAJOR;
     mt->version.minor = TACK_DLPACK_MINOR;
+    if (opts && opts->limit_minor && opts->max_minor < TACK_DLPACK_MINOR) {
+        mt->version.minor = opts->max_minor;
+    }
     mt->manager_ctx = src; /* the reference export_source made */
     mt->deleter = deleter_versioned;
     uint64_t flags = 0;

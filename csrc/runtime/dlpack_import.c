@@ -11,6 +11,7 @@
  * is made. The Python binding renames the capsule to its used_ name before it
  * calls in here, so no one else ever calls the deleter too.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -390,6 +391,24 @@ can_wrap(const tack_device *dev, const DLTensor *t, const tack__dlpack_layout *l
 }
 
 /* The importing device (step 5). Returns: new reference in *out. */
+/* Opens the device a tensor lives on. A backend that cannot be opened here (no
+ * driver) is a DLPack refusal: DLPackDeviceError, a RuntimeError and a BufferError,
+ * with the backend's own explanation. */
+static tack_status
+open_tensor_device(const char *backend, int ordinal, tack_device **out)
+{
+    tack_status st = tack_device_open(backend, ordinal, NULL, out);
+    if (st == TACK_ERR_DEVICE_UNAVAILABLE) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", tack_last_error());
+        return TACK__FAIL(TACK_ERR_DLPACK_DEVICE,
+                          "the DLPack tensor lives on %s:%d, which this process cannot "
+                          "open: %s",
+                          backend, ordinal, why);
+    }
+    return st;
+}
+
 static tack_status
 import_device(const DLTensor *t, const tack__dlpack_layout *lay,
               const tack_dlpack_import_options *opts, bool *wraps, tack_device **out)
@@ -413,8 +432,8 @@ import_device(const DLTensor *t, const tack__dlpack_layout *lay,
     /* The tensor stays where it is, as the Array API's from_dlpack keeps it. */
     tack_device_release(dev);
     const device_row *row = find_device((int32_t)t->device.device_type);
-    st = tack_device_open(lay->backend, row->host_memory ? 0 : t->device.device_id,
-                          NULL, out);
+    st = open_tensor_device(lay->backend, row->host_memory ? 0 : t->device.device_id,
+                            out);
     *wraps = st == TACK_OK;
     return st;
 }
@@ -488,8 +507,8 @@ copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
     }
     tack_device *own = NULL;
     const device_row *row = find_device((int32_t)t->device.device_type);
-    tack_status st = tack_device_open(
-        lay->backend, row->host_memory ? 0 : t->device.device_id, NULL, &own);
+    tack_status st = open_tensor_device(
+        lay->backend, row->host_memory ? 0 : t->device.device_id, &own);
     if (st != TACK_OK) {
         return st;
     }

@@ -42,10 +42,17 @@ typedef struct tack_dlpack_export_options {
     /* Borrowed, may be NULL: the device the consumer wants the tensor on. NULL or
      * the array's own device shares; another device needs copy (else refused). */
     tack_device *device;
+    /* With limit_minor, the highest 1.x minor version the consumer understands: a
+     * versioned export then reports min(max_minor, TACK_DLPACK_MINOR). The layout
+     * is the same for every 1.x, and a consumer that asked for 1.0 (as the
+     * interoperability design says) is told 1.0. Without it, TACK_DLPACK_MINOR. */
+    bool limit_minor;
+    uint32_t max_minor;
 } tack_dlpack_export_options;
 
 /*
- * Exports arr as a versioned managed tensor: version 1.3, flag READ_ONLY for a
+ * Exports arr as a versioned managed tensor: version 1.3 (or the consumer's
+ * max_minor), flag READ_ONLY for a
  * non-writable array, IS_COPIED for a copy. shape and strides (elements, non-NULL,
  * C-contiguous) live in the same allocation as the struct; byte_offset is 0; a vec
  * dtype is a trailing dimension of float32. The buffer is shared (tack_buffer_share)

@@ -176,7 +176,7 @@ TACK_TEST(dlpack_export_read_only)
     CHECK(l == NULL);
     CHECK(strstr(tack_last_error(), "max_version") != NULL);
     CHECK(strstr(tack_last_error(), "copy=True") != NULL);
-    tack_dlpack_export_options copy = {true, NULL};
+    tack_dlpack_export_options copy = {true, NULL, false, 0};
     CHECK_OK(tack_dlpack_export_legacy(ro, &copy, &l));
     CHECK(l->dl_tensor.data != tack_array_data(arr));
     l->deleter(l);
@@ -192,7 +192,7 @@ TACK_TEST(dlpack_export_copy_is_private)
     float seven = 7.0f;
     CHECK_OK(tack_array_empty(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
     CHECK_OK(tack_array_fill(arr, &seven, TACK_FLOAT32));
-    tack_dlpack_export_options copy = {true, dev};
+    tack_dlpack_export_options copy = {true, dev, false, 0};
     DLManagedTensorVersioned *v;
     CHECK_OK(tack_dlpack_export_versioned(arr, &copy, &v));
     CHECK_EQ_INT(v->flags, DLPACK_FLAG_BITMASK_IS_COPIED);
@@ -473,10 +473,11 @@ TACK_TEST(dlpack_import_misaligned)
 TACK_TEST(dlpack_import_device_rules)
 {
     /* A CUDA tensor with the CPU as default imports on cuda:0, which this machine
-     * cannot open: the driver's error, and the deleter still runs once. */
+     * cannot open: a DLPack device refusal carrying the driver's explanation, and
+     * the deleter still runs once. */
     producer *p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLCUDA;
-    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DEVICE_UNAVAILABLE);
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_DEVICE);
     /* device=cpu cannot wrap CUDA memory: the error names where to import it. */
     p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLCUDA;
@@ -489,10 +490,10 @@ TACK_TEST(dlpack_import_device_rules)
     CHECK_EQ_INT(deleted_versioned, 2);
     p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLROCM;
-    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DEVICE_UNAVAILABLE);
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_DEVICE);
     p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLOneAPI;
-    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DEVICE_UNAVAILABLE);
+    import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_DEVICE);
 }
 
 /* ---- raw pointers
@@ -599,7 +600,7 @@ run_export(tack_device *dev, int *deleted, bool versioned, bool copy)
     if (st != TACK_OK) {
         return st;
     }
-    tack_dlpack_export_options opts = {copy, NULL};
+    tack_dlpack_export_options opts = {copy, NULL, false, 0};
     if (versioned) {
         DLManagedTensorVersioned *mt = NULL;
         st = tack_dlpack_export_versioned(arr, &opts, &mt);
@@ -747,4 +748,27 @@ TACK_TEST(dlpack_alloc_failure_allocate)
 TACK_TEST(dlpack_alloc_failure_wrap_memory)
 {
     sweep(run_wrap_memory);
+}
+
+TACK_TEST(dlpack_export_reports_the_consumers_minor_version)
+{
+    tack_device *dev;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    int64_t shape[1] = {2};
+    tack_array *a;
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    DLManagedTensorVersioned *mt;
+    tack_dlpack_export_options asked_1_0 = {false, NULL, true, 0};
+    CHECK_OK(tack_dlpack_export_versioned(a, &asked_1_0, &mt));
+    CHECK_EQ_INT(mt->version.major, 1);
+    CHECK_EQ_INT(mt->version.minor, 0);
+    mt->deleter(mt);
+    tack_dlpack_export_options asked_1_9 = {false, NULL, true, 9};
+    CHECK_OK(tack_dlpack_export_versioned(a, &asked_1_9, &mt));
+    CHECK_EQ_INT(mt->version.minor, TACK_DLPACK_MINOR);
+    mt->deleter(mt);
+    CHECK_OK(tack_dlpack_export_versioned(a, NULL, &mt));
+    CHECK_EQ_INT(mt->version.minor, TACK_DLPACK_MINOR);
+    mt->deleter(mt);
+    tack_array_release(a);
 }
