@@ -455,6 +455,12 @@ array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     tackpy_state *st = state_of(self);
     int64_t shape[TACK_MAX_NDIM];
     int ndim;
+    if (nargs == 0) {
+        PyErr_SetString(PyExc_TypeError,
+                        "reshape() needs the new shape, e.g. a.reshape(2, 3) or "
+                        "a.reshape((2, -1))");
+        return NULL;
+    }
     if (nargs == 1) {
         ndim = tackpy_parse_shape(st, args[0], shape);
     }
@@ -503,11 +509,24 @@ array_fill(PyObject *self, PyObject *value)
 }
 
 static PyObject *
-array_to_device(PyObject *self, PyObject *device)
+array_to_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
 {
     tackpy_state *st = state_of(self);
+    static const char *const names[] = {"device", "stream", NULL};
+    PyObject *a[2];
+    if (tackpy_parse_args("to_device", args, nargs, kwnames, names, 1, 1, a) < 0) {
+        return NULL;
+    }
+    if (a[1] && a[1] != Py_None) {
+        /* CPU copies are synchronous: there is no stream to order them on. */
+        return tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                 "to_device(stream=%R): copies on this device are "
+                                 "synchronous; pass stream=None",
+                                 a[1]);
+    }
     tack_device *dev = NULL;
-    if (tackpy_device_from_object(st, device, &dev) < 0) {
+    if (tackpy_device_from_object(st, a[0], &dev) < 0) {
         return NULL;
     }
     tack_array *out;
@@ -644,6 +663,32 @@ array_setitem(PyObject *self, PyObject *key, PyObject *value)
     return 0;
 }
 
+/* Iteration (the sequence protocol) over a 1-D array yields its elements; there are
+ * no sub-array views to yield for more dimensions. */
+static PyObject *
+array_sq_item(PyObject *self, Py_ssize_t i)
+{
+    tack_array *arr = ARR(self);
+    if (tack_array_ndim(arr) != 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "only 1-D arrays can be iterated (this one is %d-d): iterate over "
+                     "a.reshape(-1) or a.numpy()",
+                     (int)tack_array_ndim(arr));
+        return NULL;
+    }
+    if (i < 0 || i >= tack_array_shape(arr)[0]) {
+        PyErr_SetString(PyExc_IndexError, "index out of range");
+        return NULL;
+    }
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (!key) {
+        return NULL;
+    }
+    PyObject *v = array_getitem(self, key);
+    Py_DECREF(key);
+    return v;
+}
+
 static Py_ssize_t
 array_len(PyObject *self)
 {
@@ -689,8 +734,10 @@ static PyMethodDef array_methods[] = {
      "memory."},
     {"fill", array_fill, METH_O,
      "fill($self, value, /)\n--\n\nSet every element to value."},
-    {"to_device", array_to_device, METH_O,
-     "to_device($self, device, /)\n--\n\nA copy of the array on device."},
+    {"to_device", (PyCFunction)(void (*)(void))array_to_device,
+     METH_FASTCALL | METH_KEYWORDS,
+     "to_device($self, /, device, *, stream=None)\n--\n\nA copy of the array on "
+     "device."},
     {"export_memory", array_export_memory, METH_NOARGS,
      "export_memory($self, /)\n--\n\nThe memory as an OS handle for another API."},
     /* DLPack (dlpack_py.c) */
@@ -732,6 +779,8 @@ static PyType_Slot array_slots[] = {
     {Py_mp_subscript, array_getitem},
     {Py_mp_ass_subscript, array_setitem},
     {Py_mp_length, array_len},
+    {Py_sq_length, array_len},
+    {Py_sq_item, array_sq_item},
     {Py_tp_dealloc, array_dealloc},
     {Py_tp_doc,
      "A C-contiguous array on a device. Make one with tack.empty, zeros, "

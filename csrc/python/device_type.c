@@ -96,9 +96,17 @@ open_device(tackpy_state *st, PyObject *name_obj, PyObject *ordinal_obj,
         ordinal = (int)v;
     }
     char name[32];
+    int given = ordinal;
     tack_status status = tack_device_parse(spec, name, sizeof name, &ordinal);
     if (status != TACK_OK) {
         return tackpy_raise_int(st, status);
+    }
+    if (ordinal_obj && ordinal_obj != Py_None && ordinal != given) {
+        tackpy_raise_kind(st, TACK_KIND_VALUE,
+                          "device '%s' names ordinal %d but ordinal=%d was also given: "
+                          "give the ordinal once",
+                          spec, ordinal, given);
+        return -1;
     }
     tack_external_context ext;
     tack_device_options options = {NULL};
@@ -199,7 +207,22 @@ device_from_call(PyObject *module, const char *fname, PyObject *const *args,
                      fname);
         goto done;
     }
-    if (Py_IS_TYPE(name, st->Device_type) && nopt == 0 && !ordinal) {
+    if (Py_IS_TYPE(name, st->Device_type) && nopt == 0) {
+        /* A Device as such; an ordinal beside it must agree. */
+        tack_device *dev = ((tackpy_Device *)name)->dev;
+        if (ordinal && ordinal != Py_None) {
+            long v = PyLong_AsLong(ordinal);
+            if (v == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            if (v != tack_device_ordinal(dev)) {
+                tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                  "ordinal=%ld contradicts the device given (%s:%d)", v,
+                                  tack_device_backend_name(dev),
+                                  tack_device_ordinal(dev));
+                goto done;
+            }
+        }
         rc = tackpy_device_from_object(st, name, out);
         goto done;
     }
@@ -360,7 +383,33 @@ static PyGetSetDef device_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Pickling and copying: tack.device(name, ordinal) makes the same registry device.
+ * A device in another library's context cannot travel: its handles are this
+ * process's. */
+static PyObject *
+device_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    tack_device *dev = dev_of(self);
+    tackpy_state *st = tackpy_state_of_type(Py_TYPE(self));
+    if (tack_device_has_external_context(dev)) {
+        return tackpy_raise_kind(
+            st, TACK_KIND_TYPE,
+            "a device opened with external_context cannot be "
+            "pickled or copied: its handles belong to this process");
+    }
+    PyObject *module = PyType_GetModuleByDef(Py_TYPE(self), &tackpy_module_def);
+    PyObject *fn = module ? PyObject_GetAttrString(module, "device") : NULL;
+    if (!fn) {
+        return NULL;
+    }
+    PyObject *r = Py_BuildValue("(N(si))", fn, tack_device_backend_name(dev),
+                                tack_device_ordinal(dev));
+    return r;
+}
+
 static PyMethodDef device_methods[] = {
+    {"__reduce__", device_reduce, METH_NOARGS, NULL},
     {"synchronize", device_synchronize, METH_NOARGS,
      "synchronize($self, /)\n--\n\nWait for every launch queued on the device."},
     {NULL, NULL, 0, NULL},

@@ -121,14 +121,6 @@ dtype_richcompare(PyObject *self, PyObject *other, int op)
     if (Py_IS_TYPE(other, st->DType_type)) {
         equal = ((tackpy_DType *)other)->dtype == mine;
     }
-    else if (PyUnicode_Check(other)) {
-        const char *s = PyUnicode_AsUTF8(other);
-        if (!s) {
-            return NULL;
-        }
-        equal = tack_dtype_from_name(s, &theirs) == TACK_OK && theirs == mine;
-        tack_clear_error();
-    }
     else if (other == Py_None) {
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -198,6 +190,19 @@ dtype_get_numpy_dtype(PyObject *self, void *c)
     return PyObject_CallMethod(np, "dtype", "s", info->numpy_str);
 }
 
+/* Pickling and copying give back the module constant: dtypes are singletons. */
+static PyObject *
+dtype_reduce(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyUnicode_FromString(tack_dtype_get(((tackpy_DType *)self)->dtype)->name);
+}
+
+static PyMethodDef dtype_methods[] = {
+    {"__reduce__", dtype_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef dtype_getset[] = {
     {"dtype", dtype_get_numpy_dtype, NULL,
      "The NumPy dtype spelling (for numpy.dtype()).", NULL},
@@ -233,6 +238,7 @@ static PyType_Slot dtype_slots[] = {
     {Py_tp_hash, dtype_hash},
     {Py_tp_richcompare, dtype_richcompare},
     {Py_tp_getset, dtype_getset},
+    {Py_tp_methods, dtype_methods},
     {Py_tp_traverse, dtype_traverse},
     {Py_tp_dealloc, dtype_dealloc},
     {Py_tp_doc,
