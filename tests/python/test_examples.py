@@ -26,3 +26,23 @@ def test_example_runs(tmp_path: Path, script: str, banner: str):
     )
     assert out.returncode == 0, out.stderr
     assert banner in out.stdout
+
+
+@pytest.mark.parametrize(
+    "args,banner",
+    [
+        (["docs/examples/vtk_interop.py", "--output", "{tmp}/radius.vti"],
+         "VTK interop: check passed"),
+        (["docs/examples/validate.py", "--arch", "cpu", "--vtk"], "all checks passed"),
+    ],
+)
+def test_the_guides_example_paths_run(tmp_path: Path, args: list, banner: str):
+    """The user guide runs the examples from docs/examples/."""
+    root = EXAMPLES.parent
+    argv = [a.format(tmp=tmp_path) for a in args]
+    env = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, str(root / argv[0]), *argv[1:]], env=env,
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert banner in out.stdout

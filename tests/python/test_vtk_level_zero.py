@@ -52,7 +52,7 @@ def test_init_level_zero_refuses_a_vtk_without_dlpack_support():
     ],
 )
 def test_init_level_zero_refuses_a_vtk_without_handles(monkeypatch, support):
-    monkeypatch.setattr(tv, "_vtk_dlpack_support", support)
+    monkeypatch.setattr(tv, "_vtk_module", support)
     with pytest.raises(RuntimeError):
         tv.init_level_zero()
     assert tack.get_default_device().name == "cpu"
@@ -60,7 +60,7 @@ def test_init_level_zero_refuses_a_vtk_without_handles(monkeypatch, support):
 
 def test_init_level_zero_passes_vtks_handles_to_the_backend(monkeypatch):
     monkeypatch.setattr(
-        tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: dict(HANDLES))
+        tv, "_vtk_module", vtk_with(level_zero_handles=lambda: dict(HANDLES))
     )
     # Valid handles reach the backend, which needs its driver: absent here.
     with pytest.raises(tack.DeviceUnavailableError):
@@ -69,7 +69,7 @@ def test_init_level_zero_passes_vtks_handles_to_the_backend(monkeypatch):
     # shows the handles are VTK's, passed through unchanged.
     null_context = dict(HANDLES, context=0)
     monkeypatch.setattr(
-        tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: null_context)
+        tv, "_vtk_module", vtk_with(level_zero_handles=lambda: null_context)
     )
     with pytest.raises(ValueError):
         tv.init_level_zero()
@@ -85,14 +85,14 @@ def test_the_guard_refuses_when_vtk_has_no_handles(monkeypatch):
     monkeypatch.setitem(tv._adopted_handles, device, dict(HANDLES))
     with pytest.raises(RuntimeError):  # the real wheel: no dlpack_support
         tv._require_shared_level_zero_context(device)
-    monkeypatch.setattr(tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: None))
+    monkeypatch.setattr(tv, "_vtk_module", vtk_with(level_zero_handles=lambda: None))
     with pytest.raises(RuntimeError):
         tv._require_shared_level_zero_context(device)
 
 
 def test_the_guard_refuses_a_private_context(monkeypatch):
     monkeypatch.setattr(
-        tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: dict(HANDLES))
+        tv, "_vtk_module", vtk_with(level_zero_handles=lambda: dict(HANDLES))
     )
     with pytest.raises(RuntimeError):
         tv._require_shared_level_zero_context(level_zero_device(False))
@@ -100,7 +100,7 @@ def test_the_guard_refuses_a_private_context(monkeypatch):
 
 def test_the_guard_compares_contexts(monkeypatch):
     monkeypatch.setattr(
-        tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: dict(HANDLES))
+        tv, "_vtk_module", vtk_with(level_zero_handles=lambda: dict(HANDLES))
     )
     same = level_zero_device(True)
     other = level_zero_device(True)
@@ -116,7 +116,7 @@ def test_the_guard_compares_contexts(monkeypatch):
 
 def test_a_device_that_reports_its_context_is_believed(monkeypatch):
     monkeypatch.setattr(
-        tv, "_vtk_dlpack_support", vtk_with(level_zero_handles=lambda: dict(HANDLES))
+        tv, "_vtk_module", vtk_with(level_zero_handles=lambda: dict(HANDLES))
     )
     device = level_zero_device(True)
     device.external_context = dict(HANDLES)
@@ -146,3 +146,58 @@ def test_a_refusing_guard_stops_the_exchange(monkeypatch):
         tv.array_to_vtk(tack.zeros(3))
     with pytest.raises(RuntimeError):
         tv.vtk_to_array(vtkFloatArray(number_of_tuples=3))
+
+
+def test_a_vtk_module_with_only_level_zero_handles_does_not_replace_the_exchange(
+    monkeypatch,
+):
+    """A VTK whose dlpack_support reports handles but cannot exchange arrays (as a
+    stand-in for the handle function is) leaves host exchange to Tack's own module."""
+    import sys
+    import types
+
+    import numpy as np
+    from vtkmodules.vtkCommonCore import vtkFloatArray
+
+    stand_in = types.ModuleType("vtkmodules.util.dlpack_support")
+    stand_in.level_zero_handles = lambda: dict(HANDLES)
+    monkeypatch.setitem(sys.modules, "vtkmodules.util.dlpack_support", stand_in)
+    source = vtkFloatArray()
+    source.SetNumberOfTuples(4)
+    source.Fill(2.0)
+    a = tv.vtk_to_array(source)
+    np.testing.assert_array_equal(a.numpy(), np.full(4, 2.0, np.float32))
+    back = tv.array_to_vtk(a)
+    assert back.GetValue(3) == 2.0
+    assert tv._vtk_level_zero_handles() == HANDLES
+
+
+def test_without_vtk_the_exchange_is_a_runtime_error(tmp_path):
+    """With vtkmodules unimportable, array_to_vtk reports a missing VTK as the spec's
+    RuntimeError (after checking the layout)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_vtk.py"
+    script.write_text(
+        "import sys\n"
+        "sys.modules['vtkmodules'] = None\n"
+        "import tack\n"
+        "from tack.interop.vtk import array_to_vtk\n"
+        "try:\n"
+        "    array_to_vtk(tack.zeros((2, 2, 2)))\n"
+        "except ValueError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise SystemExit('layout not checked first')\n"
+        "try:\n"
+        "    array_to_vtk(tack.zeros(3))\n"
+        "except RuntimeError as e:\n"
+        "    assert isinstance(e, tack.TackError)\n"
+        "    print('refused:', e)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, check=False, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert "refused:" in out.stdout and "VTK is not installed" in out.stdout

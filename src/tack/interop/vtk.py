@@ -177,8 +177,8 @@ def _private_copy(array: Any) -> Any:
 # --- Level Zero ------------------------------------------------------------------------
 
 
-def _vtk_dlpack_support() -> ModuleType | None:
-    """VTK's ``vtkmodules.util.dlpack_support``, or None where this VTK lacks it."""
+def _vtk_module() -> ModuleType | None:
+    """VTK's ``vtkmodules.util.dlpack_support`` as it is, or None where it is absent."""
     try:
         from vtkmodules.util import dlpack_support
     except ImportError:
@@ -186,9 +186,22 @@ def _vtk_dlpack_support() -> ModuleType | None:
     return dlpack_support
 
 
+def _vtk_dlpack_support() -> ModuleType | None:
+    """VTK's DLPack module when it can exchange arrays (it has both ``vtk_to_dlpack``
+    and ``dlpack_to_vtk``), else None: Tack's own host implementation is used then. A
+    module that only reports Level Zero handles does not replace the exchange."""
+    module = _vtk_module()
+    if module is None:
+        return None
+    if not (callable(getattr(module, "vtk_to_dlpack", None))
+            and callable(getattr(module, "dlpack_to_vtk", None))):
+        return None
+    return module
+
+
 def _vtk_level_zero_handles() -> dict[str, int]:
     """VTK's Level Zero driver, device and context handles, or RuntimeError."""
-    support = _vtk_dlpack_support()
+    support = _vtk_module()
     if support is None:
         raise tack.TackRuntimeError(
             "this VTK has no vtkmodules.util.dlpack_support, so it cannot report the "

@@ -185,8 +185,20 @@ def dlpack_to_vtk(source: Any, name: str | None = None) -> vtkDataArray:
 # --- Shared with tack.interop.vtk ------------------------------------------------------
 
 
+def _vtk_core() -> Any:
+    """vtkmodules.vtkCommonCore, or RuntimeError saying VTK is not installed."""
+    try:
+        from vtkmodules import vtkCommonCore
+    except ImportError as exc:
+        raise tack.TackRuntimeError(
+            "VTK is not installed in this environment: install the vtk package "
+            "(pip install 'vtk>=9.7.1', or tack's 'interop' extra)"
+        ) from exc
+    return vtkCommonCore
+
+
 def _require_data_array(obj: Any) -> None:
-    from vtkmodules.vtkCommonCore import vtkDataArray
+    vtkDataArray = _vtk_core().vtkDataArray  # noqa: N806 (VTK's class name)
 
     if not isinstance(obj, vtkDataArray):
         raise tack.TackTypeError(
@@ -230,7 +242,7 @@ def _refusal(vtk_array: Any, device_ok: bool = False) -> tuple[type[Exception], 
 
 def _aos_copy(vtk_array: Any) -> Any:
     """A new host AOS array with the same values (bits become uint8)."""
-    from vtkmodules.vtkCommonCore import vtkDataArray
+    vtkDataArray = _vtk_core().vtkDataArray  # noqa: N806 (VTK's class name)
 
     kind = vtk_array.GetDataType()
     out = vtkDataArray.CreateDataArray(VTK_UNSIGNED_CHAR if kind == VTK_BIT else kind)
@@ -305,7 +317,7 @@ def _to_vtk(array: Any, name: str | None) -> Any:
     VTK never frees the memory (save=1) and the array is the keep-alive. The caller
     has checked that the array may be written.
     """
-    from vtkmodules.vtkCommonCore import vtkDataArray
+    vtkDataArray = _vtk_core().vtkDataArray  # noqa: N806 (VTK's class name)
 
     shape = _scalar_shape(array)
     if len(shape) == 1:

@@ -1,0 +1,13 @@
+"""Runs examples/validate.py: the path the user guide gives for it.
+
+    python docs/examples/validate.py [arguments of examples/validate.py]
+"""
+
+import runpy
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+sys.argv[0] = str(EXAMPLES / "validate.py")
+runpy.run_path(sys.argv[0], run_name="__main__")
