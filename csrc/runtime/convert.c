@@ -217,6 +217,34 @@ wide_as_bits(wide w, int64_t lo, uint64_t hi)
     return f < 0 ? (uint64_t)(int64_t)f : (uint64_t)f;
 }
 
+/* 64-bit integers to float with one rounding. Through double alone they would round
+ * twice (to 53 bits, then to 24). From 2^53 up, the bits below the top 53 are
+ * folded into one sticky bit first, so the double is exact and only its conversion to
+ * float rounds, to nearest even. (Done by hand rather than by a C cast, which some
+ * emulators also carry out through double.) */
+static float
+uint64_to_float(uint64_t u)
+{
+    if (u < (UINT64_C(1) << 53)) {
+        return (float)(double)u;
+    }
+    unsigned shift = 0;
+    while ((u >> shift) >= (UINT64_C(1) << 53)) {
+        shift++;
+    }
+    uint64_t sticky = (u & ((UINT64_C(1) << shift) - 1u)) != 0;
+    uint64_t top = (u >> shift) | sticky;
+    return (float)ldexp((double)top, (int)shift);
+}
+
+static float
+int64_to_float(int64_t i)
+{
+    /* 0 - (uint64_t)i is |i| even for INT64_MIN. */
+    return i < 0 ? -uint64_to_float(UINT64_C(0) - (uint64_t)i)
+                 : uint64_to_float((uint64_t)i);
+}
+
 static void
 store(void *p, tack_dtype dt, wide w)
 {
@@ -250,9 +278,8 @@ store(void *p, tack_dtype dt, wide w)
     case TACK_VEC2F:
     case TACK_VEC3F:
     case TACK_VEC4F:
-        /* Integers convert directly: through double, int64 would round twice. */
-        *(float *)p = w.kind == 'i'   ? (float)w.i
-                      : w.kind == 'u' ? (float)w.u
+        *(float *)p = w.kind == 'i'   ? int64_to_float(w.i)
+                      : w.kind == 'u' ? uint64_to_float(w.u)
                                       : (float)w.f;
         break;
     case TACK_FLOAT64: *(double *)p = wide_as_double(w); break;

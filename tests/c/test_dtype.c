@@ -110,6 +110,14 @@ TACK_TEST(int64_to_float32_rounds_once)
     int64_t v = (INT64_C(1) << 60) + (INT64_C(1) << 36) + 1;
     float f;
     tack_convert(&f, TACK_FLOAT32, &v, TACK_INT64, 1);
-    CHECK_EQ_DBL(f, (float)v);
     CHECK_EQ_DBL(f, 0x1.000002p60);
+    v = -v;
+    tack_convert(&f, TACK_FLOAT32, &v, TACK_INT64, 1);
+    CHECK_EQ_DBL(f, -0x1.000002p60);
+    v = INT64_MIN;
+    tack_convert(&f, TACK_FLOAT32, &v, TACK_INT64, 1);
+    CHECK_EQ_DBL(f, -0x1p63);
+    uint64_t u = UINT64_MAX; /* rounds up to 2^64 */
+    tack_convert(&f, TACK_FLOAT32, &u, TACK_UINT64, 1);
+    CHECK_EQ_DBL(f, 0x1p64);
 }
