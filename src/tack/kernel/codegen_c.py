@@ -69,7 +69,8 @@ TK_INLINE int64_t tk_mod_d(tk_ctx *c, int64_t a, int64_t b, int line) {
     if (b == 0) { c->fail(c, 2, line, 0, 0, 0, 0); return 0; }
     return tk_mod(a, b);
 }
-/* Python's float // and % (CPython's float_divmod). */
+/* Python's float // and % (CPython's float_divmod); // by zero is a / b (inf or nan),
+ * as NumPy's floor_divide. */
 #define TK_FLOATDIV(T, S)                                                   \
 TK_INLINE T tk_fmod##S(T a, T b) {                                          \
     T m = fmod##S(a, b);                                                    \
@@ -78,6 +79,7 @@ TK_INLINE T tk_fmod##S(T a, T b) {                                          \
     return m;                                                               \
 }                                                                           \
 TK_INLINE T tk_ffloordiv##S(T a, T b) {                                     \
+    if (b == 0) return a / b;                                               \
     T m = fmod##S(a, b);                                                    \
     T d = (a - m) / b;                                                      \
     if (m != 0 && ((b < 0) != (m < 0))) d -= 1;                             \

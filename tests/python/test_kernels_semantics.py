@@ -1,0 +1,44 @@
+"""Kernel semantics that follow Python or NumPy: float floor division by zero,
+negative shape axes, value-returning and/or, math functions, uint64 elements,
+TACK_DEBUG read at call time, Tack's own error for NumPy arguments, error positions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tack
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
+
+
+def same(got: float, want: float) -> bool:
+    """Equal, with the same sign of zero, or both nan."""
+    if math.isnan(want):
+        return math.isnan(got)
+    return got == want and math.copysign(1, got) == math.copysign(1, want)
+
+
+@tack.kernel
+def floordiv(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] // b[i]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_floor_division_by_zero_is_ieee_like_numpy(dtype):
+    a = np.array([1.0, -1.0, 5.5, 0.0, -2.0, math.inf, math.nan, 7.5], dtype=dtype)
+    b = np.array([0.0, 0.0, -0.0, 0.0, -0.0, 0.0, 0.0, 2.0], dtype=dtype)
+    out = tack.zeros(a.size, dtype=tack.f64 if dtype == np.float64 else tack.f32)
+    floordiv(tack.array(a), tack.array(b), out)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = np.floor_divide(a, b)
+    got = out.numpy()
+    assert got[0] == math.inf and got[1] == -math.inf and got[2] == -math.inf
+    for g, w in zip(got.tolist(), want.tolist(), strict=True):
+        assert same(g, w), (got, want)
