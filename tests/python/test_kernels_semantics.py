@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tack
+from tack.kernel import generate_source
 
 
 @pytest.fixture(autouse=True)
@@ -42,3 +43,30 @@ def test_float_floor_division_by_zero_is_ieee_like_numpy(dtype):
     assert got[0] == math.inf and got[1] == -math.inf and got[2] == -math.inf
     for g, w in zip(got.tolist(), want.tolist(), strict=True):
         assert same(g, w), (got, want)
+
+
+@tack.kernel
+def read_next(src, out):
+    for i in range(out.shape[0]):
+        out[i] = src[i + 1]
+
+
+def test_tack_debug_is_read_at_call_time(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("TACK_DEBUG", raising=False)
+    src, out = tack.zeros(5), tack.zeros(4)
+    read_next(src, out)  # in bounds: compiles the unchecked variant
+    monkeypatch.setenv("TACK_DEBUG", "1")
+    with pytest.raises(IndexError, match="'src'"):
+        read_next(src, tack.zeros(5))
+    assert read_next._nspecializations == 2
+    monkeypatch.setenv("TACK_DEBUG", "0")
+    read_next(src, out)  # back to the unchecked variant, no new build
+    assert read_next._nspecializations == 2
+    monkeypatch.setenv("TACK_DEBUG", "1")
+    read_next(src, out)
+    assert read_next._nspecializations == 2
+    unchecked = tack.kernel(read_next.__wrapped__, debug=False)
+    unchecked(src, out)  # an explicit debug=False ignores TACK_DEBUG
+    sig = (("array", "float64", 1), ("array", "float64", 1))
+    assert "tk_ok(tk_ctx, " not in generate_source(unchecked, sig)
+    assert "tk_ok(tk_ctx, " in generate_source(read_next, sig)  # TACK_DEBUG=1 now
