@@ -70,3 +70,16 @@ def test_tack_debug_is_read_at_call_time(monkeypatch: pytest.MonkeyPatch):
     sig = (("array", "float64", 1), ("array", "float64", 1))
     assert "tk_ok(tk_ctx, " not in generate_source(unchecked, sig)
     assert "tk_ok(tk_ctx, " in generate_source(read_next, sig)  # TACK_DEBUG=1 now
+
+
+def test_negative_shape_axes_count_from_the_end():
+    @tack.kernel
+    def last_axes(a, out):
+        for i in range(a.shape[-2]):
+            out[i] = float(a.shape[-1] * 10 + a.shape[-2])
+
+    a, out = tack.zeros((3, 4)), tack.zeros(3)
+    last_axes(a, out)
+    assert out.numpy().tolist() == [43.0] * 3
+    with pytest.raises(tack.KernelError, match=r"shape\[-2\]"):
+        last_axes(tack.zeros(3), out)

@@ -373,10 +373,15 @@ class _Parser:
             if not isinstance(base.value, ast.Name):
                 raise self.error(node, "shape belongs to an array parameter: a.shape[k]")
             self.use_array(base.value.id, node)
-            axis = node.slice
+            axis, sign = node.slice, 1
+            if isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub):
+                axis, sign = axis.operand, -1
             if not (isinstance(axis, ast.Constant) and type(axis.value) is int
                     and axis.value >= 0):
-                raise self.error(node, "a.shape[k] needs a constant, non-negative k")
+                raise self.error(node, "a.shape[k] needs a constant integer k "
+                                 "(a.shape[0], a.shape[-1])")
+            if sign < 0 and axis.value > 0:  # counts from the end, once ndim is known
+                return ir.Shape(line, base.value.id, -axis.value, from_end=True)
             return ir.Shape(line, base.value.id, axis.value)
         if isinstance(node.slice, ast.Slice) or (
                 isinstance(node.slice, ast.Tuple)

@@ -174,6 +174,11 @@ class Typer:
             return self.element(e, store=False)
         if isinstance(e, ir.Shape):
             arr = self.array(e.array, e.line)
+            if e.from_end:
+                if e.axis + arr.ndim < 0:
+                    raise self.error(e.line, f"'{e.array}' has {arr.ndim} "
+                                     f"dimension(s); shape[{e.axis}] does not exist")
+                e.axis, e.from_end = e.axis + arr.ndim, False
             if e.axis >= arr.ndim:
                 raise self.error(e.line, f"'{e.array}' has {arr.ndim} dimension(s); "
                                  f"shape[{e.axis}] does not exist")
