@@ -5,6 +5,7 @@ TACK_DEBUG read at call time, Tack's own error for NumPy arguments, error positi
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -83,3 +84,52 @@ def test_negative_shape_axes_count_from_the_end():
     assert out.numpy().tolist() == [43.0] * 3
     with pytest.raises(tack.KernelError, match=r"shape\[-2\]"):
         last_axes(tack.zeros(3), out)
+
+
+@tack.kernel
+def and_or(a, b, out):
+    for i in range(a.shape[0]):
+        x = a[i]
+        out[i, 0] = x or -1.0
+        out[i, 1] = x and b[i]
+        out[i, 2] = x or b[i] or 7.0
+        out[i, 3] = (x > 1.0) or b[i]
+        out[i, 4] = 1.0 if (x and b[i]) else 0.0
+        out[i, 5] = (x > 0.0 and b[i] > 0.0) + 2.0
+
+
+def test_and_or_return_an_operand_like_python():
+    a = np.array([0.0, 2.5, -0.0, math.nan, 3.0, 0.0], dtype=np.float64)
+    b = np.array([4.0, 0.0, 1.5, 2.0, -1.0, 0.0], dtype=np.float64)
+    out = tack.zeros((a.size, 6), dtype=tack.f64)
+    and_or(tack.array(a), tack.array(b), out)
+    want = np.zeros((a.size, 6))
+    and_or.__wrapped__(a, b, want)
+    for g, w in zip(out.numpy().ravel().tolist(), want.ravel().tolist(), strict=True):
+        assert same(g, w), (out.numpy(), want)
+    assert out.numpy()[0, 0] == -1.0 and out.numpy()[1, 0] == 2.5
+
+
+def test_and_or_short_circuit_keeps_an_index_unread():
+    @tack.kernel(debug=True)
+    def guarded(a, n, out):
+        for i in range(out.shape[0]):
+            out[i] = (i < n and a[i]) or -1
+
+    out = tack.zeros(4, dtype=tack.i64)
+    guarded(tack.array(np.array([5, 0], dtype=np.int64)), 2, out)
+    assert out.numpy().tolist() == [5, -1, -1, -1]
+
+
+def test_and_or_of_bools_stay_bool():
+    @tack.kernel
+    def flags(a, out):
+        for i in range(a.shape[0]):
+            out[i] = (a[i] > 0 or a[i] < -5) and not a[i] == 3
+
+    a = np.array([1, -6, -1, 3], dtype=np.int64)
+    out = tack.zeros(4, dtype=tack.bool)
+    flags(tack.array(a), out)
+    assert out.numpy().tolist() == [True, True, False, False]
+    src = generate_source(flags, (("array", "int64", 1), ("array", "bool", 1)))
+    assert not re.search(r"\btk_t\d", src)  # plain && and ||, no operand temporaries

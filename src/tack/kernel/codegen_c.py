@@ -223,6 +223,9 @@ class CGen:
         return self.conv(code, e.ty, want) if want is not None else code
 
     def truth(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.BoolOp):  # only its truth matters: plain && / ||
+            op = " && " if e.op == "and" else " || "
+            return "(" + op.join(self.truth(v) for v in e.values) + ")"
         return self.ex(e, BOOL)
 
     def fail_check(self, depth: int) -> None:
@@ -324,8 +327,7 @@ class CGen:
                 parts.append(f"({self.ex(a, ct)} {op} {self.ex(b, ct)})")
             return "(" + " && ".join(parts) + ")"
         if isinstance(e, ir.BoolOp):
-            op = " && " if e.op == "and" else " || "
-            return "(" + op.join(self.truth(v) for v in e.values) + ")"
+            return self.boolop(e)
         if isinstance(e, ir.IfExp):
             assert t is not None
             return (f"({self.truth(e.test)} ? {self.ex(e.body, t)} : "
@@ -333,6 +335,24 @@ class CGen:
         if isinstance(e, ir.Call):
             return self.call(e)
         raise AssertionError(type(e))
+
+    def boolop(self, e: ir.BoolOp) -> str:
+        """Python's and/or: the first operand that decides (falsy for and, truthy
+        for or), else the last one, in the type they all meet in; later operands
+        are evaluated only when needed."""
+        t = e.ty
+        assert t is not None
+        if t == BOOL:
+            return self.truth(e)
+        code = self.ex(e.values[-1], t)
+        for v in reversed(e.values[:-1]):
+            assert v.ty is not None
+            tmp = f"tk_t{self.counter}"
+            self.counter += 1
+            decides = f"{tmp} == 0" if e.op == "and" else f"{tmp} != 0"
+            code = (f"({{ const {CTYPE[v.ty]} {tmp} = {self.ex(v)}; "
+                    f"{decides} ? {self.conv(tmp, v.ty, t)} : {code}; }})")
+        return code
 
     def binop(self, e: ir.BinOp) -> str:
         t = e.ty

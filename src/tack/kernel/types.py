@@ -202,8 +202,16 @@ class Typer:
             ts = [self.expr(o) for o in e.operands]
             return None if None in ts else BOOL
         if isinstance(e, ir.BoolOp):
+            # Python's and/or give one of their operands: the type all of them meet
+            # in (bool when every operand is a bool).
             ts = [self.expr(v) for v in e.values]
-            return None if None in ts else BOOL
+            if None in ts:
+                return None
+            r, w = ts[0], is_weak(e.values[0])
+            for v, t in zip(e.values[1:], ts[1:], strict=False):
+                r = promote(r, t, w, is_weak(v))
+                w = w and is_weak(v)
+            return r
         if isinstance(e, ir.IfExp):
             self.expr(e.test)
             a, b = self.expr(e.body), self.expr(e.orelse)
