@@ -133,3 +133,51 @@ def test_and_or_of_bools_stay_bool():
     assert out.numpy().tolist() == [True, True, False, False]
     src = generate_source(flags, (("array", "int64", 1), ("array", "bool", 1)))
     assert not re.search(r"\btk_t\d", src)  # plain && and ||, no operand temporaries
+
+
+HERE = __file__
+
+
+def file_line(lineno: int) -> str:
+    with open(HERE) as f:
+        return f.read().splitlines()[lineno - 1]
+
+
+def test_error_offset_of_an_indented_kernel_is_the_files_column():
+    def lists(out):
+        for i in range(3):
+            out[i] = [1, 2][0]
+
+    class Holder:
+        def method_like(out):
+            out[0] = out[1:2]
+
+    for fn, what in ((lists, "[1, 2]"), (Holder.method_like, "out[1:2]")):
+        with pytest.raises(tack.KernelError) as info:
+            tack.kernel(fn)
+        err = info.value
+        assert err.filename == __file__
+        text = file_line(err.lineno)
+        assert err.offset == text.index(what) + 1, (err.offset, text)
+
+
+def test_loop_else_errors_point_at_the_else_line():
+    def for_else(out):
+        for i in range(3):
+            out[i] = 1.0
+        else:
+            out[0] = 2.0
+
+    def while_else(out, n):
+        while n > 0:
+            n -= 1
+
+        else: out[0] = 2.0  # noqa: E701  (the block on the else line)
+
+    for fn in (for_else, while_else):
+        with pytest.raises(tack.KernelError) as info:
+            tack.kernel(fn)
+        err = info.value
+        text = file_line(err.lineno)
+        assert text.strip().startswith("else:"), (fn.__name__, err.lineno, text)
+        assert err.offset == text.index("else") + 1

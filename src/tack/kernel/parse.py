@@ -77,6 +77,10 @@ class _Parser:
 
         self.file_lines = [ln.rstrip("\n") for ln in linecache.getlines(self.filename)]
         src = textwrap.dedent("".join(src_lines))
+        # The columns of the dedented source, plus what dedent removed, are the file's.
+        kept = next((ln for ln in src.splitlines() if ln.strip()), "")
+        orig = next((ln for ln in src_lines if ln.strip()), "")
+        self.indent = len(orig.rstrip("\r\n")) - len(kept)
         tree = ast.parse(src)
         ast.increment_lineno(tree, first - 1)
         self.tree = tree
@@ -94,8 +98,22 @@ class _Parser:
 
     def error(self, node: ast.AST, msg: str) -> KernelError:
         lineno = getattr(node, "lineno", self.first)
-        col = getattr(node, "col_offset", 0)
+        col = getattr(node, "col_offset", 0) + self.indent
         return kernel_error(msg, self.filename, self.file_lines, lineno, col)
+
+    def else_error(self, node: ast.For | ast.While, msg: str) -> KernelError:
+        """An error at the 'else:' of a loop (the AST does not record its line: it is
+        the last line from the end of the body to the else block's first statement
+        that starts with 'else')."""
+        first = node.orelse[0].lineno
+        line, col = first - 1, self.indent
+        for n in range(first, node.body[-1].end_lineno or node.lineno, -1):
+            text = self.file_lines[n - 1] if 0 < n <= len(self.file_lines) else ""
+            stripped = text.lstrip()
+            if stripped.startswith("else") and stripped[4:].lstrip().startswith(":"):
+                line, col = n, len(text) - len(stripped)
+                break
+        return kernel_error(msg, self.filename, self.file_lines, line, col)
 
     # ---- the function ----------------------------------------------------------
 
@@ -177,7 +195,8 @@ class _Parser:
                          self.block(node.orelse))
         if isinstance(node, ast.While):
             if node.orelse:
-                raise self.error(node, "while ... else is not supported in kernels")
+                raise self.else_error(node, "while ... else is not supported in "
+                                      "kernels; use a flag set before break")
             self.loop_depth += 1
             body = self.block(node.body)
             self.loop_depth -= 1
@@ -204,7 +223,8 @@ class _Parser:
 
     def for_loop(self, node: ast.For) -> ir.For:
         if node.orelse:
-            raise self.error(node, "for ... else is not supported in kernels")
+            raise self.else_error(node, "for ... else is not supported in kernels; "
+                                  "use a flag set before break")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "a kernel for loop takes one name: "
                              "for i in range(...)")
