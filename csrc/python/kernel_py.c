@@ -210,6 +210,15 @@ read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg
         arg->f = PyFloat_AS_DOUBLE(obj);
         return 0;
     }
+    if (!PyLong_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
+        /* A NumPy array (0-d too), a torch tensor...: never read as a number. */
+        PyErr_Format(PyExc_TypeError,
+                     "kernel '%s': argument '%s' must be a tack.Array, an int, a float "
+                     "or a bool, not %.100s; convert it with tack.array(x) (a copy) or "
+                     "tack.from_dlpack(x) (shares its memory)",
+                     kp->cname, kp->cparams[k], Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     if (PyLong_Check(obj) || PyIndex_Check(obj)) {
         PyObject *index = PyNumber_Index(obj);
         if (!index) {

@@ -181,3 +181,20 @@ def test_loop_else_errors_point_at_the_else_line():
         text = file_line(err.lineno)
         assert text.strip().startswith("else:"), (fn.__name__, err.lineno, text)
         assert err.offset == text.index("else") + 1
+
+
+@tack.kernel
+def store_scalar(x, out):
+    out[0] = x
+
+
+def test_numpy_array_arguments_get_tacks_type_error():
+    out = tack.zeros(1)
+    for value in (np.zeros(3), np.array(2.5), np.array(3), np.zeros((2, 2), np.int64)):
+        with pytest.raises(TypeError, match=r"'x'.*tack\.array\(x\).*tack\.from_dlpack"):
+            store_scalar(value, out)
+        with pytest.raises(TypeError, match=r"'out'.*tack\.array"):
+            store_scalar(1.0, value)
+    store_scalar(np.float32(1.5), out)  # NumPy scalars are still numbers
+    store_scalar(np.int64(4), out)
+    assert out.numpy().tolist() == [4.0]
