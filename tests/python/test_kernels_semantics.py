@@ -198,3 +198,65 @@ def test_numpy_array_arguments_get_tacks_type_error():
     store_scalar(np.float32(1.5), out)  # NumPy scalars are still numbers
     store_scalar(np.int64(4), out)
     assert out.numpy().tolist() == [4.0]
+
+
+@pytest.mark.skipif(not hasattr(math, "cbrt"), reason="math.cbrt and exp2 are 3.11+")
+def test_cbrt_and_exp2():
+    @tack.kernel
+    def roots(x, out):
+        for i in range(x.shape[0]):
+            out[i] = math.cbrt(x[i]) + math.exp2(x[i])
+
+    x = np.array([-27.0, 0.0, 2.0, 3.5, 1e-3])
+    out = tack.zeros(5, dtype=tack.f64)
+    roots(tack.array(x), out)
+    assert out.numpy().tolist() == [math.cbrt(v) + math.exp2(v) for v in x.tolist()]
+
+
+def test_more_math_functions_match_python():
+    @tack.kernel
+    def more_math(x, n, out):
+        for i in range(x.shape[0]):
+            v = x[i]
+            out[i, 0] = math.expm1(v) + math.log1p(v)
+            out[i, 1] = math.remainder(v, 0.75)
+            out[i, 2] = math.ldexp(v, int(n[i]))
+            out[i, 3] = math.copysign(3.0, -v) + math.hypot(v, 2.0)
+            out[i, 4] = float(math.isfinite(v)) + 2.0 * math.isinf(v) + 4.0 * math.isnan(v)
+            out[i, 5] = float(math.trunc(v)) + math.tau
+            out[i, 6] = math.nextafter(v, math.inf) - v
+            out[i, 7] = float(math.isqrt(n[i] * n[i] + 1) + math.isqrt(abs(n[i])))
+            out[i, 8] = math.pi + math.e + math.tau
+
+    x = np.array([0.5, 1.0, 2.25, 3.5, 10.0, 0.375], dtype=np.float64)
+    n = np.array([0, 3, -2, 7, 40, 1], dtype=np.int64)
+    out = tack.zeros((x.size, 9), dtype=tack.f64)
+    more_math(tack.array(x), tack.array(n), out)
+    want = np.zeros((x.size, 9))
+    more_math.__wrapped__(x, n, want)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_math_ldexp_and_isqrt_need_ints():
+    @tack.kernel
+    def bad(x, out):
+        out[0] = math.ldexp(x[0], x[0])  # float exponent
+
+    with pytest.raises(tack.KernelError, match="ldexp"):
+        bad(tack.zeros(1), tack.zeros(1))
+
+    @tack.kernel
+    def isqrt_big(n, out):
+        for i in range(n.shape[0]):
+            out[i] = math.isqrt(n[i])
+
+    vals = [0, 1, 15, 16, 2**62, 2**63 - 1, (2**31 - 1) ** 2 - 1, 10**18]
+    out = tack.zeros(len(vals), dtype=tack.i64)
+    isqrt_big(tack.array(np.array(vals, dtype=np.int64)), out)
+    assert out.numpy().tolist() == [math.isqrt(v) for v in vals]
+
+    def unsupported(out):
+        out[0] = float(math.gcd(4, 6))
+
+    with pytest.raises(tack.KernelError, match="math.gcd"):
+        tack.kernel(unsupported)

@@ -100,6 +100,17 @@ TK_INLINE int64_t tk_shl(int64_t a, int64_t b) {
 TK_INLINE int64_t tk_shr(int64_t a, int64_t b) {
     return b < 0 ? 0 : b >= 64 ? (a < 0 ? -1 : 0) : (a >> b);
 }
+/* math.isqrt (a negative argument gives 0) and math.ldexp's exponent. */
+TK_INLINE int64_t tk_isqrt(int64_t n) {
+    if (n <= 0) return 0;
+    uint64_t r = (uint64_t)sqrt((double)n);
+    while (r * r > (uint64_t)n) r--;
+    while ((r + 1) * (r + 1) <= (uint64_t)n) r++;
+    return (int64_t)r;
+}
+TK_INLINE int tk_ldexp_exp(int64_t e) {
+    return e < -100000 ? -100000 : e > 100000 ? 100000 : (int)e;
+}
 TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
 /* float -> int: truncate, saturate, NaN -> 0 (as tack_convert). */
 TK_INLINE int64_t tk_f2i64(double x) {
@@ -412,7 +423,11 @@ class CGen:
             if not a0.ty.is_float:
                 return "((_Bool)1)" if name == "isfinite" else "((_Bool)0)"
             return f"({name}({self.ex(a0)}) != 0)"
+        if name == "isqrt":
+            return f"tk_isqrt({self.ex(a0, INT)})"
         sfx = "f" if t == F32 else ""
+        if name == "ldexp":
+            return f"ldexp{sfx}({self.ex(a0, t)}, tk_ldexp_exp({self.ex(args[1], INT)}))"
         if name == "degrees":
             return f"({self.ex(a0, t)} * ({CTYPE[t]})(180.0 / 3.141592653589793))"
         if name == "radians":

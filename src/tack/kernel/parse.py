@@ -30,11 +30,15 @@ BUILTIN_FUNCS: dict[Any, str] = {
     builtins.max: "max",
     builtins.round: "round",
 }
-MATH_FUNCS = (  # noqa: SIM905  (a word list reads better than 40 quoted names)
-    "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh "
-    "asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow atan2 hypot "
-    "copysign fmod isnan isinf isfinite degrees radians"
-).split()
+MATH_FUNCS = [  # noqa: SIM905  (a word list reads better than 40 quoted names)
+    f for f in (
+        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh "
+        "cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow "
+        "atan2 hypot copysign fmod remainder nextafter ldexp isqrt isnan isinf isfinite "
+        "degrees radians"
+    ).split()
+    if hasattr(math, f)  # cbrt and exp2 are new in Python 3.11
+]
 MATH_CONSTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf,
                "nan": math.nan}
 for _f in MATH_FUNCS:
@@ -374,11 +378,13 @@ class _Parser:
         if fname is None:
             src = ast.unparse(node.func)
             raise self.error(node, f"'{src}' cannot be called in a kernel; kernels call "
-                             "float, int, bool, abs, min, max, round, len and math.*")
+                             "float, int, bool, abs, min, max, round, len and the "
+                             "math functions listed in docs/kernels.md")
         args = [self.expr(a) for a in node.args]
         nargs = len(args)
         expect = {"min": (2, 99), "max": (2, 99), "math.log": (1, 2), "round": (1, 1)}
-        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod")
+        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
+               "math.remainder", "math.nextafter", "math.ldexp")
         lo, hi = expect.get(fname, (2, 2) if fname in two else (1, 1))
         if not lo <= nargs <= hi:
             want = f"{lo}" if lo == hi else f"{lo} or more" if hi == 99 else f"{lo}-{hi}"

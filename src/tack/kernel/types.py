@@ -20,10 +20,12 @@ from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
 
 FLOAT_UNARY = {
     "math." + f for f in (  # noqa: SIM905
-        "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh "
-        "tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees radians").split()
+        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan "
+        "sinh cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees "
+        "radians").split()
 }
-FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod"}
+FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
+                "math.remainder", "math.nextafter"}
 INT_RESULT = {"math.floor", "math.ceil", "math.trunc", "int", "round"}
 BOOL_RESULT = {"math.isnan", "math.isinf", "math.isfinite", "bool"}
 
@@ -290,6 +292,15 @@ class Typer:
         f = e.func
         if f == "float":
             return F64
+        if f in ("math.ldexp", "math.isqrt"):
+            if self.final and ts[-1].is_float:
+                what = "i in math.ldexp(x, i)" if f == "math.ldexp" else \
+                    "the argument of math.isqrt"
+                raise self.error(e.line, f"{what} must be an integer, as in Python; "
+                                 "convert with int(x)")
+            if f == "math.isqrt":
+                return INT
+            return F32 if ts[0] == F32 else F64
         if f in INT_RESULT:
             return INT
         if f in BOOL_RESULT:
