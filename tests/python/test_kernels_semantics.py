@@ -260,3 +260,38 @@ def test_math_ldexp_and_isqrt_need_ints():
 
     with pytest.raises(tack.KernelError, match="math.gcd"):
         tack.kernel(unsupported)
+
+
+U64 = [0, 1, 5, 2**63 - 1, 2**63, 2**63 + 2048, 2**64 - 1, 2**64 - 4096]
+
+
+def test_uint64_elements_convert_to_float_and_compare_unsigned():
+    @tack.kernel
+    def u64(a, b, s, out_f64, out_f32, flags):
+        for i in range(a.shape[0]):
+            out_f64[i] = a[i]
+            out_f32[i] = a[i]
+            flags[i, 0] = a[i] > 5
+            flags[i, 1] = a[i] > -1
+            flags[i, 2] = s[i] < a[i]
+            flags[i, 3] = a[i] == b[i]
+            flags[i, 4] = a[i] < b[i]
+            flags[i, 5] = float(a[i]) * 0.5 > 2.0**62
+            flags[i, 6] = a[i] >= 2**63 - 1
+
+    a = np.array(U64, dtype=np.uint64)
+    b = np.array(U64[1:] + U64[:1], dtype=np.uint64)
+    s = np.array([-1, 2, 9, -(2**63), 2**63 - 1, 0, -5, 7], dtype=np.int64)
+    out_f64, out_f32 = tack.zeros(a.size, dtype=tack.f64), tack.zeros(a.size, dtype=tack.f32)
+    flags = tack.zeros((a.size, 7), dtype=tack.bool)
+    u64(tack.array(a), tack.array(b), tack.array(s), out_f64, out_f32, flags)
+    assert out_f64.numpy().tolist() == a.astype(np.float64).tolist()
+    assert out_f32.numpy().tolist() == a.astype(np.float32).tolist()
+    x, y = U64, U64[1:] + U64[:1]
+    want = [[x[i] > 5, x[i] > -1, int(s[i]) < x[i], x[i] == y[i], x[i] < y[i],
+             float(x[i]) * 0.5 > 2.0**62, x[i] >= 2**63 - 1] for i in range(len(x))]
+    assert flags.numpy().tolist() == want
+    checked = tack.kernel(u64.__wrapped__, debug=True)  # the checked loads too
+    flags2 = tack.zeros((a.size, 7), dtype=tack.bool)
+    checked(tack.array(a), tack.array(b), tack.array(s), out_f64, out_f32, flags2)
+    assert flags2.numpy().tolist() == want

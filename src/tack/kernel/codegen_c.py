@@ -111,6 +111,11 @@ TK_INLINE int64_t tk_isqrt(int64_t n) {
 TK_INLINE int tk_ldexp_exp(int64_t e) {
     return e < -100000 ? -100000 : e > 100000 ? 100000 : (int)e;
 }
+/* A uint64 element against an int64 value: the sign of a - b, exactly. */
+TK_INLINE int tk_ucmp(uint64_t a, int64_t b) {
+    if (b < 0 || a > (uint64_t)b) return 1;
+    return a == (uint64_t)b ? 0 : -1;
+}
 TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
 /* float -> int: truncate, saturate, NaN -> 0 (as tack_convert). */
 TK_INLINE int64_t tk_f2i64(double x) {
@@ -228,8 +233,16 @@ class CGen:
             return f"tk_f2i64({code})"
         return f"(({CTYPE[dst]})({code}))"
 
+    def is_u64(self, e: ir.Expr) -> bool:
+        """A uint64 element read: an int64 value, except where it is converted to a
+        float or compared, which use its unsigned value."""
+        return isinstance(e, ir.Element) and self.tk.arrays[e.array].dtype == "uint64"
+
     def ex(self, e: ir.Expr, want: ScalarType | None = None) -> str:
         assert e.ty is not None, e
+        if want is not None and want.is_float and self.is_u64(e):
+            assert isinstance(e, ir.Element)
+            return f"(({CTYPE[want]}){self.load(e, raw=True)})"
         code = self._ex(e)
         return self.conv(code, e.ty, want) if want is not None else code
 
@@ -268,9 +281,14 @@ class CGen:
                          f"{arr.components}, {arr.ndim}, {name}, {e.line})")
         return " && ".join(parts) if parts else "1"
 
-    def load(self, e: ir.Element) -> str:
+    def load(self, e: ir.Element, raw: bool = False) -> str:
+        """The element's value: its load type, or (raw) its C element type."""
         arr = self.tk.arrays[e.array]
         ref = f"p_{e.array}[{self.flat_index(e)}]"
+        if raw:
+            if self.debug:
+                return f"(({self.checks(e)}) ? {ref} : ({ELEM_C[arr.dtype]})0)"
+            return ref
         if arr.dtype == "bool":
             value = f"({ref} != 0)"
         elif arr.dtype == "float16":
@@ -335,7 +353,7 @@ class CGen:
             for op, a, b in zip(e.ops, e.operands, e.operands[1:], strict=False):
                 assert a.ty is not None and b.ty is not None
                 ct = promote(a.ty, b.ty, is_weak(a), is_weak(b))
-                parts.append(f"({self.ex(a, ct)} {op} {self.ex(b, ct)})")
+                parts.append(self.compare(op, a, b, ct))
             return "(" + " && ".join(parts) + ")"
         if isinstance(e, ir.BoolOp):
             return self.boolop(e)
@@ -346,6 +364,19 @@ class CGen:
         if isinstance(e, ir.Call):
             return self.call(e)
         raise AssertionError(type(e))
+
+    def compare(self, op: str, a: ir.Expr, b: ir.Expr, ct: ScalarType) -> str:
+        ua, ub = ct == INT and self.is_u64(a), ct == INT and self.is_u64(b)
+        if ua and ub:
+            assert isinstance(a, ir.Element) and isinstance(b, ir.Element)
+            return f"({self.load(a, raw=True)} {op} {self.load(b, raw=True)})"
+        if ua:
+            assert isinstance(a, ir.Element)
+            return f"(tk_ucmp({self.load(a, raw=True)}, {self.ex(b, INT)}) {op} 0)"
+        if ub:
+            assert isinstance(b, ir.Element)
+            return f"(0 {op} tk_ucmp({self.load(b, raw=True)}, {self.ex(a, INT)}))"
+        return f"({self.ex(a, ct)} {op} {self.ex(b, ct)})"
 
     def boolop(self, e: ir.BoolOp) -> str:
         """Python's and/or: the first operand that decides (falsy for and, truthy
