@@ -5,12 +5,12 @@
  * A call goes straight from the interpreter into kernel_vectorcall: bind the
  * arguments, make the specialization key ((dtype, ndim) per array, kind per
  * scalar, then the debug mode: fixed by the decorator or, when it said nothing,
- * TACK_DEBUG read at this call), find it in a small table, run the runtime's checks (devices, memory
- * domains, read-only arrays bound to stored parameters), then launch with the GIL
- * released. Only a miss calls back into Python: the front end turns the kernel into
- * C for that key and builds it with _kernel_build. The table is touched only with
- * the GIL held; launches use only the runtime's kernel pointer, which lives for the
- * whole process.
+ * TACK_DEBUG read at this call), find it in a small table, run the runtime's checks
+ * (devices, memory domains, read-only arrays bound to stored parameters), then launch
+ * with the GIL released. Only a miss calls back into Python: the front end turns the
+ * kernel into C for that key and builds it with _kernel_build. The table is touched
+ * only with the GIL held; launches use only the runtime's kernel pointer, which lives
+ * for the whole process.
  */
 #include "tackpy.h"
 #include <string.h>
@@ -32,7 +32,7 @@ typedef struct {
     const char **cparams; /* PyMem; Borrowed strings: UTF-8 of params */
     bool *stored;         /* PyMem; stored[k]: the kernel may store to parameter k */
     int nparams;
-    int debug;             /* 0 or 1 as the decorator said; -1: TACK_DEBUG at each call */
+    int debug; /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
     int nspecs, cap;
     uint32_t *keys;        /* PyMem; nspecs rows of nparams + 1 (the debug mode last) */
     tack_kernel **kernels; /* PyMem; nspecs; Borrowed: live for the process */
