@@ -4,12 +4,13 @@
  *
  * A call goes straight from the interpreter into kernel_vectorcall: bind the
  * arguments, make the specialization key ((dtype, ndim) per array, kind per
- * scalar), find it in a small table, run the runtime's checks (devices, memory
- * domains, read-only arrays bound to stored parameters), then launch with the GIL
- * released. Only a miss calls back into Python: the front end turns the kernel into
- * C for that key and builds it with _kernel_build. The table is touched only with
- * the GIL held; launches use only the runtime's kernel pointer, which lives for the
- * whole process.
+ * scalar, then the debug mode: fixed by the decorator or, when it said nothing,
+ * TACK_DEBUG read at this call), find it in a small table, run the runtime's checks
+ * (devices, memory domains, read-only arrays bound to stored parameters), then launch
+ * with the GIL released. Only a miss calls back into Python: the front end turns the
+ * kernel into C for that key and builds it with _kernel_build. The table is touched
+ * only with the GIL held; launches use only the runtime's kernel pointer, which lives
+ * for the whole process.
  */
 #include "tackpy.h"
 #include <string.h>
@@ -24,15 +25,16 @@ typedef struct {
     PyObject *dict;
     PyObject *weakreflist;
     tackpy_state *st;     /* Borrowed: the module outlives its types' instances */
-    PyObject *compile;    /* the front end: compile(signature) -> capsule */
+    PyObject *compile;    /* the front end: compile(signature, debug) -> capsule */
     PyObject *name;       /* str */
     PyObject *params;     /* tuple of str */
     const char *cname;    /* Borrowed: UTF-8 of name */
     const char **cparams; /* PyMem; Borrowed strings: UTF-8 of params */
     bool *stored;         /* PyMem; stored[k]: the kernel may store to parameter k */
     int nparams;
+    int debug; /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
     int nspecs, cap;
-    uint32_t *keys;        /* PyMem; nspecs rows of nparams */
+    uint32_t *keys;        /* PyMem; nspecs rows of nparams + 1 (the debug mode last) */
     tack_kernel **kernels; /* PyMem; nspecs; Borrowed: live for the process */
 } tackpy_Kernel;
 
@@ -43,11 +45,15 @@ typedef struct {
 static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"name", "params", "stored", "compile", NULL};
-    PyObject *name, *params, *stored, *compile;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O:Kernel", kw, &name,
+    static char *kw[] = {"name", "params", "stored", "compile", "debug", NULL};
+    PyObject *name, *params, *stored, *compile, *debug = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O|O:Kernel", kw, &name,
                                      &PyTuple_Type, &params, &PyTuple_Type, &stored,
-                                     &compile)) {
+                                     &compile, &debug)) {
+        return NULL;
+    }
+    int debug_mode = -1;
+    if (debug != Py_None && (debug_mode = PyObject_IsTrue(debug)) < 0) {
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(params);
@@ -67,6 +73,7 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->name = Py_NewRef(name);
     self->params = Py_NewRef(params);
     self->nparams = (int)n;
+    self->debug = debug_mode;
     self->cname = PyUnicode_AsUTF8(name);
     self->cparams = PyMem_Calloc((size_t)n + 1, sizeof(char *));
     self->stored = PyMem_Calloc((size_t)n + 1, sizeof(bool));
@@ -203,6 +210,15 @@ read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg
         arg->f = PyFloat_AS_DOUBLE(obj);
         return 0;
     }
+    if (!PyLong_Check(obj) && PyObject_HasAttrString(obj, "__dlpack__")) {
+        /* A NumPy array (0-d too), a torch tensor...: never read as a number. */
+        PyErr_Format(PyExc_TypeError,
+                     "kernel '%s': argument '%s' must be a tack.Array, an int, a float "
+                     "or a bool, not %.100s; convert it with tack.array(x) (a copy) or "
+                     "tack.from_dlpack(x) (shares its memory)",
+                     kp->cname, kp->cparams[k], Py_TYPE(obj)->tp_name);
+        return -1;
+    }
     if (PyLong_Check(obj) || PyIndex_Check(obj)) {
         PyObject *index = PyNumber_Index(obj);
         if (!index) {
@@ -265,12 +281,26 @@ signature_of(tackpy_Kernel *kp, const uint32_t *key)
     return sig;
 }
 
+/* Whether this call builds the checked variant. An environment variable set from
+ * Python (os.environ, monkeypatch.setenv) reaches the C environment, so getenv sees
+ * it; the GIL orders it with such writes. */
+static uint32_t
+debug_of_call(const tackpy_Kernel *kp)
+{
+    if (kp->debug >= 0) {
+        return (uint32_t)kp->debug;
+    }
+    const char *v = getenv("TACK_DEBUG");
+    return v && v[0] && strcmp(v, "0") != 0;
+}
+
 static tack_kernel *
 find_spec(tackpy_Kernel *kp, const uint32_t *key)
 {
-    size_t row = (size_t)kp->nparams * sizeof(uint32_t);
+    size_t width = (size_t)kp->nparams + 1;
+    size_t row = width * sizeof(uint32_t);
     for (int s = 0; s < kp->nspecs; s++) {
-        if (memcmp(kp->keys + (size_t)s * (size_t)kp->nparams, key, row) == 0) {
+        if (memcmp(kp->keys + (size_t)s * width, key, row) == 0) {
             return kp->kernels[s];
         }
     }
@@ -286,7 +316,8 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     if (!sig) {
         return NULL;
     }
-    PyObject *capsule = PyObject_CallOneArg(kp->compile, sig);
+    PyObject *capsule = PyObject_CallFunction(kp->compile, "(OO)", sig,
+                                              key[kp->nparams] ? Py_True : Py_False);
     Py_DECREF(sig);
     if (!capsule) {
         return NULL;
@@ -300,10 +331,10 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     if (again) {
         return again;
     }
+    size_t width = (size_t)kp->nparams + 1;
     if (kp->nspecs == kp->cap) {
         int cap = kp->cap ? kp->cap * 2 : 4;
-        uint32_t *keys = PyMem_Realloc(
-            kp->keys, (size_t)cap * (size_t)kp->nparams * sizeof *keys + sizeof *keys);
+        uint32_t *keys = PyMem_Realloc(kp->keys, (size_t)cap * width * sizeof *keys);
         if (!keys) {
             PyErr_NoMemory();
             return NULL;
@@ -318,8 +349,7 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
         kp->kernels = kernels;
         kp->cap = cap;
     }
-    memcpy(kp->keys + (size_t)kp->nspecs * (size_t)kp->nparams, key,
-           (size_t)kp->nparams * sizeof *key);
+    memcpy(kp->keys + (size_t)kp->nspecs * width, key, width * sizeof *key);
     kp->kernels[kp->nspecs++] = k;
     return k;
 }
@@ -338,7 +368,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
         }
         argv = bound;
     }
-    uint32_t key[TACK_KERNEL_MAX_PARAMS];
+    uint32_t key[TACK_KERNEL_MAX_PARAMS + 1];
     tack_kernel_arg targs[TACK_KERNEL_MAX_PARAMS];
     const tack_array *arrays[TACK_KERNEL_MAX_PARAMS];
     for (int k = 0; k < kp->nparams; k++) {
@@ -346,6 +376,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
             return NULL;
         }
     }
+    key[kp->nparams] = debug_of_call(kp);
     tack_kernel *kernel = find_spec(kp, key);
     if (!kernel && !(kernel = compile_spec(kp, key))) {
         return NULL;
@@ -387,7 +418,7 @@ static PyMemberDef kernel_members[] = {
     {"params", T_OBJECT, offsetof(tackpy_Kernel, params), READONLY,
      "The parameter names."},
     {"compile", T_OBJECT, offsetof(tackpy_Kernel, compile), READONLY,
-     "The front end's compile(signature) callable."},
+     "The front end's compile(signature, debug) callable."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -410,9 +441,10 @@ static PyType_Slot kernel_slots[] = {
     {Py_tp_clear, kernel_clear},
     {Py_tp_dealloc, kernel_dealloc},
     {Py_tp_doc,
-     "Kernel(name, params, stored, compile)\n--\n\n"
+     "Kernel(name, params, stored, compile, debug=None)\n--\n\n"
      "A compiled kernel: what @tack.kernel returns. Calling it launches the kernel; "
-     "compile(signature) is called once per new argument signature."},
+     "compile(signature, debug) is called once per new argument signature and debug "
+     "mode. debug=None reads TACK_DEBUG at each call."},
     {0, NULL},
 };
 

@@ -2,10 +2,12 @@
 
 ``kernel(fn)`` parses fn at once (unsupported Python raises tack.KernelError here)
 and returns a tack.Kernel, a C object whose call does the dispatch. The first call
-with a new argument signature comes back to ``_Compiler.__call__``, which types the
-IR for that signature, generates C and has the runtime build it (from the disk
-cache when it can). A failed build is remembered: every later call with the same
-signature raises the same CompileError without compiling again.
+with a new argument signature (or debug mode) comes back to ``_Compiler.__call__``,
+which types the IR for that signature, generates C and has the runtime build it
+(from the disk cache when it can). A failed build is remembered: every later call
+with the same signature and debug mode raises the same CompileError without
+compiling again. The debug mode is the decorator's ``debug=`` or, when that is None,
+TACK_DEBUG as the dispatcher reads it at each call.
 """
 
 from __future__ import annotations
@@ -30,26 +32,29 @@ def _debug_from_env() -> bool:
 class _Compiler:
     """Called by a tack.Kernel on a signature it has not seen."""
 
-    def __init__(self, fn: Callable[..., Any], debug: bool) -> None:
+    def __init__(self, fn: Callable[..., Any], debug: bool | None) -> None:
         self.ir = parse_kernel(fn)
-        self.debug = debug
+        self.debug = debug  # None: TACK_DEBUG, read by the dispatcher at each call
         self.failed: dict[tuple[Any, ...], CompileError] = {}
         self.lock = threading.Lock()
 
-    def source(self, signature: tuple[Any, ...]) -> str:
-        return generate_c(specialize(self.ir, signature, self.debug))
+    def source(self, signature: tuple[Any, ...], debug: bool | None = None) -> str:
+        if debug is None:
+            debug = _debug_from_env() if self.debug is None else self.debug
+        return generate_c(specialize(self.ir, signature, debug))
 
-    def __call__(self, signature: tuple[Any, ...]) -> Any:
+    def __call__(self, signature: tuple[Any, ...], debug: bool) -> Any:
+        key = (signature, debug)
         with self.lock:
-            failed = self.failed.get(signature)
+            failed = self.failed.get(key)
         if failed is not None:
             raise CompileError(*failed.args)
-        src = self.source(signature)
+        src = self.source(signature, debug)
         try:
             return _kernel_build(self.ir.name, self.ir.filename, src)
         except CompileError as exc:
             with self.lock:
-                self.failed[signature] = exc
+                self.failed[key] = exc
             raise
 
 
@@ -64,15 +69,16 @@ def kernel(fn: Callable[..., Any] | None = None, *,
            debug: bool | None = None) -> Any:
     """Compile fn, a subset of Python, into a native kernel (see docs/kernels.md).
 
-    debug=True (or TACK_DEBUG=1 in the environment when debug is None) adds bounds
-    checks that raise IndexError and turns integer division by zero into
-    ZeroDivisionError.
+    debug=True adds bounds checks that raise IndexError and turns integer division
+    by zero into ZeroDivisionError. debug=None (the default) follows TACK_DEBUG
+    (set and not "0"), read at each call: changing it builds the other variant.
     """
     if fn is None:
         return lambda f: kernel(f, debug=debug)
-    comp = _Compiler(fn, _debug_from_env() if debug is None else debug)
+    comp = _Compiler(fn, debug)
     k = Kernel(comp.ir.name, tuple(comp.ir.params),
-               tuple(p in comp.ir.stored for p in comp.ir.params), comp)
+               tuple(p in comp.ir.stored for p in comp.ir.params), comp,
+               None if debug is None else bool(debug))
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         setattr(k, attr, getattr(fn, attr, None))
     k.__wrapped__ = fn
@@ -80,7 +86,9 @@ def kernel(fn: Callable[..., Any] | None = None, *,
     return k
 
 
-def generate_source(k: Kernel, signature: tuple[Any, ...]) -> str:
+def generate_source(k: Kernel, signature: tuple[Any, ...],
+                    debug: bool | None = None) -> str:
     """The C source a kernel compiles to for a signature (for inspection and
-    tests): e.g. (("array", "float32", 1), "int")."""
-    return k.compile.source(signature)
+    tests): e.g. (("array", "float32", 1), "int"). debug=None: the mode a call
+    would use now."""
+    return k.compile.source(signature, debug)

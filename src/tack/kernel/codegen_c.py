@@ -69,7 +69,8 @@ TK_INLINE int64_t tk_mod_d(tk_ctx *c, int64_t a, int64_t b, int line) {
     if (b == 0) { c->fail(c, 2, line, 0, 0, 0, 0); return 0; }
     return tk_mod(a, b);
 }
-/* Python's float // and % (CPython's float_divmod). */
+/* Python's float // and % (CPython's float_divmod); // by zero is a / b (inf or nan),
+ * as NumPy's floor_divide. */
 #define TK_FLOATDIV(T, S)                                                   \
 TK_INLINE T tk_fmod##S(T a, T b) {                                          \
     T m = fmod##S(a, b);                                                    \
@@ -78,6 +79,7 @@ TK_INLINE T tk_fmod##S(T a, T b) {                                          \
     return m;                                                               \
 }                                                                           \
 TK_INLINE T tk_ffloordiv##S(T a, T b) {                                     \
+    if (b == 0) return a / b;                                               \
     T m = fmod##S(a, b);                                                    \
     T d = (a - m) / b;                                                      \
     if (m != 0 && ((b < 0) != (m < 0))) d -= 1;                             \
@@ -97,6 +99,22 @@ TK_INLINE int64_t tk_shl(int64_t a, int64_t b) {
 }
 TK_INLINE int64_t tk_shr(int64_t a, int64_t b) {
     return b < 0 ? 0 : b >= 64 ? (a < 0 ? -1 : 0) : (a >> b);
+}
+/* math.isqrt (a negative argument gives 0) and math.ldexp's exponent. */
+TK_INLINE int64_t tk_isqrt(int64_t n) {
+    if (n <= 0) return 0;
+    uint64_t r = (uint64_t)sqrt((double)n);
+    while (r * r > (uint64_t)n) r--;
+    while ((r + 1) * (r + 1) <= (uint64_t)n) r++;
+    return (int64_t)r;
+}
+TK_INLINE int tk_ldexp_exp(int64_t e) {
+    return e < -100000 ? -100000 : e > 100000 ? 100000 : (int)e;
+}
+/* A uint64 element against an int64 value: the sign of a - b, exactly. */
+TK_INLINE int tk_ucmp(uint64_t a, int64_t b) {
+    if (b < 0 || a > (uint64_t)b) return 1;
+    return a == (uint64_t)b ? 0 : -1;
 }
 TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
 /* float -> int: truncate, saturate, NaN -> 0 (as tack_convert). */
@@ -215,12 +233,23 @@ class CGen:
             return f"tk_f2i64({code})"
         return f"(({CTYPE[dst]})({code}))"
 
+    def is_u64(self, e: ir.Expr) -> bool:
+        """A uint64 element read: an int64 value, except where it is converted to a
+        float or compared, which use its unsigned value."""
+        return isinstance(e, ir.Element) and self.tk.arrays[e.array].dtype == "uint64"
+
     def ex(self, e: ir.Expr, want: ScalarType | None = None) -> str:
         assert e.ty is not None, e
+        if want is not None and want.is_float and self.is_u64(e):
+            assert isinstance(e, ir.Element)
+            return f"(({CTYPE[want]}){self.load(e, raw=True)})"
         code = self._ex(e)
         return self.conv(code, e.ty, want) if want is not None else code
 
     def truth(self, e: ir.Expr) -> str:
+        if isinstance(e, ir.BoolOp):  # only its truth matters: plain && / ||
+            op = " && " if e.op == "and" else " || "
+            return "(" + op.join(self.truth(v) for v in e.values) + ")"
         return self.ex(e, BOOL)
 
     def fail_check(self, depth: int) -> None:
@@ -252,9 +281,14 @@ class CGen:
                          f"{arr.components}, {arr.ndim}, {name}, {e.line})")
         return " && ".join(parts) if parts else "1"
 
-    def load(self, e: ir.Element) -> str:
+    def load(self, e: ir.Element, raw: bool = False) -> str:
+        """The element's value: its load type, or (raw) its C element type."""
         arr = self.tk.arrays[e.array]
         ref = f"p_{e.array}[{self.flat_index(e)}]"
+        if raw:
+            if self.debug:
+                return f"(({self.checks(e)}) ? {ref} : ({ELEM_C[arr.dtype]})0)"
+            return ref
         if arr.dtype == "bool":
             value = f"({ref} != 0)"
         elif arr.dtype == "float16":
@@ -319,11 +353,10 @@ class CGen:
             for op, a, b in zip(e.ops, e.operands, e.operands[1:], strict=False):
                 assert a.ty is not None and b.ty is not None
                 ct = promote(a.ty, b.ty, is_weak(a), is_weak(b))
-                parts.append(f"({self.ex(a, ct)} {op} {self.ex(b, ct)})")
+                parts.append(self.compare(op, a, b, ct))
             return "(" + " && ".join(parts) + ")"
         if isinstance(e, ir.BoolOp):
-            op = " && " if e.op == "and" else " || "
-            return "(" + op.join(self.truth(v) for v in e.values) + ")"
+            return self.boolop(e)
         if isinstance(e, ir.IfExp):
             assert t is not None
             return (f"({self.truth(e.test)} ? {self.ex(e.body, t)} : "
@@ -331,6 +364,37 @@ class CGen:
         if isinstance(e, ir.Call):
             return self.call(e)
         raise AssertionError(type(e))
+
+    def compare(self, op: str, a: ir.Expr, b: ir.Expr, ct: ScalarType) -> str:
+        ua, ub = ct == INT and self.is_u64(a), ct == INT and self.is_u64(b)
+        if ua and ub:
+            assert isinstance(a, ir.Element) and isinstance(b, ir.Element)
+            return f"({self.load(a, raw=True)} {op} {self.load(b, raw=True)})"
+        if ua:
+            assert isinstance(a, ir.Element)
+            return f"(tk_ucmp({self.load(a, raw=True)}, {self.ex(b, INT)}) {op} 0)"
+        if ub:
+            assert isinstance(b, ir.Element)
+            return f"(0 {op} tk_ucmp({self.load(b, raw=True)}, {self.ex(a, INT)}))"
+        return f"({self.ex(a, ct)} {op} {self.ex(b, ct)})"
+
+    def boolop(self, e: ir.BoolOp) -> str:
+        """Python's and/or: the first operand that decides (falsy for and, truthy
+        for or), else the last one, in the type they all meet in; later operands
+        are evaluated only when needed."""
+        t = e.ty
+        assert t is not None
+        if t == BOOL:
+            return self.truth(e)
+        code = self.ex(e.values[-1], t)
+        for v in reversed(e.values[:-1]):
+            assert v.ty is not None
+            tmp = f"tk_t{self.counter}"
+            self.counter += 1
+            decides = f"{tmp} == 0" if e.op == "and" else f"{tmp} != 0"
+            code = (f"({{ const {CTYPE[v.ty]} {tmp} = {self.ex(v)}; "
+                    f"{decides} ? {self.conv(tmp, v.ty, t)} : {code}; }})")
+        return code
 
     def binop(self, e: ir.BinOp) -> str:
         t = e.ty
@@ -390,7 +454,11 @@ class CGen:
             if not a0.ty.is_float:
                 return "((_Bool)1)" if name == "isfinite" else "((_Bool)0)"
             return f"({name}({self.ex(a0)}) != 0)"
+        if name == "isqrt":
+            return f"tk_isqrt({self.ex(a0, INT)})"
         sfx = "f" if t == F32 else ""
+        if name == "ldexp":
+            return f"ldexp{sfx}({self.ex(a0, t)}, tk_ldexp_exp({self.ex(args[1], INT)}))"
         if name == "degrees":
             return f"({self.ex(a0, t)} * ({CTYPE[t]})(180.0 / 3.141592653589793))"
         if name == "radians":

@@ -100,10 +100,14 @@ class Element(Expr):
 
 @dataclass
 class Shape(Expr):
-    """a.shape[axis], len(a) (axis 0), a.ndim (axis -1) or a.size (axis -2)."""
+    """a.shape[axis], len(a) (axis 0), a.ndim (axis -1) or a.size (axis -2).
+
+    from_end: a.shape[-k], axis = -k; specialization turns it into axis ndim - k.
+    """
 
     array: str
     axis: int
+    from_end: bool = False
 
 
 @dataclass

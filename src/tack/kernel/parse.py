@@ -30,11 +30,15 @@ BUILTIN_FUNCS: dict[Any, str] = {
     builtins.max: "max",
     builtins.round: "round",
 }
-MATH_FUNCS = (  # noqa: SIM905  (a word list reads better than 40 quoted names)
-    "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh "
-    "asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow atan2 hypot "
-    "copysign fmod isnan isinf isfinite degrees radians"
-).split()
+MATH_FUNCS = [  # noqa: SIM905  (a word list reads better than 40 quoted names)
+    f for f in (
+        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh "
+        "cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow "
+        "atan2 hypot copysign fmod remainder nextafter ldexp isqrt isnan isinf isfinite "
+        "degrees radians"
+    ).split()
+    if hasattr(math, f)  # cbrt and exp2 are new in Python 3.11
+]
 MATH_CONSTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf,
                "nan": math.nan}
 for _f in MATH_FUNCS:
@@ -77,6 +81,10 @@ class _Parser:
 
         self.file_lines = [ln.rstrip("\n") for ln in linecache.getlines(self.filename)]
         src = textwrap.dedent("".join(src_lines))
+        # The columns of the dedented source, plus what dedent removed, are the file's.
+        kept = next((ln for ln in src.splitlines() if ln.strip()), "")
+        orig = next((ln for ln in src_lines if ln.strip()), "")
+        self.indent = len(orig.rstrip("\r\n")) - len(kept)
         tree = ast.parse(src)
         ast.increment_lineno(tree, first - 1)
         self.tree = tree
@@ -94,8 +102,22 @@ class _Parser:
 
     def error(self, node: ast.AST, msg: str) -> KernelError:
         lineno = getattr(node, "lineno", self.first)
-        col = getattr(node, "col_offset", 0)
+        col = getattr(node, "col_offset", 0) + self.indent
         return kernel_error(msg, self.filename, self.file_lines, lineno, col)
+
+    def else_error(self, node: ast.For | ast.While, msg: str) -> KernelError:
+        """An error at the 'else:' of a loop (the AST does not record its line: it is
+        the last line from the end of the body to the else block's first statement
+        that starts with 'else')."""
+        first = node.orelse[0].lineno
+        line, col = first - 1, self.indent
+        for n in range(first, node.body[-1].end_lineno or node.lineno, -1):
+            text = self.file_lines[n - 1] if 0 < n <= len(self.file_lines) else ""
+            stripped = text.lstrip()
+            if stripped.startswith("else") and stripped[4:].lstrip().startswith(":"):
+                line, col = n, len(text) - len(stripped)
+                break
+        return kernel_error(msg, self.filename, self.file_lines, line, col)
 
     # ---- the function ----------------------------------------------------------
 
@@ -177,7 +199,8 @@ class _Parser:
                          self.block(node.orelse))
         if isinstance(node, ast.While):
             if node.orelse:
-                raise self.error(node, "while ... else is not supported in kernels")
+                raise self.else_error(node, "while ... else is not supported in "
+                                      "kernels; use a flag set before break")
             self.loop_depth += 1
             body = self.block(node.body)
             self.loop_depth -= 1
@@ -204,7 +227,8 @@ class _Parser:
 
     def for_loop(self, node: ast.For) -> ir.For:
         if node.orelse:
-            raise self.error(node, "for ... else is not supported in kernels")
+            raise self.else_error(node, "for ... else is not supported in kernels; "
+                                  "use a flag set before break")
         if not isinstance(node.target, ast.Name):
             raise self.error(node.target, "a kernel for loop takes one name: "
                              "for i in range(...)")
@@ -354,11 +378,13 @@ class _Parser:
         if fname is None:
             src = ast.unparse(node.func)
             raise self.error(node, f"'{src}' cannot be called in a kernel; kernels call "
-                             "float, int, bool, abs, min, max, round, len and math.*")
+                             "float, int, bool, abs, min, max, round, len and the "
+                             "math functions listed in docs/kernels.md")
         args = [self.expr(a) for a in node.args]
         nargs = len(args)
         expect = {"min": (2, 99), "max": (2, 99), "math.log": (1, 2), "round": (1, 1)}
-        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod")
+        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
+               "math.remainder", "math.nextafter", "math.ldexp")
         lo, hi = expect.get(fname, (2, 2) if fname in two else (1, 1))
         if not lo <= nargs <= hi:
             want = f"{lo}" if lo == hi else f"{lo} or more" if hi == 99 else f"{lo}-{hi}"
@@ -373,10 +399,15 @@ class _Parser:
             if not isinstance(base.value, ast.Name):
                 raise self.error(node, "shape belongs to an array parameter: a.shape[k]")
             self.use_array(base.value.id, node)
-            axis = node.slice
+            axis, sign = node.slice, 1
+            if isinstance(axis, ast.UnaryOp) and isinstance(axis.op, ast.USub):
+                axis, sign = axis.operand, -1
             if not (isinstance(axis, ast.Constant) and type(axis.value) is int
                     and axis.value >= 0):
-                raise self.error(node, "a.shape[k] needs a constant, non-negative k")
+                raise self.error(node, "a.shape[k] needs a constant integer k "
+                                 "(a.shape[0], a.shape[-1])")
+            if sign < 0 and axis.value > 0:  # counts from the end, once ndim is known
+                return ir.Shape(line, base.value.id, -axis.value, from_end=True)
             return ir.Shape(line, base.value.id, axis.value)
         if isinstance(node.slice, ast.Slice) or (
                 isinstance(node.slice, ast.Tuple)

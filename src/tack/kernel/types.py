@@ -20,10 +20,12 @@ from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
 
 FLOAT_UNARY = {
     "math." + f for f in (  # noqa: SIM905
-        "sqrt exp expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh "
-        "tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees radians").split()
+        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan "
+        "sinh cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees "
+        "radians").split()
 }
-FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod"}
+FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
+                "math.remainder", "math.nextafter"}
 INT_RESULT = {"math.floor", "math.ceil", "math.trunc", "int", "round"}
 BOOL_RESULT = {"math.isnan", "math.isinf", "math.isfinite", "bool"}
 
@@ -174,6 +176,11 @@ class Typer:
             return self.element(e, store=False)
         if isinstance(e, ir.Shape):
             arr = self.array(e.array, e.line)
+            if e.from_end:
+                if e.axis + arr.ndim < 0:
+                    raise self.error(e.line, f"'{e.array}' has {arr.ndim} "
+                                     f"dimension(s); shape[{e.axis}] does not exist")
+                e.axis, e.from_end = e.axis + arr.ndim, False
             if e.axis >= arr.ndim:
                 raise self.error(e.line, f"'{e.array}' has {arr.ndim} dimension(s); "
                                  f"shape[{e.axis}] does not exist")
@@ -197,8 +204,16 @@ class Typer:
             ts = [self.expr(o) for o in e.operands]
             return None if None in ts else BOOL
         if isinstance(e, ir.BoolOp):
+            # Python's and/or give one of their operands: the type all of them meet
+            # in (bool when every operand is a bool).
             ts = [self.expr(v) for v in e.values]
-            return None if None in ts else BOOL
+            if None in ts:
+                return None
+            r, w = ts[0], is_weak(e.values[0])
+            for v, t in zip(e.values[1:], ts[1:], strict=False):
+                r = promote(r, t, w, is_weak(v))
+                w = w and is_weak(v)
+            return r
         if isinstance(e, ir.IfExp):
             self.expr(e.test)
             a, b = self.expr(e.body), self.expr(e.orelse)
@@ -277,6 +292,15 @@ class Typer:
         f = e.func
         if f == "float":
             return F64
+        if f in ("math.ldexp", "math.isqrt"):
+            if self.final and ts[-1].is_float:
+                what = "i in math.ldexp(x, i)" if f == "math.ldexp" else \
+                    "the argument of math.isqrt"
+                raise self.error(e.line, f"{what} must be an integer, as in Python; "
+                                 "convert with int(x)")
+            if f == "math.isqrt":
+                return INT
+            return F32 if ts[0] == F32 else F64
         if f in INT_RESULT:
             return INT
         if f in BOOL_RESULT:
