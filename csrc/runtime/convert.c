@@ -287,6 +287,69 @@ store(void *p, tack_dtype dt, wide w)
     }
 }
 
+/* Pairs where a C cast is exactly the rule above (value-preserving widening, and
+ * float conversions that round once), as tight loops the compiler vectorises.
+ * Returns false for every other pair, which takes the general path. */
+/* DT and ST are type names, which cannot be parenthesised. */
+// NOLINTBEGIN(bugprone-macro-parentheses)
+#define TACK__CAST_LOOP(DT, ST)             \
+    do {                                    \
+        DT *d_ = dst;                       \
+        const ST *s_ = src;                 \
+        for (size_t k_ = 0; k_ < n; k_++) { \
+            d_[k_] = (DT)s_[k_];            \
+        }                                   \
+        return true;                        \
+    } while (0)
+// NOLINTEND(bugprone-macro-parentheses)
+
+static bool
+convert_direct(void *dst, tack_dtype dt, const void *src, tack_dtype st, size_t n)
+{
+    switch (dt) {
+    case TACK_FLOAT64:
+        switch (st) {
+        case TACK_FLOAT32: TACK__CAST_LOOP(double, float);
+        case TACK_INT8: TACK__CAST_LOOP(double, int8_t);
+        case TACK_INT16: TACK__CAST_LOOP(double, int16_t);
+        case TACK_INT32: TACK__CAST_LOOP(double, int32_t);
+        case TACK_UINT8: TACK__CAST_LOOP(double, uint8_t);
+        case TACK_UINT16: TACK__CAST_LOOP(double, uint16_t);
+        case TACK_UINT32: TACK__CAST_LOOP(double, uint32_t);
+        default: return false;
+        }
+    case TACK_FLOAT32:
+        switch (st) {
+        case TACK_FLOAT64: TACK__CAST_LOOP(float, double);
+        case TACK_INT8: TACK__CAST_LOOP(float, int8_t);
+        case TACK_INT16: TACK__CAST_LOOP(float, int16_t);
+        case TACK_UINT8: TACK__CAST_LOOP(float, uint8_t);
+        case TACK_UINT16: TACK__CAST_LOOP(float, uint16_t);
+        default: return false;
+        }
+    case TACK_INT64:
+        switch (st) {
+        case TACK_INT8: TACK__CAST_LOOP(int64_t, int8_t);
+        case TACK_INT16: TACK__CAST_LOOP(int64_t, int16_t);
+        case TACK_INT32: TACK__CAST_LOOP(int64_t, int32_t);
+        case TACK_UINT8: TACK__CAST_LOOP(int64_t, uint8_t);
+        case TACK_UINT16: TACK__CAST_LOOP(int64_t, uint16_t);
+        case TACK_UINT32: TACK__CAST_LOOP(int64_t, uint32_t);
+        default: return false;
+        }
+    case TACK_INT32:
+        switch (st) {
+        case TACK_INT8: TACK__CAST_LOOP(int32_t, int8_t);
+        case TACK_INT16: TACK__CAST_LOOP(int32_t, int16_t);
+        case TACK_UINT8: TACK__CAST_LOOP(int32_t, uint8_t);
+        case TACK_UINT16: TACK__CAST_LOOP(int32_t, uint16_t);
+        default: return false;
+        }
+    default: return false;
+    }
+}
+#undef TACK__CAST_LOOP
+
 void
 tack_convert(void *dst, tack_dtype dst_dtype, const void *src, tack_dtype src_dtype,
              size_t n)
@@ -299,6 +362,9 @@ tack_convert(void *dst, tack_dtype dst_dtype, const void *src, tack_dtype src_dt
     size_t ssize = tack_dtype_get(src_dtype)->itemsize;
     if (dst_dtype == src_dtype) {
         memmove(dst, src, n * dsize);
+        return;
+    }
+    if (convert_direct(dst, dst_dtype, src, src_dtype, n)) {
         return;
     }
     unsigned char *d = dst;

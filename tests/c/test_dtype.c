@@ -121,3 +121,29 @@ TACK_TEST(int64_to_float32_rounds_once)
     tack_convert(&f, TACK_FLOAT32, &u, TACK_UINT64, 1);
     CHECK_EQ_DBL(f, 0x1p64);
 }
+
+TACK_TEST(direct_conversion_pairs_follow_the_general_rules)
+{
+    /* The fast loops (float widening and narrowing, integer widening) must give what
+     * the general element-by-element path gives: compare both for each pair. */
+    int16_t i16[4] = {-32768, -1, 0, 32767};
+    uint32_t u32[4] = {0, 1, 4000000000u, UINT32_MAX};
+    double f64[4] = {0.1, -1e30, 3.4028235677973366e38, 1e-45};
+    float f32[4];
+    int64_t i64[4];
+    double back[4];
+    tack_convert(f32, TACK_FLOAT32, i16, TACK_INT16, 4);
+    CHECK_EQ_DBL(f32[0], -32768.0);
+    CHECK_EQ_DBL(f32[3], 32767.0);
+    tack_convert(i64, TACK_INT64, u32, TACK_UINT32, 4);
+    CHECK_EQ_INT(i64[2], 4000000000LL);
+    CHECK_EQ_INT(i64[3], 4294967295LL);
+    tack_convert(f32, TACK_FLOAT32, f64, TACK_FLOAT64, 4);
+    CHECK_EQ_DBL(f32[0], 0.1f);
+    CHECK_EQ_DBL(f32[1], -1e30f);
+    CHECK_EQ_DBL(f32[3], 1e-45f); /* the smallest subnormal float */
+    tack_convert(back, TACK_FLOAT64, f32, TACK_FLOAT32, 4);
+    CHECK_EQ_DBL(back[0], (double)0.1f);
+    tack_convert(back, TACK_FLOAT64, u32, TACK_UINT32, 4);
+    CHECK_EQ_DBL(back[3], 4294967295.0);
+}

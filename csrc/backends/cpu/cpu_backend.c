@@ -2,7 +2,12 @@
  * cpu_backend.c: the CPU backend. Memory comes from the runtime's allocation hook
  * (64-byte aligned), launches are synchronous, so synchronize has nothing to wait for.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include <string.h>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "../../runtime/internal.h"
 
@@ -24,6 +29,28 @@ cpu_open(int ordinal, const tack_device_options *options, void **state)
     return TACK_OK;
 }
 
+/* From this size on, ask Linux for transparent huge pages (where its policy is
+ * "madvise", as on most distributions): the first touch of a large array then faults
+ * a 2 MiB page at a time instead of 4 KiB, which NumPy does too and which makes a
+ * first write to fresh memory several times faster. */
+#define CPU_HUGE_PAGE_THRESHOLD ((size_t)4 << 20)
+
+static void
+advise_huge_pages(void *p, size_t nbytes)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const uintptr_t page = 4096;
+    uintptr_t start = ((uintptr_t)p + page - 1) & ~(page - 1);
+    uintptr_t end = ((uintptr_t)p + nbytes) & ~(page - 1);
+    if (end > start) {
+        (void)madvise((void *)start, end - start, MADV_HUGEPAGE); /* advice only */
+    }
+#else
+    (void)p;
+    (void)nbytes;
+#endif
+}
+
 static tack_status
 cpu_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
 {
@@ -33,6 +60,9 @@ cpu_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
     if (!p) {
         return tack__fail(TACK_ERR_NO_MEMORY,
                           "out of memory allocating %zu bytes on the cpu", nbytes);
+    }
+    if (nbytes >= CPU_HUGE_PAGE_THRESHOLD) {
+        advise_huge_pages(p, nbytes);
     }
     *ptr = p;
     return TACK_OK;
