@@ -201,3 +201,18 @@ def test_without_vtk_the_exchange_is_a_runtime_error(tmp_path):
                          timeout=120, check=False, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert "refused:" in out.stdout and "VTK is not installed" in out.stdout
+
+
+def test_the_guard_reads_a_backends_own_context_handle(monkeypatch):
+    """A backend object that carries its context handle (as the Level Zero backend
+    keeps _context) is compared with VTK's context directly."""
+    import types
+
+    monkeypatch.setattr(tv, "_vtk_module", vtk_with(level_zero_handles=lambda: dict(HANDLES)))
+    same = types.SimpleNamespace(name="level_zero", _context=HANDLES["context"])
+    tv._require_shared_level_zero_context(same)
+    other = types.SimpleNamespace(name="level_zero", _context=0x9999)
+    with pytest.raises(RuntimeError, match="init_level_zero"):
+        tv._require_shared_level_zero_context(other)
+    cpu = types.SimpleNamespace(name="cpu", _context=0x9999)
+    tv._require_shared_level_zero_context(cpu)

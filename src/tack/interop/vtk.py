@@ -236,10 +236,19 @@ def init_level_zero() -> tack.Device:
 
 
 def _adopted_context(device: Any) -> int | None:
+    """The context handle the device allocates in, where it can be known: reported
+    by the device (an ``external_context`` dict, or a backend's ``_context`` handle)
+    or recorded by init_level_zero()."""
     reported = getattr(device, "external_context", None)
     if isinstance(reported, dict) and reported.get("context"):
         return int(reported["context"])
-    handles = _adopted_handles.get(device)
+    context = getattr(device, "_context", None)
+    if context is not None:
+        return int(getattr(context, "value", context) or 0) or None
+    try:
+        handles = _adopted_handles.get(device)
+    except TypeError:  # an unhashable stand-in
+        handles = None
     return None if handles is None else handles["context"]
 
 
@@ -250,7 +259,9 @@ def _require_shared_level_zero_context(device: Any) -> None:
     no field for a context, and the driver accepts a foreign pointer anyway: only Tack
     knows where it allocated, so the check lives here. Other backends pass.
     """
-    if device.name != "level_zero":
+    # A tack.Device, or a backend object that names itself (name or backend).
+    name = getattr(device, "name", None) or getattr(device, "backend", None)
+    if name != "level_zero":
         return
     fix = (
         "start Tack with tack.interop.vtk.init_level_zero() instead of "
@@ -263,7 +274,7 @@ def _require_shared_level_zero_context(device: Any) -> None:
             f"cannot exchange Level Zero memory with VTK: {exc}; {fix}"
         ) from exc
     adopted = None
-    if device.shares_external_context:
+    if getattr(device, "shares_external_context", True):
         adopted = _adopted_context(device)
     if adopted != handles["context"]:
         raise tack.TackRuntimeError(
