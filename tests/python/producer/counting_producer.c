@@ -404,12 +404,13 @@ delete_in_thread(PyObject *module, PyObject *handle)
     }
     pthread_t th;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = pthread_create(&th, NULL, thread_main, a);
-    if (rc == 0) {
-        pthread_join(th, NULL);
-    }
-    Py_END_ALLOW_THREADS if (rc != 0)
-    {
+    Py_BEGIN_ALLOW_THREADS
+        rc = pthread_create(&th, NULL, thread_main, a);
+        if (rc == 0) {
+            pthread_join(th, NULL);
+        }
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_create failed");
         return NULL;
     }
