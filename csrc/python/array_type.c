@@ -238,18 +238,9 @@ host_has_scalar_shape(const tackpy_host *h, const tack_array *dst)
 static PyObject *
 broadcast_to_scalar_shape(tackpy_state *st, PyObject *src, const tack_array *dst)
 {
-    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
-    int ndim = tack_array_ndim(dst);
-    int extra = info->ncomponents > 1;
-    PyObject *shape = PyTuple_New(ndim + extra);
+    PyObject *shape = tackpy_scalar_shape(dst);
     if (!shape) {
         return NULL;
-    }
-    for (int k = 0; k < ndim; k++) {
-        PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(tack_array_shape(dst)[k]));
-    }
-    if (extra) {
-        PyTuple_SET_ITEM(shape, ndim, PyLong_FromLong(info->ncomponents));
     }
     PyObject *np = tackpy_numpy(st);
     PyObject *b = np ? PyObject_CallMethod(np, "broadcast_to", "OO", src, shape) : NULL;

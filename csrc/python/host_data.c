@@ -444,12 +444,8 @@ tackpy_element_to_object(const void *p, tack_dtype dtype)
 }
 
 PyObject *
-tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype)
+tackpy_scalar_shape(const tack_array *arr)
 {
-    PyObject *np = tackpy_numpy(st);
-    if (!np) {
-        return NULL;
-    }
     const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(arr));
     int ndim = tack_array_ndim(arr);
     int extra = info->ncomponents > 1;
@@ -457,11 +453,29 @@ tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype)
     if (!shape) {
         return NULL;
     }
-    for (int k = 0; k < ndim; k++) {
-        PyTuple_SET_ITEM(shape, k, PyLong_FromLongLong(tack_array_shape(arr)[k]));
+    for (int k = 0; k < ndim + extra; k++) {
+        PyObject *v = k < ndim ? PyLong_FromLongLong(tack_array_shape(arr)[k])
+                               : PyLong_FromLong(info->ncomponents);
+        if (!v) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(shape, k, v);
     }
-    if (extra) {
-        PyTuple_SET_ITEM(shape, ndim, PyLong_FromLong(info->ncomponents));
+    return shape;
+}
+
+PyObject *
+tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr, PyObject *dtype)
+{
+    PyObject *np = tackpy_numpy(st);
+    if (!np) {
+        return NULL;
+    }
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(arr));
+    PyObject *shape = tackpy_scalar_shape(arr);
+    if (!shape) {
+        return NULL;
     }
     PyObject *out = PyObject_CallMethod(np, "empty", "Os", shape, info->numpy_str);
     Py_DECREF(shape);

@@ -141,6 +141,9 @@ int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
                              void *out);
 /* One element at p as a Python object (a tuple for vec types). New reference. */
 PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
+/* arr's shape as NumPy sees its scalars (vec types add a component axis). New
+ * reference, or NULL with an exception set. */
+PyObject *tackpy_scalar_shape(const tack_array *arr);
 /* A new NumPy array holding a copy of arr. New reference. */
 PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
                                 PyObject *dtype);
