@@ -370,28 +370,32 @@ static const DLPackExchangeAPI exchange_api = {
 
 /* ---- the C exchange API (consumer side) ------------------------------------------ */
 
-/* The major-1 table behind an attribute value, or NULL. */
+/* The major-1 table behind an attribute value, or NULL (then the producer is asked
+ * through __dlpack__, which every producer has). Which addresses can be a table is
+ * the runtime's rule (tack_dlpack_exchange_api_find): a forged int such as 1 or -1
+ * is refused before anything is read from it. */
 static const DLPackExchangeAPI *
 exchange_table(PyObject *value)
 {
-    const DLPackExchangeAPIHeader *h = NULL;
+    uintptr_t address = 0;
     if (PyCapsule_IsValid(value, TACK_DLPACK_CAPSULE_EXCHANGE_API)) {
-        h = PyCapsule_GetPointer(value, TACK_DLPACK_CAPSULE_EXCHANGE_API);
+        address =
+            (uintptr_t)PyCapsule_GetPointer(value, TACK_DLPACK_CAPSULE_EXCHANGE_API);
     }
     else if (PyLong_Check(value)) {
-        h = PyLong_AsVoidPtr(value);
-        if (!h) {
+        /* Negative values and values of 2**64 or more overflow: no table. */
+        unsigned long long v = PyLong_AsUnsignedLongLong(value);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
+            return NULL;
         }
+        address = (uintptr_t)v;
     }
-    /* A newer table may chain to an older one we read. */
-    for (int k = 0; h && k < 16; k++, h = h->prev_api) {
-        if (h->version.major == 1) {
-            const DLPackExchangeAPI *api = (const DLPackExchangeAPI *)h;
-            return api->managed_tensor_from_py_object_no_sync ? api : NULL;
-        }
+    const DLPackExchangeAPI *api = NULL;
+    if (tack_dlpack_exchange_api_find(address, &api) != TACK_OK) {
+        return NULL;
     }
-    return NULL;
+    return api;
 }
 
 /* The exchange table of a producer type, or NULL; cached per (type, version tag),
@@ -502,6 +506,20 @@ exchange_pending_work(const DLPackExchangeAPI *api, const DLManagedTensorVersion
     return stream != NULL;
 }
 
+/* Drops a reference to a producer's capsule. Its destructor may run Python (ctypes
+ * and cffi producers write it in Python), which must neither see nor erase the
+ * refusal already set for the caller: the exception is set aside meanwhile. */
+static void
+release_keeping_error(PyObject *capsule)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    Py_DECREF(capsule);
+    if (type) {
+        PyErr_Restore(type, value, tb);
+    }
+}
+
 /* x.__dlpack__(max_version=(1, 3)), and x.__dlpack__() for a producer that predates
  * DLPack 1.0 and raises TypeError at the keyword. copy is never passed: Tack makes
  * its own copies, so the fallback cannot drop a copy request. */
@@ -599,7 +617,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     PyObject *capsule = request_capsule(st, x);
     if (capsule) {
         result = import_capsule(st, capsule, &opts);
-        Py_DECREF(capsule);
+        release_keeping_error(capsule);
     }
 done:
     tack_device_release(opts.device);
@@ -667,21 +685,43 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
             !PyErr_ExceptionMatches(PyExc_ValueError)) {
             return NULL;
         }
-        PyErr_Clear();
-        /* Tell a read-only exporter apart from one that is not C-contiguous. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        /* Tell a read-only exporter apart from one that is not C-contiguous, and
+         * both from one that exports nothing at all (a released memoryview). */
         Py_buffer probe;
         int readable = PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS) == 0;
+        int strided = readable;
         if (readable) {
             PyBuffer_Release(&probe);
         }
+        else {
+            PyErr_Clear();
+            strided = PyObject_GetBuffer(obj, &probe, PyBUF_FULL_RO) == 0;
+            if (strided) {
+                PyBuffer_Release(&probe);
+            }
+        }
         PyErr_Clear();
-        return tackpy_raise_kind(
-            st, TACK_KIND_VALUE,
-            readable ? "writable=True, but the %.100s's memory is read-only: pass "
-                       "writable=False"
-                     : "the %.100s's memory is not one C-contiguous block: wrap a "
-                       "C-contiguous object, or copy it with tack.array",
-            Py_TYPE(obj)->tp_name);
+        PyObject *result =
+            readable ? tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                         "writable=True, but the %.100s's memory is "
+                                         "read-only: pass writable=False",
+                                         Py_TYPE(obj)->tp_name)
+            : strided
+                ? tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                    "the %.100s's memory is not one C-contiguous "
+                                    "block: wrap a C-contiguous object, or copy it "
+                                    "with tack.array",
+                                    Py_TYPE(obj)->tp_name)
+                : tackpy_raise_kind(st, TACK_KIND_VALUE,
+                                    "the %.100s exports no memory (%S): wrap an object "
+                                    "whose memory is still there",
+                                    Py_TYPE(obj)->tp_name, value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return result;
     }
     size_t nelem = 0;
     size_t itemsize = tack_dtype_get(dtype)->itemsize;
@@ -785,8 +825,24 @@ tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
         return NULL;
     }
     PyObject *result;
-    if (PyLong_Check(a[0])) {
-        unsigned long long address = PyLong_AsUnsignedLongLong(a[0]);
+    /* Anything with __index__ is an address (np.uintp, ctypes values converted by
+     * the caller, C-level handles), even when it also exposes a buffer: a NumPy
+     * integer scalar's own eight bytes are never what the caller means. */
+    PyObject *index = NULL;
+    if (PyIndex_Check(a[0])) {
+        index = PyNumber_Index(a[0]);
+        if (!index) {
+            if (!PyErr_ExceptionMatches(PyExc_TypeError) ||
+                !PyObject_CheckBuffer(a[0])) {
+                tack_device_release(dev);
+                return NULL;
+            }
+            PyErr_Clear(); /* e.g. a NumPy array of several ints: its memory */
+        }
+    }
+    if (index) {
+        unsigned long long address = PyLong_AsUnsignedLongLong(index);
+        Py_DECREF(index);
         if (address == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
             tack_device_release(dev);

@@ -13,6 +13,10 @@
 tack_status
 tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nelem)
 {
+    TACK__CHECK_ARG(nelem);
+    if (ndim > 0) {
+        TACK__CHECK_ARG(shape);
+    }
     if (ndim < 0 || ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_BAD_SHAPE,
                           "an array has 0 to %d dimensions, not %d: reshape the data",
@@ -107,6 +111,8 @@ tack_status
 tack_array_empty(tack_device *dev, tack_dtype dtype, int32_t ndim, const int64_t *shape,
                  unsigned flags, tack_array **out)
 {
+    TACK__CHECK_ARG(dev);
+    TACK__CHECK_ARG(out);
     tack_status st = check_dtype(dtype);
     size_t nelem = 0;
     if (st == TACK_OK) {
@@ -131,6 +137,7 @@ tack_status
 tack_array_zeros(tack_device *dev, tack_dtype dtype, int32_t ndim, const int64_t *shape,
                  unsigned flags, tack_array **out)
 {
+    TACK__CHECK_ARG(out);
     tack_array *arr;
     tack_status st = tack_array_empty(dev, dtype, ndim, shape, flags, &arr);
     if (st != TACK_OK) {
@@ -153,6 +160,8 @@ tack_status
 tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                        const int64_t *shape, bool writable, tack_array **out)
 {
+    TACK__CHECK_ARG(buf);
+    TACK__CHECK_ARG(out);
     tack_status st = check_dtype(dtype);
     size_t nelem = 0;
     if (st == TACK_OK) {
@@ -174,6 +183,9 @@ tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
 void
 tack_array_retain(tack_array *arr)
 {
+    if (!arr) {
+        return;
+    }
     atomic_fetch_add_explicit(&arr->refcount, 1, memory_order_relaxed);
 }
 
@@ -193,61 +205,66 @@ tack_array_release(tack_array *arr)
 void *
 tack_array_data(const tack_array *arr)
 {
-    return arr->buffer->data;
+    return arr ? arr->buffer->data : NULL;
 }
 
 tack_dtype
 tack_array_dtype(const tack_array *arr)
 {
-    return arr->dtype;
+    return arr ? arr->dtype : TACK_DTYPE_COUNT;
 }
 
 int32_t
 tack_array_ndim(const tack_array *arr)
 {
-    return arr->ndim;
+    return arr ? arr->ndim : 0;
 }
 
 const int64_t *
 tack_array_shape(const tack_array *arr)
 {
-    return arr->shape;
+    return arr ? arr->shape : NULL;
 }
 
 size_t
 tack_array_nelem(const tack_array *arr)
 {
-    return arr->nelem;
+    return arr ? arr->nelem : 0;
 }
 
 size_t
 tack_array_nbytes(const tack_array *arr)
 {
-    return arr->nbytes;
+    return arr ? arr->nbytes : 0;
 }
 
 bool
 tack_array_writable(const tack_array *arr)
 {
-    return arr->writable;
+    return arr && arr->writable;
 }
 
 tack_buffer *
 tack_array_buffer(const tack_array *arr)
 {
-    return arr->buffer;
+    return arr ? arr->buffer : NULL;
 }
 
 tack_device *
 tack_array_device(const tack_array *arr)
 {
-    return arr->buffer->device;
+    return arr ? arr->buffer->device : NULL;
 }
 
 tack_status
 tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
                    tack_array **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
+    if (ndim > 0) {
+        TACK__CHECK_ARG(shape);
+    }
     if (ndim < 0 || ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_BAD_SHAPE, "an array has 0 to %d dimensions, not %d",
                           TACK_MAX_NDIM, (int)ndim);
@@ -294,6 +311,8 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
 tack_status
 tack_array_readonly_view(const tack_array *arr, tack_array **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
     return array_make(arr->buffer, arr->dtype, arr->ndim, arr->shape, arr->nelem, false,
                       false, out);
 }
@@ -320,7 +339,13 @@ ncomponents(tack_dtype dt)
 tack_status
 tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 {
+    TACK__CHECK_ARG(arr);
     tack_status st = check_writable(arr, "fill");
+    if (st != TACK_OK) {
+        return st;
+    }
+    TACK__CHECK_ARG(value);
+    st = check_dtype(value_dtype);
     if (st != TACK_OK) {
         return st;
     }
@@ -357,6 +382,10 @@ tack_status
 tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype,
                           size_t nscalars)
 {
+    TACK__CHECK_ARG(dst);
+    if (nscalars > 0) {
+        TACK__CHECK_ARG(src);
+    }
     tack_status st = check_writable(dst, "copy");
     if (st != TACK_OK) {
         return st;
@@ -393,6 +422,10 @@ tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype
 tack_status
 tack_array_copy_to_host(const tack_array *src, void *dst, tack_dtype dst_dtype)
 {
+    TACK__CHECK_ARG(src);
+    if (src->nbytes > 0) {
+        TACK__CHECK_ARG(dst);
+    }
     size_t nscalars = src->nelem * ncomponents(src->dtype);
     if (src->nbytes == 0) {
         return TACK_OK;
@@ -447,6 +480,8 @@ same_scalar_shape(const tack_array *a, const tack_array *b)
 tack_status
 tack_array_copyto(tack_array *dst, const tack_array *src)
 {
+    TACK__CHECK_ARG(dst);
+    TACK__CHECK_ARG(src);
     tack_status st = check_writable(dst, "copyto");
     if (st != TACK_OK) {
         return st;
@@ -490,6 +525,9 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
 tack_status
 tack_array_to_device(const tack_array *src, tack_device *dev, tack_array **out)
 {
+    TACK__CHECK_ARG(src);
+    TACK__CHECK_ARG(dev);
+    TACK__CHECK_ARG(out);
     tack_array *dst;
     tack_status st = tack_array_empty(dev, src->dtype, src->ndim, src->shape,
                                       TACK_BUFFER_WRITABLE, &dst);

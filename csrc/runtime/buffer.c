@@ -26,6 +26,8 @@ buffer_alloc_struct(tack_device *dev, tack_buffer **out)
 tack_status
 tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags, tack_buffer **out)
 {
+    TACK__CHECK_ARG(dev);
+    TACK__CHECK_ARG(out);
     tack_buffer *buf;
     tack_status st = buffer_alloc_struct(dev, &buf);
     if (st != TACK_OK) {
@@ -49,8 +51,17 @@ tack_status
 tack_buffer_wrap(tack_device *dev, void *data, size_t nbytes, unsigned flags,
                  tack_release_fn release, void *ctx, tack_buffer **out)
 {
-    tack_buffer *buf;
-    tack_status st = buffer_alloc_struct(dev, &buf);
+    tack_buffer *buf = NULL;
+    tack_status st = TACK_OK;
+    if (!dev || !out) {
+        st = tack__fail(
+            TACK_ERR_INVALID_ARGUMENT,
+            "tack_buffer_wrap(): argument '%s' is NULL: pass a valid pointer",
+            dev ? "out" : "dev");
+    }
+    else {
+        st = buffer_alloc_struct(dev, &buf);
+    }
     if (st != TACK_OK) {
         /* The release obligation is consumed even on failure. */
         if (release) {
@@ -72,6 +83,9 @@ tack_buffer_wrap(tack_device *dev, void *data, size_t nbytes, unsigned flags,
 void
 tack_buffer_retain(tack_buffer *buf)
 {
+    if (!buf) {
+        return;
+    }
     atomic_fetch_add_explicit(&buf->refcount, 1, memory_order_relaxed);
 }
 
@@ -97,36 +111,40 @@ tack_buffer_release(tack_buffer *buf)
 void *
 tack_buffer_data(const tack_buffer *buf)
 {
-    return buf->data;
+    return buf ? buf->data : NULL;
 }
 
 size_t
 tack_buffer_nbytes(const tack_buffer *buf)
 {
-    return buf->nbytes;
+    return buf ? buf->nbytes : 0;
 }
 
 unsigned
 tack_buffer_flags(const tack_buffer *buf)
 {
+    if (!buf) {
+        return 0;
+    }
     return atomic_load_explicit(&((tack_buffer *)buf)->flags, memory_order_acquire);
 }
 
 tack_owner_kind
 tack_buffer_owner(const tack_buffer *buf)
 {
-    return buf->owner;
+    return buf ? buf->owner : TACK_OWNER_WRAPPED;
 }
 
 tack_device *
 tack_buffer_device(const tack_buffer *buf)
 {
-    return buf->device;
+    return buf ? buf->device : NULL;
 }
 
 tack_status
 tack_buffer_share(tack_buffer *buf)
 {
+    TACK__CHECK_ARG(buf);
     tack_status st = tack_device_synchronize(buf->device);
     if (st == TACK_OK) {
         atomic_fetch_or_explicit(&buf->flags, TACK_BUFFER_SHARED, memory_order_acq_rel);

@@ -44,6 +44,8 @@ find_backend(const char *name, size_t *index)
 tack_status
 tack_device_parse(const char *spec, char *name_out, size_t name_cap, int *ordinal)
 {
+    TACK__CHECK_ARG(name_out);
+    TACK__CHECK_ARG(ordinal);
     if (!spec || !*spec) {
         return tack__fail(
             TACK_ERR_UNKNOWN_DEVICE,
@@ -86,6 +88,9 @@ bool
 tack_device_accepts_option(const char *name, const char *option)
 {
     size_t index;
+    if (!name || !option) {
+        return false;
+    }
     const tack_backend *b = find_backend(name, &index);
     if (!b || !b->option_names) {
         return false;
@@ -129,6 +134,7 @@ tack_status
 tack_device_open(const char *name, int ordinal, const tack_device_options *options,
                  tack_device **out)
 {
+    TACK__CHECK_ARG(out);
     if (!name) {
         return tack__fail(TACK_ERR_UNKNOWN_DEVICE, "no device name given");
     }
@@ -196,42 +202,43 @@ tack_device_release(tack_device *dev)
 const char *
 tack_device_backend_name(const tack_device *dev)
 {
-    return dev->backend->name;
+    return dev ? dev->backend->name : "";
 }
 
 int
 tack_device_ordinal(const tack_device *dev)
 {
-    return dev->ordinal;
+    return dev ? dev->ordinal : -1;
 }
 
 int
 tack_device_dlpack_type(const tack_device *dev)
 {
-    return dev->backend->dlpack_device_type;
+    return dev ? dev->backend->dlpack_device_type : 0;
 }
 
 uint64_t
 tack_device_memory_domain(const tack_device *dev)
 {
-    return dev->memory_domain;
+    return dev ? dev->memory_domain : 0;
 }
 
 bool
 tack_device_has_external_context(const tack_device *dev)
 {
-    return dev->external_context;
+    return dev && dev->external_context;
 }
 
 const tack_backend *
 tack_device_backend(const tack_device *dev)
 {
-    return dev->backend;
+    return dev ? dev->backend : NULL;
 }
 
 tack_status
 tack_device_synchronize(tack_device *dev)
 {
+    TACK__CHECK_ARG(dev);
     return dev->backend->synchronize ? dev->backend->synchronize(dev->state) : TACK_OK;
 }
 
@@ -242,6 +249,7 @@ tack_default_device(tack_device **out)
      * a registry device as the default (the common case) no lock is taken: this is
      * on the DLPack import's hot path. */
     static _Atomic(tack_device *) cpu_device;
+    TACK__CHECK_ARG(out);
     tack_device *dev = atomic_load_explicit(&default_device, memory_order_acquire);
     if (dev && !dev->in_registry) {
         /* Another thread may replace and release it: retain under the lock. */

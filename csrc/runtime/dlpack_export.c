@@ -41,6 +41,13 @@ tack__array_fill_dl_layout(tack_array *arr)
 void
 tack_dlpack_describe(const tack_array *arr, DLTensor *out)
 {
+    if (!out) {
+        return;
+    }
+    if (!arr) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     const tack_dtype_info *info = tack_dtype_get(arr->dtype);
     tack_device *dev = arr->buffer->device;
     memset(out, 0, sizeof *out);
@@ -160,6 +167,8 @@ tack_status
 tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
                              DLManagedTensorVersioned **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
     tack_array *src = NULL;
     bool copied = false;
     void *block = NULL;
@@ -193,6 +202,8 @@ tack_status
 tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opts,
                           DLManagedTensor **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
     if (!arr->writable && !(opts && opts->copy)) {
         /* The legacy ABI has no read-only flag; NumPy refuses the same way. */
         return TACK__FAIL(

@@ -218,6 +218,12 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
      * without elements has no layout at all. NULL strides mean C-contiguous. */
     bool contiguous = true;
     int64_t lo = 0, hi = (int64_t)(nelem * itemsize);
+    if (!tack__range_fits(address, nelem * itemsize)) {
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+                          "the DLPack tensor's %zu bytes from %p reach past the end of "
+                          "the address space: the producer sent an invalid tensor",
+                          nelem * itemsize, (void *)address);
+    }
     if (t->strides && nelem > 0) {
         int64_t expect = 1;
         for (int32_t k = t->ndim - 1; k >= 0; k--) {
@@ -271,12 +277,18 @@ space_ok(const tack_device *dev, tack_memory_space space)
 
 /* Checks what a foreign pointer must satisfy that the shape does not say. */
 static tack_status
-check_pointer(tack_device *dev, const void *data, size_t align)
+check_pointer(tack_device *dev, const void *data, size_t nbytes, size_t align)
 {
     if (!data) {
         return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
                           "a NULL pointer cannot hold elements: pass the address of "
                           "the first element");
+    }
+    if (!tack__range_fits((uintptr_t)data, nbytes)) {
+        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+                          "%zu bytes from address %p reach past the end of the "
+                          "address space: pass the address of the first element",
+                          nbytes, data);
     }
     if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
         return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
@@ -311,7 +323,8 @@ wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
     const tack_dtype_info *info = tack_dtype_get(dtype);
     tack_status st = TACK_OK;
     if (nelem > 0) {
-        st = check_pointer(dev, data, tack_dtype_get(info->scalar)->itemsize);
+        st = check_pointer(dev, data, nelem * info->itemsize,
+                           tack_dtype_get(info->scalar)->itemsize);
     }
     if (st != TACK_OK) {
         if (release) {
@@ -341,7 +354,13 @@ tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t n
     const tack_dtype_info *info = tack_dtype_get(dtype);
     size_t nelem = 0;
     tack_status st;
-    if (info) {
+    if (!dev || !out) {
+        st = tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                        "tack_array_wrap_memory(): argument '%s' is NULL: pass a valid "
+                        "pointer",
+                        dev ? "out" : "dev");
+    }
+    else if (info) {
         st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
     }
     else {
@@ -588,8 +607,10 @@ tack_status
 tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
                              const tack_dlpack_import_options *opts, tack_array **out)
 {
-    if (!mt) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+    TACK__CHECK_ARG(mt);
+    if (!out) {
+        release_versioned(mt); /* consumed even on failure */
+        TACK__CHECK_ARG(out);
     }
     if (mt->version.major != 1) {
         /* Only the fields up to flags are known in another major version. */
@@ -608,8 +629,10 @@ tack_status
 tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options *opts,
                           tack_array **out)
 {
-    if (!mt) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+    TACK__CHECK_ARG(mt);
+    if (!out) {
+        release_legacy(mt); /* consumed even on failure */
+        TACK__CHECK_ARG(out);
     }
     /* Legacy tensors import writable: the spec's stated policy (DESIGN.md). */
     return import_tensor(&mt->dl_tensor, true, release_legacy, mt, opts, out);
@@ -621,6 +644,8 @@ tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options 
 tack_status
 tack_dlpack_allocate(const DLTensor *prototype, DLManagedTensorVersioned **out)
 {
+    TACK__CHECK_ARG(prototype);
+    TACK__CHECK_ARG(out);
     const device_row *row = NULL;
     tack_status st = check_device_type((int32_t)prototype->device.device_type, &row);
     if (st != TACK_OK) {

@@ -31,6 +31,7 @@ tack_dtype_get(tack_dtype dt)
 tack_status
 tack_dtype_from_name(const char *name, tack_dtype *out)
 {
+    TACK__CHECK_ARG(out);
     if (name) {
         for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
             if (strcmp(name, dtype_table[i].name) == 0 ||
@@ -50,6 +51,7 @@ tack_dtype_from_name(const char *name, tack_dtype *out)
 tack_status
 tack_dtype_from_dlpack(uint8_t code, uint8_t bits, tack_dtype *out)
 {
+    TACK__CHECK_ARG(out);
     for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
         const tack_dtype_info *info = &dtype_table[i];
         if (info->ncomponents == 1 && info->dlpack_code == code &&

@@ -31,6 +31,25 @@
  * `return tack__fail(TACK_ERR_BAD_SHAPE, "...", ...);`. */
 tack_status tack__fail(tack_status st, const char *fmt, ...) TACK__PRINTF(2, 3);
 
+/* A public entry point's check of a pointer argument: a NULL handle is the caller's
+ * mistake, reported as TACK_ERR_INVALID_ARGUMENT, never dereferenced. */
+#define TACK__CHECK_ARG(ptr)                                                       \
+    do {                                                                           \
+        if (!(ptr)) {                                                              \
+            return tack__fail(TACK_ERR_INVALID_ARGUMENT,                           \
+                              "%s(): argument '%s' is NULL: pass a valid pointer", \
+                              __func__, #ptr);                                     \
+        }                                                                          \
+    } while (0)
+
+/* Whether nbytes starting at address stay inside the address space (the last byte
+ * is at most UINTPTR_MAX): a foreign range that wraps past 2**64 is refused. */
+static inline bool
+tack__range_fits(uintptr_t address, size_t nbytes)
+{
+    return nbytes == 0 || nbytes - 1 <= UINTPTR_MAX - address;
+}
+
 /* ---- allocation (alloc.c) ----------------------------------------------------- */
 
 /* Through the hook of alloc.h. nbytes 0 is allowed and returns a unique pointer.

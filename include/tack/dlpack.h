@@ -122,6 +122,20 @@ TACK_API tack_status tack_dlpack_import_legacy(DLManagedTensor *mt,
                                                const tack_dlpack_import_options *opts,
                                                tack_array **out);
 
+/* ---- the C exchange API (consumer side) ------------------------------------------ */
+
+/*
+ * The table of major version 1 published at address by another library (the value
+ * of its __c_dlpack_exchange_api__, or the pointer of its "dlpack_exchange_api"
+ * capsule), following prev_api links to an older table when needed. Refuses,
+ * without reading anything, an address that cannot be a table: NULL, the first
+ * page, misaligned, or outside user memory. Out: *out only on success. Errors:
+ * TACK_ERR_DLPACK_INVALID (no plausible table, or none of major version 1),
+ * TACK_ERR_INVALID_ARGUMENT (out is NULL).
+ */
+TACK_API tack_status tack_dlpack_exchange_api_find(uintptr_t address,
+                                                   const DLPackExchangeAPI **out);
+
 /* ---- raw pointers --------------------------------------------------------------- */
 
 /*

@@ -772,3 +772,76 @@ TACK_TEST(dlpack_export_reports_the_consumers_minor_version)
     mt->deleter(mt);
     tack_array_release(a);
 }
+
+/* ---- the exchange table of another library --------------------------------------- */
+
+static int
+no_from_py(void *py_object, DLManagedTensorVersioned **out)
+{
+    (void)py_object;
+    (void)out;
+    return -1;
+}
+
+TACK_TEST(exchange_table_addresses_that_cannot_be_tables_are_refused)
+{
+    const DLPackExchangeAPI *api = NULL;
+    static const uintptr_t forged[] = {0,    1,    (uintptr_t)-1,     8,
+                                       4095, 4097, (uintptr_t)1 << 62};
+    for (size_t k = 0; k < sizeof forged / sizeof forged[0]; k++) {
+        CHECK_STATUS(tack_dlpack_exchange_api_find(forged[k], &api),
+                     TACK_ERR_DLPACK_INVALID);
+    }
+    CHECK(api == NULL);
+    CHECK_STATUS(tack_dlpack_exchange_api_find(4096, NULL), TACK_ERR_INVALID_ARGUMENT);
+}
+
+TACK_TEST(exchange_table_versions_are_checked_and_chains_followed)
+{
+    static DLPackExchangeAPI v1 = {.header = {{1, 2}, NULL},
+                                   .managed_tensor_from_py_object_no_sync = no_from_py};
+    static DLPackExchangeAPI v2 = {.header = {{2, 0}, &v1.header}};
+    static DLPackExchangeAPI v9 = {.header = {{9, 0}, NULL}};
+    static DLPackExchangeAPI empty = {.header = {{1, 3}, NULL}};
+    static DLPackExchangeAPI bad_link = {
+        .header = {{2, 0}, (DLPackExchangeAPIHeader *)8}};
+    const DLPackExchangeAPI *api = NULL;
+    CHECK_OK(tack_dlpack_exchange_api_find((uintptr_t)&v1, &api));
+    CHECK(api == &v1);
+    api = NULL;
+    CHECK_OK(tack_dlpack_exchange_api_find((uintptr_t)&v2, &api));
+    CHECK(api == &v1);
+    CHECK_STATUS(tack_dlpack_exchange_api_find((uintptr_t)&v9, &api),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack_dlpack_exchange_api_find((uintptr_t)&empty, &api),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack_dlpack_exchange_api_find((uintptr_t)&bad_link, &api),
+                 TACK_ERR_DLPACK_INVALID);
+}
+
+/* ---- address ranges past the end of the address space ------------------------------
+ */
+
+TACK_TEST(wrapped_ranges_past_the_address_space_are_refused)
+{
+    tack_device *dev = NULL;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    tack_array *arr = NULL;
+    int64_t four[1] = {4}, two[1] = {2};
+    CHECK_STATUS(tack_array_wrap_memory(dev, (void *)(UINTPTR_MAX - 7), TACK_FLOAT32, 1,
+                                        four, false, NULL, NULL, &arr),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tack_last_error(), "address space") != NULL);
+    /* A range whose last byte is the last address is fine. */
+    CHECK_OK(tack_array_wrap_memory(dev, (void *)(UINTPTR_MAX - 15), TACK_FLOAT64, 1,
+                                    two, false, NULL, NULL, &arr));
+    tack_array_release(arr);
+
+    producer *p = producer_new(4);
+    p->v.dl_tensor.data = (void *)(UINTPTR_MAX - 7);
+    deleted_versioned = 0;
+    CHECK_STATUS(tack_dlpack_import_versioned(&p->v, NULL, &arr),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK(strstr(tack_last_error(), "address space") != NULL);
+    CHECK_EQ_INT(deleted_versioned, 1);
+}
