@@ -48,14 +48,25 @@ make_array(PyObject *module, const char *fname, make_kind kind, PyObject *const 
            Py_ssize_t nargs, PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names_empty[] = {"shape", "dtype", "device", "exportable",
-                                              NULL};
-    static const char *const names_full[] = {"shape",  "fill_value", "dtype",
-                                             "device", "exportable", NULL};
-    PyObject *a[5];
     int full = kind == MAKE_FULL;
-    if (tackpy_parse_args(fname, args, nargs, kwnames, full ? names_full : names_empty,
-                          full ? 4 : 3, full ? 2 : 1, a) < 0) {
+    const tackpy_signature sig_empty = {fname,
+                                        4,
+                                        3,
+                                        0,
+                                        1,
+                                        {TACKPY_NAME_shape, TACKPY_NAME_dtype,
+                                         TACKPY_NAME_device, TACKPY_NAME_exportable}};
+    const tackpy_signature sig_full = {
+        fname,
+        5,
+        4,
+        0,
+        2,
+        {TACKPY_NAME_shape, TACKPY_NAME_fill_value, TACKPY_NAME_dtype,
+         TACKPY_NAME_device, TACKPY_NAME_exportable}};
+    PyObject *a[5];
+    if (tackpy_parse(st, full ? &sig_full : &sig_empty, args, nargs, kwnames, NULL, a,
+                     NULL) < 0) {
         return NULL;
     }
     PyObject *shape_obj = a[0];
@@ -134,10 +145,10 @@ array_shape_of_host(tackpy_state *st, const tackpy_host *h, tack_dtype dtype,
     memcpy(shape, h->shape, (size_t)ndim * sizeof(int64_t));
     if (info->ncomponents > 1) {
         if (ndim == 0 || shape[ndim - 1] != info->ncomponents) {
-            tackpy_raise_kind(st, TACK_KIND_VALUE,
-                              "data for a %s array needs a last dimension of %d, the "
-                              "component count",
-                              info->name, (int)info->ncomponents);
+            tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                             "data for a %s array needs a last dimension of %d, the "
+                             "component count",
+                             info->name, (int)info->ncomponents);
             return -1;
         }
         ndim--;
@@ -150,9 +161,10 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"obj", "dtype", "device", NULL};
+    static const tackpy_signature sig = {
+        "array", 3, 3, 0, 1, {TACKPY_NAME_obj, TACKPY_NAME_dtype, TACKPY_NAME_device}};
     PyObject *a[3];
-    if (tackpy_parse_args("array", args, nargs, kwnames, names, 3, 1, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     tack_device *dev = NULL;
@@ -246,10 +258,10 @@ broadcast_to_scalar_shape(tackpy_state *st, PyObject *src, const tack_array *dst
     PyObject *b = np ? PyObject_CallMethod(np, "broadcast_to", "OO", src, shape) : NULL;
     if (!b && PyErr_ExceptionMatches(PyExc_ValueError)) {
         PyErr_Clear();
-        tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "copyto: the source cannot be broadcast to the destination's "
-                          "shape %R: give data of that shape",
-                          shape);
+        tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                         "copyto: the source cannot be broadcast to the destination's "
+                         "shape %R: give data of that shape",
+                         shape);
     }
     Py_DECREF(shape);
     return b;
@@ -260,14 +272,15 @@ tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"dst", "src", NULL};
+    static const tackpy_signature sig = {
+        "copyto", 2, 2, 0, 2, {TACKPY_NAME_dst, TACKPY_NAME_src}};
     PyObject *a[2];
-    if (tackpy_parse_args("copyto", args, nargs, kwnames, names, 2, 2, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     if (!tackpy_array_check(st, a[0])) {
-        return tackpy_raise_kind(
-            st, TACK_KIND_TYPE,
+        return tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
             "copyto(dst, src): dst must be a tack array, not %.100s",
             Py_TYPE(a[0])->tp_name);
     }
@@ -426,14 +439,15 @@ static PyObject *
 array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                    PyObject *kwnames)
 {
-    static const char *const names[] = {"dtype", "copy", NULL};
+    static const tackpy_signature sig = {
+        "__array__", 2, 2, 0, 0, {TACKPY_NAME_dtype, TACKPY_NAME_copy}};
     PyObject *a[2];
-    if (tackpy_parse_args("__array__", args, nargs, kwnames, names, 2, 0, a) < 0) {
+    if (tackpy_parse(state_of(self), &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     if (a[1] == Py_False) {
-        return tackpy_raise_kind(
-            state_of(self), TACK_KIND_VALUE,
+        return tackpy_raise_fmt(
+            state_of(self), TACK_ERR_INVALID_ARGUMENT,
             "a Tack array cannot become a NumPy array without a copy "
             "here: use np.from_dlpack(a) to share its memory");
     }
@@ -447,10 +461,10 @@ array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int64_t shape[TACK_MAX_NDIM];
     int ndim;
     if (nargs == 0) {
-        PyErr_SetString(PyExc_TypeError,
-                        "reshape() needs the new shape, e.g. a.reshape(2, 3) or "
-                        "a.reshape((2, -1))");
-        return NULL;
+        return tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
+            "reshape() needs the new shape, e.g. a.reshape(2, 3) or "
+            "a.reshape((2, -1))");
     }
     if (nargs == 1) {
         ndim = tackpy_parse_shape(st, args[0], shape);
@@ -504,17 +518,18 @@ array_to_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
     tackpy_state *st = state_of(self);
-    static const char *const names[] = {"device", "stream", NULL};
+    static const tackpy_signature sig = {
+        "to_device", 2, 1, 0, 1, {TACKPY_NAME_device, TACKPY_NAME_stream}};
     PyObject *a[2];
-    if (tackpy_parse_args("to_device", args, nargs, kwnames, names, 1, 1, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     if (a[1] && a[1] != Py_None) {
         /* CPU copies are synchronous: there is no stream to order them on. */
-        return tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                 "to_device(stream=%R): copies on this device are "
-                                 "synchronous; pass stream=None",
-                                 a[1]);
+        return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                "to_device(stream=%R): copies on this device are "
+                                "synchronous; pass stream=None",
+                                a[1]);
     }
     tack_device *dev = NULL;
     if (tackpy_device_from_object(st, a[0], &dev) < 0) {
@@ -537,8 +552,8 @@ array_export_memory(PyObject *self, PyObject *unused)
 {
     (void)unused;
     tack_device *dev = tack_array_device(ARR(self));
-    return tackpy_raise_kind(
-        state_of(self), TACK_KIND_RUNTIME,
+    return tackpy_raise_fmt(
+        state_of(self), TACK_ERR_UNSUPPORTED,
         "Backend %s does not support memory export: only CUDA "
         "arrays (and Metal on macOS) can be exported as OS handles; "
         "share this array with DLPack instead",
@@ -558,20 +573,20 @@ flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offse
     Py_ssize_t n = PyTuple_GET_SIZE(items);
     int rc = -1;
     if (n != ndim) {
-        tackpy_raise_kind(st, TACK_KIND_INDEX,
-                          "a %d-d array takes %d indices, not %zd: Tack arrays have no "
-                          "slicing; use numpy() for a copy you can slice",
-                          ndim, ndim, n);
+        tackpy_raise_fmt(st, TACK_ERR_INDEX,
+                         "a %d-d array takes %d indices, not %zd: Tack arrays have no "
+                         "slicing; use numpy() for a copy you can slice",
+                         ndim, ndim, n);
         goto done;
     }
     size_t off = 0;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *item = PyTuple_GET_ITEM(items, k);
         if (!PyIndex_Check(item)) {
-            tackpy_raise_kind(st, TACK_KIND_INDEX,
-                              "only integer indices are supported, not %.100s: Tack "
-                              "arrays have no slicing",
-                              Py_TYPE(item)->tp_name);
+            tackpy_raise_fmt(st, TACK_ERR_INDEX,
+                             "only integer indices are supported, not %.100s: Tack "
+                             "arrays have no slicing",
+                             Py_TYPE(item)->tp_name);
             goto done;
         }
         Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
@@ -582,8 +597,8 @@ flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offse
             i += (Py_ssize_t)shape[k];
         }
         if (i < 0 || i >= shape[k]) {
-            tackpy_raise_kind(
-                st, TACK_KIND_INDEX,
+            tackpy_raise_fmt(
+                st, TACK_ERR_INDEX,
                 "index %zd is out of range for dimension %zd of extent %lld",
                 PyNumber_AsSsize_t(item, NULL), k, (long long)shape[k]);
             goto done;
@@ -614,8 +629,8 @@ array_getitem(PyObject *self, PyObject *key)
                itemsize);
     }
     else {
-        return tackpy_raise_kind(st, TACK_KIND_RUNTIME,
-                                 "element access needs a host array: use numpy()");
+        return tackpy_raise_fmt(st, TACK_ERR_UNSUPPORTED,
+                                "element access needs a host array: use numpy()");
     }
     return tackpy_element_to_object(element, tack_array_dtype(arr));
 }
@@ -626,14 +641,13 @@ array_setitem(PyObject *self, PyObject *key, PyObject *value)
     tackpy_state *st = state_of(self);
     tack_array *arr = ARR(self);
     if (!value) {
-        PyErr_SetString(PyExc_TypeError, "Tack array elements cannot be deleted");
-        return -1;
+        return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
+                                    "Tack array elements cannot be deleted");
     }
     if (!tack_array_writable(arr)) {
-        tackpy_raise_kind(
-            st, TACK_KIND_READ_ONLY,
-            "element store: the array is read-only (a read-only import or "
-            "view); copy it with tack.array(...) to get a writable array");
+        tackpy_raise_fmt(st, TACK_ERR_READ_ONLY,
+                         "element store: the array is read-only (a read-only import or "
+                         "view); copy it with tack.array(...) to get a writable array");
         return -1;
     }
     size_t off;
@@ -645,8 +659,8 @@ array_setitem(PyObject *self, PyObject *key, PyObject *value)
         return -1;
     }
     if (tack_device_dlpack_type(tack_array_device(arr)) != 1) {
-        tackpy_raise_kind(st, TACK_KIND_RUNTIME,
-                          "element stores need a host array: use copyto() or a kernel");
+        tackpy_raise_fmt(st, TACK_ERR_UNSUPPORTED,
+                         "element stores need a host array: use copyto() or a kernel");
         return -1;
     }
     size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
@@ -661,15 +675,13 @@ array_sq_item(PyObject *self, Py_ssize_t i)
 {
     tack_array *arr = ARR(self);
     if (tack_array_ndim(arr) != 1) {
-        PyErr_Format(PyExc_TypeError,
-                     "only 1-D arrays can be iterated (this one is %d-d): iterate over "
-                     "a.reshape(-1) or a.numpy()",
-                     (int)tack_array_ndim(arr));
-        return NULL;
+        return tackpy_raise_fmt(state_of(self), TACK_ERR_BAD_TYPE,
+                                "only 1-D arrays can be iterated (this one is %d-d): "
+                                "iterate over a.reshape(-1) or a.numpy()",
+                                (int)tack_array_ndim(arr));
     }
     if (i < 0 || i >= tack_array_shape(arr)[0]) {
-        PyErr_SetString(PyExc_IndexError, "index out of range");
-        return NULL;
+        return tackpy_raise_fmt(state_of(self), TACK_ERR_INDEX, "index out of range");
     }
     PyObject *key = PyLong_FromSsize_t(i);
     if (!key) {
@@ -685,8 +697,8 @@ array_len(PyObject *self)
 {
     tack_array *arr = ARR(self);
     if (tack_array_ndim(arr) == 0) {
-        PyErr_SetString(PyExc_TypeError, "len() of a 0-d array");
-        return -1;
+        return tackpy_raise_fmt_int(state_of(self), TACK_ERR_BAD_TYPE,
+                                    "len() of a 0-d array");
     }
     return (Py_ssize_t)tack_array_shape(arr)[0];
 }

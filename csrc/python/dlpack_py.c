@@ -27,11 +27,6 @@ enum {
     C_MAX_VERSION,    /* (1, 3) */
     C_API_13,         /* "__dlpack_c_exchange_api__" */
     C_API_12,         /* "__c_dlpack_exchange_api__" */
-    C_STREAM,         /* keyword names of __dlpack__, then of from_dlpack */
-    C_MAX_VERSION_NAME,
-    C_DL_DEVICE,
-    C_COPY,
-    C_DEVICE,
     C_COUNT
 };
 
@@ -41,43 +36,6 @@ static tackpy_state *
 state_of(PyObject *self)
 {
     return tackpy_state_of_type(Py_TYPE(self));
-}
-
-/* Keyword-only arguments: matched by identity (interned names), then by value. */
-static int
-parse_keywords(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *kwnames, PyObject *const *names, int n, PyObject **out)
-{
-    for (int j = 0; j < n; j++) {
-        out[j] = NULL;
-    }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int found = -1;
-        for (int j = 0; j < n && found < 0; j++) {
-            if (key == names[j]) {
-                found = j;
-            }
-        }
-        for (int j = 0; j < n && found < 0; j++) {
-            if (PyUnicode_Compare(key, names[j]) == 0) {
-                found = j;
-            }
-        }
-        if (found < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument '%U'", fname, key);
-            return -1;
-        }
-        if (out[found]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'",
-                         fname, names[found]);
-            return -1;
-        }
-        out[found] = args[nargs + k];
-    }
-    return 0;
 }
 
 /* ---- export ------------------------------------------------------------------- */
@@ -108,14 +66,14 @@ capsule_destructor_legacy(PyObject *capsule)
 
 /* Reads a (int, int) pair. Returns 0, or -1 with TypeError set. */
 static int
-int_pair(PyObject *obj, const char *what, long *a, long *b)
+int_pair(tackpy_state *st, PyObject *obj, const char *what, long *a, long *b)
 {
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
-        PyErr_Format(PyExc_TypeError, "%s must be None or a tuple of two ints, not %R",
-                     what, obj);
-        return -1;
+        return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
+                                    "%s must be None or a tuple of two ints, not %R",
+                                    what, obj);
     }
     *a = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
     if (*a == -1 && PyErr_Occurred()) {
@@ -130,16 +88,15 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames)
 {
     tackpy_state *st = state_of(self);
-    if (nargs) {
-        PyErr_SetString(PyExc_TypeError,
-                        "__dlpack__() takes keyword arguments only (stream, "
-                        "max_version, dl_device, copy)");
-        return NULL;
-    }
+    static const tackpy_signature sig = {"__dlpack__",
+                                         4,
+                                         0,
+                                         0,
+                                         0,
+                                         {TACKPY_NAME_stream, TACKPY_NAME_max_version,
+                                          TACKPY_NAME_dl_device, TACKPY_NAME_copy}};
     PyObject *a[4];
-    PyObject *const names[4] = {CONST(st, C_STREAM), CONST(st, C_MAX_VERSION_NAME),
-                                CONST(st, C_DL_DEVICE), CONST(st, C_COPY)};
-    if (parse_keywords("__dlpack__", args, nargs, kwnames, names, 4, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2], *copy = a[3];
@@ -148,16 +105,15 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     tack_dlpack_export_options opts = {false, NULL, false, 0};
     if (copy && copy != Py_None) {
         if (!PyBool_Check(copy)) {
-            PyErr_Format(PyExc_TypeError, "copy must be None, True or False, not %R",
-                         copy);
-            return NULL;
+            return tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                                    "copy must be None, True or False, not %R", copy);
         }
         opts.copy = copy == Py_True;
     }
     int versioned = 0;
     if (max_version && max_version != Py_None) {
         long major, minor;
-        if (int_pair(max_version, "max_version", &major, &minor) < 0) {
+        if (int_pair(st, max_version, "max_version", &major, &minor) < 0) {
             return NULL;
         }
         versioned = major >= 1;
@@ -177,17 +133,17 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         }
         if (!PyLong_Check(stream) || s != -1 ||
             tack_device_dlpack_type(own) != kDLCPU) {
-            return tackpy_raise_kind(
-                st, TACK_KIND_DLPACK_VALUE,
-                "stream=%R: an array on %s:%d has no streams; pass "
-                "stream=None (or -1)",
-                stream, tack_device_backend_name(own), tack_device_ordinal(own));
+            return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                                    "stream=%R: an array on %s:%d has no streams; pass "
+                                    "stream=None (or -1)",
+                                    stream, tack_device_backend_name(own),
+                                    tack_device_ordinal(own));
         }
     }
     tack_device *want = NULL;
     if (dl_device && dl_device != Py_None) {
         long type, id;
-        if (int_pair(dl_device, "dl_device", &type, &id) < 0) {
+        if (int_pair(st, dl_device, "dl_device", &type, &id) < 0) {
             return NULL;
         }
         if (type != tack_device_dlpack_type(own) || id != tack_device_ordinal(own)) {
@@ -197,8 +153,8 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 status = tack_device_open("cpu", 0, NULL, &want);
             }
             if (status != TACK_OK) {
-                return tackpy_raise_kind(
-                    st, TACK_KIND_BUFFER,
+                return tackpy_raise_fmt(
+                    st, TACK_ERR_EXPORT_REFUSED,
                     "dl_device=(%ld, %ld): the array is on %s:%d (DLPack (%d, %d)); "
                     "request its own device, or the host (1, 0) with copy=True",
                     type, id, tack_device_backend_name(own), tack_device_ordinal(own),
@@ -256,15 +212,7 @@ exchange_set_error(tack_status status, void *error_ctx,
     if (!SetError) {
         return;
     }
-    const char *kind;
-    switch (tack_status_kind(status)) {
-    case TACK_KIND_MEMORY: kind = "MemoryError"; break;
-    case TACK_KIND_TYPE:
-    case TACK_KIND_DLPACK_TYPE: kind = "TypeError"; break;
-    case TACK_KIND_VALUE:
-    case TACK_KIND_DLPACK_VALUE: kind = "ValueError"; break;
-    default: kind = "RuntimeError"; break;
-    }
+    const char *kind = tackpy_kind_builtin_name(tack_status_kind(status));
     SetError(error_ctx, kind, tack_last_error());
 }
 
@@ -439,9 +387,9 @@ import_capsule(tackpy_state *st, PyObject *capsule,
                const tack_dlpack_import_options *opts)
 {
     if (!PyCapsule_CheckExact(capsule)) {
-        return tackpy_raise_kind(st, TACK_KIND_DLPACK_TYPE,
-                                 "__dlpack__() returned %.100s, not a DLPack capsule",
-                                 Py_TYPE(capsule)->tp_name);
+        return tackpy_raise_fmt(st, TACK_ERR_DLPACK_DTYPE,
+                                "__dlpack__() returned %.100s, not a DLPack capsule",
+                                Py_TYPE(capsule)->tp_name);
     }
     const char *name = PyCapsule_GetName(capsule);
     if (!name && PyErr_Occurred()) {
@@ -456,18 +404,17 @@ import_capsule(tackpy_state *st, PyObject *capsule,
     }
     else if (name && (strcmp(name, TACK_DLPACK_CAPSULE_VERSIONED_USED) == 0 ||
                       strcmp(name, TACK_DLPACK_CAPSULE_LEGACY_USED) == 0)) {
-        return tackpy_raise_kind(st, TACK_KIND_DLPACK_VALUE,
-                                 "the DLPack capsule was already consumed (its name is "
-                                 "'%s'): a capsule can be imported once; ask the "
-                                 "producer for a new one",
-                                 name);
+        return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                                "the DLPack capsule was already consumed (its name is "
+                                "'%s'): a capsule can be imported once; ask the "
+                                "producer for a new one",
+                                name);
     }
     else {
-        return tackpy_raise_kind(
-            st, TACK_KIND_DLPACK_VALUE,
-            "a capsule named '%s' is not a DLPack tensor: expected "
-            "'dltensor' or 'dltensor_versioned'",
-            name ? name : "(null)");
+        return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                                "a capsule named '%s' is not a DLPack tensor: expected "
+                                "'dltensor' or 'dltensor_versioned'",
+                                name ? name : "(null)");
     }
     void *mt = PyCapsule_GetPointer(capsule, name);
     if (!mt) {
@@ -555,20 +502,19 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    if (nargs != 1) {
-        PyErr_Format(PyExc_TypeError,
-                     "from_dlpack() takes exactly one positional argument (%zd given)",
-                     nargs);
+    static const tackpy_signature sig = {
+        "from_dlpack",
+        3,
+        1,
+        1,
+        1,
+        {TACKPY_NAME_x, TACKPY_NAME_device, TACKPY_NAME_copy}};
+    PyObject *all[3];
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, all, NULL) < 0) {
         return NULL;
     }
-    PyObject *x = args[0];
-    PyObject *a[2] = {NULL, NULL};
-    if (kwnames) {
-        PyObject *const names[2] = {CONST(st, C_DEVICE), CONST(st, C_COPY)};
-        if (parse_keywords("from_dlpack", args, nargs, kwnames, names, 2, a) < 0) {
-            return NULL;
-        }
-    }
+    PyObject *x = all[0];
+    PyObject *const *a = all + 1; /* device, copy */
     tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER};
     if (a[1] == Py_True) {
         opts.copy = TACK_DLPACK_COPY_ALWAYS;
@@ -577,8 +523,8 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         opts.copy = TACK_DLPACK_COPY_IF_NEEDED;
     }
     else if (a[1] && a[1] != Py_False) {
-        PyErr_Format(PyExc_TypeError, "copy must be None, True or False, not %R", a[1]);
-        return NULL;
+        return tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                                "copy must be None, True or False, not %R", a[1]);
     }
     /* The device is resolved before anything is taken from x, so a bad device
      * consumes nothing. */
@@ -596,9 +542,9 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(x, &mt) != 0 || !mt) {
             if (!PyErr_Occurred()) {
-                tackpy_raise_kind(st, TACK_KIND_DLPACK_VALUE,
-                                  "%.100s's DLPack exchange API gave no tensor",
-                                  Py_TYPE(x)->tp_name);
+                tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                                 "%.100s's DLPack exchange API gave no tensor",
+                                 Py_TYPE(x)->tp_name);
             }
             goto done;
         }
@@ -704,20 +650,20 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
         }
         PyErr_Clear();
         PyObject *result =
-            readable ? tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                         "writable=True, but the %.100s's memory is "
-                                         "read-only: pass writable=False",
-                                         Py_TYPE(obj)->tp_name)
+            readable ? tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                        "writable=True, but the %.100s's memory is "
+                                        "read-only: pass writable=False",
+                                        Py_TYPE(obj)->tp_name)
             : strided
-                ? tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                    "the %.100s's memory is not one C-contiguous "
-                                    "block: wrap a C-contiguous object, or copy it "
-                                    "with tack.array",
-                                    Py_TYPE(obj)->tp_name)
-                : tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                    "the %.100s exports no memory (%S): wrap an object "
-                                    "whose memory is still there",
-                                    Py_TYPE(obj)->tp_name, value ? value : Py_None);
+                ? tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                   "the %.100s's memory is not one C-contiguous "
+                                   "block: wrap a C-contiguous object, or copy it "
+                                   "with tack.array",
+                                   Py_TYPE(obj)->tp_name)
+                : tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                   "the %.100s exports no memory (%S): wrap an object "
+                                   "whose memory is still there",
+                                   Py_TYPE(obj)->tp_name, value ? value : Py_None);
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
@@ -730,11 +676,11 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
     if (status == TACK_OK && nelem * itemsize > (size_t)have) {
         PyBuffer_Release(&hold->view);
         PyMem_RawFree(hold);
-        return tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                 "the shape and dtype need %zu bytes but the %.100s "
-                                 "holds %zd: give a shape and dtype that describe its "
-                                 "memory",
-                                 nelem * itemsize, Py_TYPE(obj)->tp_name, have);
+        return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                "the shape and dtype need %zu bytes but the %.100s "
+                                "holds %zd: give a shape and dtype that describe its "
+                                "memory",
+                                nelem * itemsize, Py_TYPE(obj)->tp_name, have);
     }
     tack_array *arr;
     if (status == TACK_OK) {
@@ -757,54 +703,21 @@ tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
                          PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"ptr", "shape", "dtype", "writable"};
-    PyObject *a[4] = {NULL, NULL, NULL, NULL};
-    if (nargs > 4) {
-        PyErr_Format(
-            PyExc_TypeError,
-            "array_from_ptr() takes at most 4 positional arguments (%zd given)", nargs);
-        return NULL;
-    }
+    static const tackpy_signature sig = {
+        "array_from_ptr",
+        4,
+        4,
+        0,
+        3,
+        {TACKPY_NAME_ptr, TACKPY_NAME_shape, TACKPY_NAME_dtype, TACKPY_NAME_writable}};
     /* shape and dtype may come in either order: the second and third positionals
      * go by their type (a shape is an int or a sequence, anything else a dtype). */
-    for (Py_ssize_t k = 0; k < nargs; k++) {
-        int slot = (int)k;
-        if (k == 1 || k == 2) {
-            slot = shape_like(args[k]) ? 1 : 2;
-        }
-        if (a[slot]) {
-            PyErr_Format(PyExc_TypeError,
-                         "array_from_ptr() got two %ss: pass one shape and one dtype",
-                         names[slot]);
-            return NULL;
-        }
-        a[slot] = args[k];
+    int slots[4] = {0, 1, 2, 3};
+    for (Py_ssize_t k = 1; k < nargs && k < 3; k++) {
+        slots[k] = shape_like(args[k]) ? 1 : 2;
     }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int slot = -1;
-        for (int j = 0; j < 4 && slot < 0; j++) {
-            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
-                slot = j;
-            }
-        }
-        if (slot < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "array_from_ptr() got an unexpected keyword argument '%U'",
-                         key);
-            return NULL;
-        }
-        if (a[slot]) {
-            PyErr_Format(PyExc_TypeError,
-                         "array_from_ptr() got multiple values for argument '%s'",
-                         names[slot]);
-            return NULL;
-        }
-        a[slot] = args[nargs + k];
-    }
-    if (!a[0] || !a[1] || !a[2]) {
-        PyErr_SetString(PyExc_TypeError, "array_from_ptr() needs ptr, shape and dtype");
+    PyObject *a[4];
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, slots, a, NULL) < 0) {
         return NULL;
     }
     int64_t shape[TACK_MAX_NDIM];
@@ -846,10 +759,10 @@ tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
         if (address == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
             tack_device_release(dev);
-            return tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                     "ptr=%R is not an address: pass a non-negative "
-                                     "int below 2**64",
-                                     a[0]);
+            return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                    "ptr=%R is not an address: pass a non-negative "
+                                    "int below 2**64",
+                                    a[0]);
         }
         tack_array *arr;
         tack_status status =
@@ -862,10 +775,10 @@ tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
         result = wrap_buffer_object(st, a[0], dev, dtype, ndim, shape, writable);
     }
     else {
-        result = tackpy_raise_kind(st, TACK_KIND_TYPE,
-                                   "ptr must be an int address or an object exposing "
-                                   "its memory (buffer protocol), not %.100s",
-                                   Py_TYPE(a[0])->tp_name);
+        result = tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                                  "ptr must be an int address or an object exposing "
+                                  "its memory (buffer protocol), not %.100s",
+                                  Py_TYPE(a[0])->tp_name);
     }
     tack_device_release(dev);
     return result;
@@ -877,16 +790,9 @@ int
 tackpy_dlpack_init(PyObject *module, tackpy_state *st)
 {
     (void)module;
-    static const char *const strings[] = {"__dlpack__",
-                                          "max_version",
-                                          NULL,
+    static const char *const strings[] = {"__dlpack__", "max_version", NULL,
                                           "__dlpack_c_exchange_api__",
-                                          "__c_dlpack_exchange_api__",
-                                          "stream",
-                                          "max_version",
-                                          "dl_device",
-                                          "copy",
-                                          "device"};
+                                          "__c_dlpack_exchange_api__"};
     PyObject *items[C_COUNT] = {NULL};
     int ok = 1;
     for (int k = 0; k < C_COUNT; k++) {

@@ -46,10 +46,10 @@ tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
         return 0;
     }
     PyErr_Clear();
-    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                 "%R is not a Tack dtype: use tack.bool, tack.int8..int64, "
-                 "tack.uint8..uint64, tack.float16/32/64 or tack.vec2/3/4",
-                 obj);
+    tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                     "%R is not a Tack dtype: use tack.bool, tack.int8..int64, "
+                     "tack.uint8..uint64, tack.float16/32/64 or tack.vec2/3/4",
+                     obj);
     return -1;
 }
 

@@ -1,121 +1,10 @@
 /*
- * host_data.c: Python values in and out of host memory: shapes, scalars, contiguous
- * host buffers from anything NumPy can read, NumPy copies of arrays, and the one
- * argument parser of the extension.
+ * host_data.c: Python values in and out of host memory: scalars, contiguous host
+ * buffers from anything NumPy can read, NumPy copies of arrays.
  */
 #include "tackpy.h"
 #include <math.h>
 #include <string.h>
-
-int
-tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                  PyObject *kwnames, const char *const *names, int npos_max,
-                  int nrequired, PyObject **out)
-{
-    int n = 0;
-    while (names[n]) {
-        out[n] = NULL;
-        n++;
-    }
-    if (nargs > npos_max) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s() takes at most %d positional argument%s (%zd given)", fname,
-                     npos_max, npos_max == 1 ? "" : "s", nargs);
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < nargs; k++) {
-        out[k] = args[k];
-    }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int found = -1;
-        for (int j = 0; j < n; j++) {
-            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
-                found = j;
-                break;
-            }
-        }
-        if (found < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument '%U'", fname, key);
-            return -1;
-        }
-        if (out[found]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
-                         fname, names[found]);
-            return -1;
-        }
-        out[found] = args[nargs + k];
-    }
-    for (int j = 0; j < nrequired; j++) {
-        if (!out[j]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fname,
-                         names[j]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int
-parse_extent(tackpy_state *st, PyObject *item, int64_t *out)
-{
-    PyObject *index = PyNumber_Index(item);
-    if (!index) {
-        PyErr_Clear();
-        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "shape entries must be integers, not %.100s",
-                     Py_TYPE(item)->tp_name);
-        return -1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (overflow) {
-        tackpy_raise_kind(
-            st, TACK_KIND_VALUE,
-            "shape extent %R does not fit in 64 bits: use a smaller shape", item);
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
-}
-
-int
-tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
-{
-    if (PyLong_Check(obj) || (!PySequence_Check(obj) && PyIndex_Check(obj))) {
-        return parse_extent(st, obj, &shape[0]) < 0 ? -1 : 1;
-    }
-    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
-    if (!seq) {
-        PyErr_Clear();
-        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "shape must be an int or a sequence of ints, not %.100s",
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > TACK_MAX_NDIM) {
-        Py_DECREF(seq);
-        tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "a shape has at most %d dimensions, not %zd", TACK_MAX_NDIM,
-                          n);
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (parse_extent(st, PySequence_Fast_GET_ITEM(seq, k), &shape[k]) < 0) {
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
-    return (int)n;
-}
 
 /* The dtype of a struct-module format with the given item size. */
 static int
@@ -182,8 +71,8 @@ host_from_buffer(tackpy_state *st, PyObject *obj, tackpy_host *out)
     out->ndim = out->view.ndim;
     if (out->ndim > TACK_MAX_NDIM) {
         PyBuffer_Release(&out->view);
-        tackpy_raise_kind(st, TACK_KIND_VALUE, "data has more than %d dimensions",
-                          TACK_MAX_NDIM);
+        tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                         "data has more than %d dimensions", TACK_MAX_NDIM);
         return -1;
     }
     out->nscalars = 1;
@@ -240,9 +129,9 @@ tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out)
             PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyObject *type, *value, *tb;
             PyErr_Fetch(&type, &value, &tb);
-            PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                         "%.100s cannot be read as an array of numbers: %S",
-                         Py_TYPE(obj)->tp_name, value ? value : Py_None);
+            tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                             "%.100s cannot be read as an array of numbers: %S",
+                             Py_TYPE(obj)->tp_name, value ? value : Py_None);
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -252,8 +141,8 @@ tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out)
     int rc = host_from_buffer(st, arr, out);
     if (rc == 1) {
         PyObject *dt = PyObject_GetAttrString(arr, "dtype");
-        PyErr_Format(
-            st->kind_exc[TACK_KIND_TYPE],
+        tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
             "elements of dtype %S have no Tack dtype: convert the data to bool, "
             "an integer or a float type first",
             dt ? dt : Py_None);
@@ -323,8 +212,8 @@ int_fits(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
     tack_convert(out, dtype, &v64, TACK_INT64, 1);
     return 0;
 range:
-    PyErr_Format(st->kind_exc[TACK_KIND_OVERFLOW],
-                 "Python integer %R is out of bounds for %s", obj, info->name);
+    tackpy_raise_fmt(st, TACK_ERR_VALUE_OVERFLOW,
+                     "Python integer %R is out of bounds for %s", obj, info->name);
     return -1;
 }
 
@@ -336,9 +225,9 @@ tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void
         Py_ssize_t n = PySequence_Size(obj);
         if (n != (Py_ssize_t)info->ncomponents) {
             if (n >= 0) {
-                tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                  "a %s element has %d components, not %zd", info->name,
-                                  (int)info->ncomponents, n);
+                tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                 "a %s element has %d components, not %zd", info->name,
+                                 (int)info->ncomponents, n);
             }
             return -1;
         }
@@ -398,9 +287,9 @@ tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void
     }
     return 0;
 bad:
-    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                 "cannot store a %.100s in a %s array: give a bool, int or float",
-                 Py_TYPE(obj)->tp_name, info->name);
+    tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                     "cannot store a %.100s in a %s array: give a bool, int or float",
+                     Py_TYPE(obj)->tp_name, info->name);
     return -1;
 }
 

@@ -92,9 +92,10 @@ static int
 module_exec(PyObject *module)
 {
     tackpy_state *st = PyModule_GetState(module);
-    if (tackpy_errors_init(module, st) < 0 || tackpy_dtype_init(module, st) < 0 ||
-        tackpy_device_init(module, st) < 0 || tackpy_array_init(module, st) < 0 ||
-        tackpy_dlpack_init(module, st) < 0 || tackpy_kernel_init(module, st) < 0) {
+    if (tackpy_names_init(st) < 0 || tackpy_errors_init(module, st) < 0 ||
+        tackpy_dtype_init(module, st) < 0 || tackpy_device_init(module, st) < 0 ||
+        tackpy_array_init(module, st) < 0 || tackpy_dlpack_init(module, st) < 0 ||
+        tackpy_kernel_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddIntConstant(module, "MAX_NDIM", TACK_MAX_NDIM) < 0 ||
@@ -122,6 +123,9 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_consts);
     Py_VISIT(st->Kernel_type);
+    for (int k = 0; k < TACKPY_NAME_COUNT; k++) {
+        Py_VISIT(st->names[k]);
+    }
     return 0;
 }
 
@@ -143,6 +147,9 @@ module_clear(PyObject *module)
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_consts);
     Py_CLEAR(st->Kernel_type);
+    for (int k = 0; k < TACKPY_NAME_COUNT; k++) {
+        Py_CLEAR(st->names[k]);
+    }
     return 0;
 }
 

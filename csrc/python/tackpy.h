@@ -21,7 +21,21 @@ typedef struct tackpy_exchange_cache {
     const void *api;    /* the DLPackExchangeAPI, or NULL for none */
 } tackpy_exchange_cache;
 
-/* Exception classes beyond the per-kind ones. */
+/* Every keyword name a function of the extension takes (args.c). */
+// clang-format off
+#define TACKPY_NAME_LIST(X)                                                         \
+    X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
+    X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
+    X(ordinal) X(filename) X(source) X(x)
+// clang-format on
+
+typedef enum tackpy_name {
+#define TACKPY__NAME_ENUM(n) TACKPY_NAME_##n,
+    TACKPY_NAME_LIST(TACKPY__NAME_ENUM)
+#undef TACKPY__NAME_ENUM
+        TACKPY_NAME_COUNT
+} tackpy_name;
+
 typedef struct tackpy_state {
     PyTypeObject *Array_type;
     PyTypeObject *Device_type;
@@ -36,7 +50,8 @@ typedef struct tackpy_state {
     PyObject *dlpack_consts;
     tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
     int dlpack_cache_next;
-    PyTypeObject *Kernel_type; /* tack.Kernel (kernel_py.c) */
+    PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
+    PyObject *names[TACKPY_NAME_COUNT]; /* interned keyword names (args.c) */
 } tackpy_state;
 
 typedef struct {
@@ -61,14 +76,47 @@ PyObject *tackpy_numpy(tackpy_state *st);
 
 /* ---- errors.c ----------------------------------------------------------------- */
 int tackpy_errors_init(PyObject *module, tackpy_state *st);
-/* Raises the exception of status's kind with the runtime's last message; returns
- * NULL so that a failure reads `return tackpy_raise(st, status);`. */
+/* The one way a failure becomes an exception: the class of status's error kind.
+ * tackpy_raise takes the runtime's last message (its remedy worded for Python);
+ * tackpy_raise_fmt the binding's own (PyUnicode_FromFormat). Both return NULL, so a
+ * failure reads `return tackpy_raise(st, status);`; the _int forms return -1. */
 PyObject *tackpy_raise(tackpy_state *st, tack_status status);
-/* As tackpy_raise, for functions returning int: returns -1. */
+PyObject *tackpy_raise_fmt(tackpy_state *st, tack_status status, const char *fmt, ...);
 int tackpy_raise_int(tackpy_state *st, tack_status status);
-/* Raises the class of kind with a formatted message; returns NULL. */
-PyObject *tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt,
-                            ...);
+int tackpy_raise_fmt_int(tackpy_state *st, tack_status status, const char *fmt, ...);
+/* The builtin exception name of an error kind ("ValueError"), for the DLPack
+ * exchange API's SetError. Static string. */
+const char *tackpy_kind_builtin_name(tack_error_kind kind);
+
+/* ---- args.c --------------------------------------------------------------------- */
+/* A function's parameters, in order: the first npos_max may come by position, the
+ * first npos_only only by position, the first nrequired must be given. */
+typedef struct tackpy_signature {
+    const char *fname;
+    int nparams, npos_max, npos_only, nrequired;
+    tackpy_name params[8];
+} tackpy_signature;
+/* Keywords a function with **options takes beyond its parameters. Borrowed. */
+#define TACKPY_MAX_EXTRA 8
+typedef struct tackpy_extra {
+    Py_ssize_t n;
+    PyObject *names[TACKPY_MAX_EXTRA];
+    PyObject *values[TACKPY_MAX_EXTRA];
+} tackpy_extra;
+/* Interns TACKPY_NAME_LIST into st->names. Returns 0, or -1 with an exception. */
+int tackpy_names_init(tackpy_state *st);
+/* Parses a METH_FASTCALL | METH_KEYWORDS call: out[j] is the argument of parameter j
+ * (borrowed) or NULL. pos_slots, when not NULL, gives the parameter of each
+ * positional argument (for functions that read them by type); extra, when not NULL,
+ * collects unknown keywords instead of refusing them. Returns 0, or -1 with a
+ * TypeError (tack.TackTypeError) for an unknown or repeated keyword, too many
+ * positionals or a missing argument. */
+int tackpy_parse(tackpy_state *st, const tackpy_signature *sig, PyObject *const *args,
+                 Py_ssize_t nargs, PyObject *kwnames, const int *pos_slots,
+                 PyObject **out, tackpy_extra *extra);
+/* Parses a shape: an int or a sequence of ints. Returns ndim, or -1 with an
+ * exception set. */
+int tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape);
 
 /* ---- dtype_type.c ------------------------------------------------------------- */
 int tackpy_dtype_init(PyObject *module, tackpy_state *st);
@@ -131,9 +179,6 @@ typedef struct tackpy_host {
  * Returns 0, or -1 with an exception set (nothing to release then). */
 int tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out);
 void tackpy_host_release(tackpy_host *h);
-/* Parses a shape: an int or a sequence of ints. Returns ndim, or -1 with an
- * exception set. */
-int tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape);
 /* Converts a Python scalar (bool, int, float, or a sequence for vec types) into one
  * element of dtype at out (at least 16 bytes). Returns 0, or -1 with OverflowError or
  * TypeError set. */
@@ -147,13 +192,6 @@ PyObject *tackpy_scalar_shape(const tack_array *arr);
 /* A new NumPy array holding a copy of arr. New reference. */
 PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
                                 PyObject *dtype);
-
-/* Argument parsing for METH_FASTCALL | METH_KEYWORDS: fills out[0..n) from positional
- * args then keywords by name; missing ones stay NULL. Returns 0, or -1 with TypeError
- * (unknown or repeated keyword, too many positionals, missing required). */
-int tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                      PyObject *kwnames, const char *const *names, int npos_max,
-                      int nrequired, PyObject **out);
 
 /* ---- kernel_py.c ------------------------------------------------------------------
  */

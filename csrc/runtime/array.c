@@ -321,11 +321,10 @@ static tack_status
 check_writable(const tack_array *arr, const char *what)
 {
     if (!arr->writable) {
-        return tack__fail(
-            TACK_ERR_READ_ONLY,
-            "%s: the array is read-only (a read-only import or view); copy "
-            "it with tack.array(...) to get a writable array",
-            what);
+        return tack__fail_remedy(TACK_ERR_READ_ONLY, TACK_REMEDY_WRITABLE_COPY,
+                                 "%s: the array is read-only (a read-only import or "
+                                 "view)",
+                                 what);
     }
     return TACK_OK;
 }

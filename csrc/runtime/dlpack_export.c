@@ -72,10 +72,10 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
     bool copy = opts && opts->copy;
     tack_device *want = opts && opts->device ? opts->device : arr->buffer->device;
     if (want != arr->buffer->device && !copy) {
-        return TACK__FAIL(
-            TACK_ERR_EXPORT_REFUSED,
-            "the array is on %s:%d and cannot be exported on %s:%d without a copy: "
-            "pass copy=True, or request the array's own device",
+        return TACK__FAIL_REMEDY(
+            TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_COPY,
+            "the array is on %s:%d and cannot be exported on %s:%d without a copy "
+            "(only its own device shares its memory)",
             arr->buffer->device->backend->name, arr->buffer->device->ordinal,
             want->backend->name, want->ordinal);
     }
@@ -206,11 +206,10 @@ tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opt
     TACK__CHECK_ARG(out);
     if (!arr->writable && !(opts && opts->copy)) {
         /* The legacy ABI has no read-only flag; NumPy refuses the same way. */
-        return TACK__FAIL(
-            TACK_ERR_EXPORT_REFUSED,
-            "a read-only array cannot be exported through legacy DLPack, which would "
-            "hand out write access: request a versioned capsule with "
-            "max_version=(1, 0) or later, or export a copy with copy=True");
+        return TACK__FAIL_REMEDY(
+            TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_VERSIONED,
+            "a read-only array cannot be exported as a legacy DLPack tensor, which "
+            "has no read-only flag and would hand out write access");
     }
     tack_array *src = NULL;
     bool copied = false;

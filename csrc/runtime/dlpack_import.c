@@ -54,10 +54,10 @@ check_device_type(int32_t type, const device_row **row)
     if (type == kDLMetal) {
         /* data is an id<MTLBuffer> handle, not an address, and byte_offset locates
          * the tensor inside that buffer: nothing Tack could wrap. */
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                          "a kDLMetal tensor holds a Metal buffer handle, not an "
-                          "address, and cannot be imported: move the tensor to host "
-                          "memory and import it with copy=True");
+        return TACK__FAIL_REMEDY(
+            TACK_ERR_DLPACK_INVALID, TACK_REMEDY_HOST_COPY,
+            "a kDLMetal tensor holds a Metal buffer handle, not an "
+            "address, and cannot be imported as it is");
     }
     *row = find_device(type);
     if (!*row) {
@@ -419,11 +419,11 @@ open_tensor_device(const char *backend, int ordinal, tack_device **out)
     tack_status st = tack_device_open(backend, ordinal, NULL, out);
     if (st == TACK_ERR_DEVICE_UNAVAILABLE) {
         char why[512];
-        snprintf(why, sizeof why, "%s", tack_last_error());
-        return TACK__FAIL(TACK_ERR_DLPACK_DEVICE,
-                          "the DLPack tensor lives on %s:%d, which this process cannot "
-                          "open: %s",
-                          backend, ordinal, why);
+        snprintf(why, sizeof why, "%s", tack_last_error_problem());
+        return TACK__FAIL_REMEDY(TACK_ERR_DLPACK_DEVICE, tack_last_error_remedy(),
+                                 "the DLPack tensor lives on %s:%d, which this process "
+                                 "cannot open: %s",
+                                 backend, ordinal, why);
     }
     return st;
 }
@@ -570,28 +570,29 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     }
     if (copy == TACK_DLPACK_COPY_NEVER) {
         if (!wraps) {
-            st = TACK__FAIL(TACK_ERR_DLPACK_DEVICE,
-                            "a DLPack tensor on device type %d, id %d cannot be "
-                            "wrapped by %s:%d without a copy: import it on "
-                            "tack.device('%s', %d), or pass copy=True",
-                            (int)t->device.device_type, (int)t->device.device_id,
-                            dev->backend->name, dev->ordinal, lay.backend,
-                            find_device((int32_t)t->device.device_type)->host_memory
-                                ? 0
-                                : (int)t->device.device_id);
+            st = TACK__FAIL_REMEDY(
+                TACK_ERR_DLPACK_DEVICE, TACK_REMEDY_COPY,
+                "a DLPack tensor on device type %d, id %d cannot be "
+                "wrapped by %s:%d without a copy (its memory belongs to "
+                "device '%s' ordinal %d, which can import it)",
+                (int)t->device.device_type, (int)t->device.device_id,
+                dev->backend->name, dev->ordinal, lay.backend,
+                find_device((int32_t)t->device.device_type)->host_memory
+                    ? 0
+                    : (int)t->device.device_id);
         }
         else if (!lay.contiguous) {
-            st = TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                            "the DLPack tensor is not C-contiguous and Tack arrays "
-                            "always are: pass copy=True for a contiguous copy, or "
-                            "make it contiguous in the producer");
+            st = TACK__FAIL_REMEDY(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
+                                   "the DLPack tensor is not C-contiguous and Tack "
+                                   "arrays always are (a copy is contiguous; so is a "
+                                   "tensor made contiguous by its producer)");
         }
         else {
-            st = TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                            "the DLPack tensor's first element at %p is not aligned "
-                            "to its %zu-byte scalars: pass copy=True for an aligned "
-                            "copy",
-                            (void *)lay.address, lay.itemsize);
+            st = TACK__FAIL_REMEDY(
+                TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
+                "the DLPack tensor's first element at %p is not aligned "
+                "to its %zu-byte scalars (a copy is aligned)",
+                (void *)lay.address, lay.itemsize);
         }
     }
     else {
@@ -616,10 +617,10 @@ tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
         /* Only the fields up to flags are known in another major version. */
         uint32_t major = mt->version.major, minor = mt->version.minor;
         release_versioned(mt);
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                          "the DLPack tensor has version %u.%u and Tack reads major "
-                          "version 1: ask the producer for max_version=(1, %d)",
-                          (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
+        return TACK__FAIL_REMEDY(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_DLPACK_1,
+                                 "the DLPack tensor has version %u.%u and Tack reads "
+                                 "major version 1 (up to 1.%d)",
+                                 (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
     }
     bool writable = (mt->flags & DLPACK_FLAG_BITMASK_READ_ONLY) == 0;
     return import_tensor(&mt->dl_tensor, writable, release_versioned, mt, opts, out);

@@ -28,8 +28,21 @@
 /* ---- errors (status.c) ------------------------------------------------------- */
 
 /* Records a message for tack_last_error() and returns st, so a failure reads
- * `return tack__fail(TACK_ERR_BAD_SHAPE, "...", ...);`. */
-tack_status tack__fail(tack_status st, const char *fmt, ...) TACK__PRINTF(2, 3);
+ * `return tack__fail(TACK_ERR_BAD_SHAPE, "...", ...);`. tack__fail_remedy also
+ * records what the caller can do (status.h, TACK_REMEDY_LIST), which bindings word
+ * in their own language. Debug builds record the file and line of the failure and
+ * show them in the message. */
+tack_status tack__fail_at(const char *file, int line, tack_status st,
+                          tack_remedy remedy, const char *fmt, ...) TACK__PRINTF(5, 6);
+#ifdef NDEBUG
+#define TACK__ORIGIN NULL, 0
+#else
+#define TACK__ORIGIN __FILE__, __LINE__
+#endif
+#define tack__fail(st, ...) \
+    tack__fail_at(TACK__ORIGIN, (st), TACK_REMEDY_NONE, __VA_ARGS__)
+#define tack__fail_remedy(st, remedy, ...) \
+    tack__fail_at(TACK__ORIGIN, (st), (remedy), __VA_ARGS__)
 
 /* A public entry point's check of a pointer argument: a NULL handle is the caller's
  * mistake, reported as TACK_ERR_INVALID_ARGUMENT, never dereferenced. */
@@ -132,6 +145,8 @@ tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
 /* tack__fail whose value the static analyzer can see is the status (it cannot look
  * into status.c), so out-parameters are not reported as unset on success paths. */
 #define TACK__FAIL(st, ...) (tack__fail((st), __VA_ARGS__), (st))
+#define TACK__FAIL_REMEDY(st, remedy, ...) \
+    (tack__fail_remedy((st), (remedy), __VA_ARGS__), (st))
 
 /* What the import learns from validating a foreign DLTensor (dlpack_import.c). */
 typedef struct tack__dlpack_layout {
