@@ -551,41 +551,49 @@ static PyObject *
 array_export_memory(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    tack_device *dev = tack_array_device(ARR(self));
-    return tackpy_raise_fmt(
-        state_of(self), TACK_ERR_UNSUPPORTED,
-        "Backend %s does not support memory export: only CUDA "
-        "arrays (and Metal on macOS) can be exported as OS handles; "
-        "share this array with DLPack instead",
-        tack_device_backend_name(dev));
+    tackpy_state *st = state_of(self);
+    tack_exported_memory m;
+    tack_status status = tack_array_export_memory(ARR(self), &m);
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    /* ExportedMemory is a plain dataclass of the package
+     * (src/tack/_exported_memory.py). */
+    PyObject *mod = PyImport_ImportModule("tack._exported_memory");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "ExportedMemory") : NULL;
+    Py_XDECREF(mod);
+    if (!cls) {
+        return NULL;
+    }
+    PyObject *result = PyObject_CallFunction(
+        cls, "snnKsy#", m.backend, (Py_ssize_t)m.size, (Py_ssize_t)m.allocation_size,
+        (unsigned long long)m.handle, m.handle_type, (const char *)m.device_uuid,
+        (Py_ssize_t)sizeof m.device_uuid);
+    Py_DECREF(cls);
+    return result;
 }
 
-/* Reads a full index (an int or a tuple of ints) into a flat element offset. */
+/* Reads a full index (an int or a tuple of ints) into a flat element offset; the
+ * index rules (count, range, negative entries) are the runtime's. */
 static int
 flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offset)
 {
-    int ndim = tack_array_ndim(arr);
-    const int64_t *shape = tack_array_shape(arr);
     PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
     if (!items) {
         return -1;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int64_t index[TACK_MAX_NDIM];
     int rc = -1;
-    if (n != ndim) {
-        tackpy_raise_fmt(st, TACK_ERR_INDEX,
-                         "a %d-d array takes %d indices, not %zd: Tack arrays have no "
-                         "slicing; use numpy() for a copy you can slice",
-                         ndim, ndim, n);
-        goto done;
-    }
-    size_t off = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
+    /* Past TACK_MAX_NDIM entries the count alone is wrong: the runtime refuses it
+     * before reading any entry. */
+    for (Py_ssize_t k = 0; k < n && k < TACK_MAX_NDIM; k++) {
         PyObject *item = PyTuple_GET_ITEM(items, k);
         if (!PyIndex_Check(item)) {
             tackpy_raise_fmt(st, TACK_ERR_INDEX,
                              "only integer indices are supported, not %.100s: Tack "
-                             "arrays have no slicing",
+                             "arrays have no slicing; use numpy() for a copy you can "
+                             "slice",
                              Py_TYPE(item)->tp_name);
             goto done;
         }
@@ -593,20 +601,11 @@ flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offse
         if (i == -1 && PyErr_Occurred()) {
             goto done;
         }
-        if (i < 0) {
-            i += (Py_ssize_t)shape[k];
-        }
-        if (i < 0 || i >= shape[k]) {
-            tackpy_raise_fmt(
-                st, TACK_ERR_INDEX,
-                "index %zd is out of range for dimension %zd of extent %lld",
-                PyNumber_AsSsize_t(item, NULL), k, (long long)shape[k]);
-            goto done;
-        }
-        off = off * (size_t)shape[k] + (size_t)i;
+        index[k] = (int64_t)i;
     }
-    *offset = off;
-    rc = 0;
+    int32_t count = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+    tack_status status = tack_array_element_offset(arr, count, index, offset);
+    rc = status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 done:
     Py_DECREF(items);
     return rc;
@@ -621,16 +620,10 @@ array_getitem(PyObject *self, PyObject *key)
     if (flat_index(st, arr, key, &off) < 0) {
         return NULL;
     }
-    tack_device *dev = tack_array_device(arr);
-    size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
     unsigned char element[16];
-    if (tack_device_dlpack_type(dev) == 1) {
-        memcpy(element, (unsigned char *)tack_array_data(arr) + off * itemsize,
-               itemsize);
-    }
-    else {
-        return tackpy_raise_fmt(st, TACK_ERR_UNSUPPORTED,
-                                "element access needs a host array: use numpy()");
+    tack_status status = tack_array_get_element(arr, off, element);
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
     }
     return tackpy_element_to_object(element, tack_array_dtype(arr));
 }
@@ -645,27 +638,17 @@ array_setitem(PyObject *self, PyObject *key, PyObject *value)
                                     "Tack array elements cannot be deleted");
     }
     if (!tack_array_writable(arr)) {
-        tackpy_raise_fmt(st, TACK_ERR_READ_ONLY,
-                         "element store: the array is read-only (a read-only import or "
-                         "view); copy it with tack.array(...) to get a writable array");
-        return -1;
+        /* Refused before the value is read, whatever it is. */
+        return tackpy_raise_int(st, tack_array_set_element(arr, 0, NULL));
     }
     size_t off;
-    if (flat_index(st, arr, key, &off) < 0) {
-        return -1;
-    }
     unsigned char element[16];
-    if (tackpy_scalar_to_element(st, value, tack_array_dtype(arr), element) < 0) {
+    if (flat_index(st, arr, key, &off) < 0 ||
+        tackpy_scalar_to_element(st, value, tack_array_dtype(arr), element) < 0) {
         return -1;
     }
-    if (tack_device_dlpack_type(tack_array_device(arr)) != 1) {
-        tackpy_raise_fmt(st, TACK_ERR_UNSUPPORTED,
-                         "element stores need a host array: use copyto() or a kernel");
-        return -1;
-    }
-    size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
-    memcpy((unsigned char *)tack_array_data(arr) + off * itemsize, element, itemsize);
-    return 0;
+    tack_status status = tack_array_set_element(arr, off, element);
+    return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 }
 
 /* Iteration (the sequence protocol) over a 1-D array yields its elements; there are

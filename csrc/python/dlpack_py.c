@@ -66,7 +66,7 @@ capsule_destructor_legacy(PyObject *capsule)
 
 /* Reads a (int, int) pair. Returns 0, or -1 with TypeError set. */
 static int
-int_pair(tackpy_state *st, PyObject *obj, const char *what, long *a, long *b)
+int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long long *b)
 {
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
@@ -75,11 +75,11 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long *a, long *b)
                                     "%s must be None or a tuple of two ints, not %R",
                                     what, obj);
     }
-    *a = PyLong_AsLong(PyTuple_GET_ITEM(obj, 0));
+    *a = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
     if (*a == -1 && PyErr_Occurred()) {
         return -1;
     }
-    *b = PyLong_AsLong(PyTuple_GET_ITEM(obj, 1));
+    *b = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
     return *b == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
@@ -101,68 +101,54 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2], *copy = a[3];
     tack_array *arr = ARR(self);
-    tack_device *own = tack_array_device(arr);
-    tack_dlpack_export_options opts = {false, NULL, false, 0};
+    /* The keywords as values; what they may be is the runtime's rule. */
+    tack_dlpack_export_request req;
+    memset(&req, 0, sizeof req);
     if (copy && copy != Py_None) {
         if (!PyBool_Check(copy)) {
             return tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
                                     "copy must be None, True or False, not %R", copy);
         }
-        opts.copy = copy == Py_True;
+        req.has_copy = true;
+        req.copy = copy == Py_True;
     }
-    int versioned = 0;
     if (max_version && max_version != Py_None) {
-        long major, minor;
+        long long major, minor;
         if (int_pair(st, max_version, "max_version", &major, &minor) < 0) {
             return NULL;
         }
-        versioned = major >= 1;
-        if (major == 1) {
-            opts.limit_minor = true;
-            opts.max_minor = minor < 0                  ? 0u
-                             : minor > (long)UINT32_MAX ? UINT32_MAX
-                                                        : (uint32_t)minor;
-        }
+        req.has_max_version = true;
+        req.max_major = major;
+        req.max_minor = minor;
     }
     if (stream && stream != Py_None) {
-        /* A CPU array has no stream; -1 means "do not synchronize", which is what a
-         * CPU export does anyway. */
-        long s = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
-        if (s == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (!PyLong_Check(stream) || s != -1 ||
-            tack_device_dlpack_type(own) != kDLCPU) {
+        int overflow = 0;
+        long long v =
+            PyLong_Check(stream) ? PyLong_AsLongLongAndOverflow(stream, &overflow) : 0;
+        if (!PyLong_Check(stream) || overflow) {
             return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
-                                    "stream=%R: an array on %s:%d has no streams; pass "
-                                    "stream=None (or -1)",
-                                    stream, tack_device_backend_name(own),
-                                    tack_device_ordinal(own));
+                                    "stream=%R is not a stream: pass None or an int",
+                                    stream);
         }
+        req.has_stream = true;
+        req.stream = v;
     }
-    tack_device *want = NULL;
     if (dl_device && dl_device != Py_None) {
-        long type, id;
+        long long type, id;
         if (int_pair(st, dl_device, "dl_device", &type, &id) < 0) {
             return NULL;
         }
-        if (type != tack_device_dlpack_type(own) || id != tack_device_ordinal(own)) {
-            /* Another device: only the host, and only as a copy. */
-            tack_status status = TACK_ERR_EXPORT_REFUSED;
-            if (type == kDLCPU && id == 0 && opts.copy) {
-                status = tack_device_open("cpu", 0, NULL, &want);
-            }
-            if (status != TACK_OK) {
-                return tackpy_raise_fmt(
-                    st, TACK_ERR_EXPORT_REFUSED,
-                    "dl_device=(%ld, %ld): the array is on %s:%d (DLPack (%d, %d)); "
-                    "request its own device, or the host (1, 0) with copy=True",
-                    type, id, tack_device_backend_name(own), tack_device_ordinal(own),
-                    tack_device_dlpack_type(own), tack_device_ordinal(own));
-            }
-        }
+        req.has_dl_device = true;
+        req.device_type = type < INT32_MIN || type > INT32_MAX ? -1 : (int32_t)type;
+        req.device_id = id < INT32_MIN || id > INT32_MAX ? -1 : (int32_t)id;
     }
-    opts.device = want;
+    bool versioned = false;
+    tack_dlpack_export_options opts;
+    tack_status prep = tack_dlpack_export_prepare(arr, &req, &versioned, &opts);
+    if (prep != TACK_OK) {
+        return tackpy_raise(st, prep);
+    }
+    tack_device *want = opts.device;
     tack_status status;
     PyObject *capsule;
     if (versioned) {
@@ -669,29 +655,11 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
         Py_XDECREF(tb);
         return result;
     }
-    size_t nelem = 0;
-    size_t itemsize = tack_dtype_get(dtype)->itemsize;
-    tack_status status = tack_shape_size(ndim, shape, itemsize, &nelem);
-    Py_ssize_t have = hold->view.len;
-    if (status == TACK_OK && nelem * itemsize > (size_t)have) {
-        PyBuffer_Release(&hold->view);
-        PyMem_RawFree(hold);
-        return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                                "the shape and dtype need %zu bytes but the %.100s "
-                                "holds %zd: give a shape and dtype that describe its "
-                                "memory",
-                                nelem * itemsize, Py_TYPE(obj)->tp_name, have);
-    }
+    /* The size and alignment rules are the runtime's; it consumes the hold. */
     tack_array *arr;
-    if (status == TACK_OK) {
-        /* Consumes the hold on every path. */
-        status = tack_array_wrap_memory(dev, hold->view.buf, dtype, ndim, shape,
-                                        writable, release_pybuffer, hold, &arr);
-    }
-    else {
-        PyBuffer_Release(&hold->view);
-        PyMem_RawFree(hold);
-    }
+    tack_status status =
+        tack_array_wrap_region(dev, hold->view.buf, (size_t)hold->view.len, dtype, ndim,
+                               shape, writable, release_pybuffer, hold, &arr);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }

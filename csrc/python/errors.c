@@ -36,6 +36,10 @@ static const char *const python_remedy[TACK_REMEDY_COUNT] = {
         "copy=True",
     [TACK_REMEDY_DLPACK_1] = "ask the producer for x.__dlpack__(max_version=(1, 3))",
     [TACK_REMEDY_CPU] = "use tack.device('cpu')",
+    [TACK_REMEDY_NO_STREAM] = "pass stream=None (or -1)",
+    [TACK_REMEDY_OWN_DEVICE] =
+        "request its own device, or the host (1, 0) with "
+        "copy=True",
 };
 
 /* The name of the builtin an exchange-API error reports for kind ("ValueError"). */

@@ -179,19 +179,21 @@ typedef struct tackpy_host {
  * Returns 0, or -1 with an exception set (nothing to release then). */
 int tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out);
 void tackpy_host_release(tackpy_host *h);
-/* Converts a Python scalar (bool, int, float, or a sequence for vec types) into one
- * element of dtype at out (at least 16 bytes). Returns 0, or -1 with OverflowError or
- * TypeError set. */
-int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
-                             void *out);
-/* One element at p as a Python object (a tuple for vec types). New reference. */
-PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
 /* arr's shape as NumPy sees its scalars (vec types add a component axis). New
  * reference, or NULL with an exception set. */
 PyObject *tackpy_scalar_shape(const tack_array *arr);
 /* A new NumPy array holding a copy of arr. New reference. */
 PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
                                 PyObject *dtype);
+
+/* ---- scalars.c ------------------------------------------------------------------ */
+/* Converts a Python scalar (bool, int, float, or a sequence for vec types) into one
+ * element of dtype at out (at least 16 bytes), by the runtime's rules. Returns 0, or
+ * -1 with OverflowError or TypeError set. */
+int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
+                             void *out);
+/* One element at p as a Python object (a tuple for vec types). New reference. */
+PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
 
 /* ---- kernel_py.c ------------------------------------------------------------------
  */

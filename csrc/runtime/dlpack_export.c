@@ -97,6 +97,78 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
     return TACK_OK;
 }
 
+/* ---- what a consumer asked for ------------------------------------------------- */
+
+tack_status
+tack__dlpack_stream_check(int32_t device_type, int64_t stream)
+{
+    bool ok;
+    switch (device_type) {
+    case kDLCPU: ok = stream == -1; break; /* no streams: only "do not synchronize" */
+    case kDLCUDA:
+    case kDLCUDAManaged: ok = stream >= -1 && stream != 0; break; /* 0 is ambiguous */
+    case kDLROCM: ok = stream >= -1 && stream != 1 && stream != 2; break;
+    default: ok = stream >= -1; break;
+    }
+    if (!ok) {
+        return tack__fail_remedy(
+            TACK_ERR_DLPACK_INVALID,
+            device_type == kDLCPU ? TACK_REMEDY_NO_STREAM : TACK_REMEDY_NONE,
+            "stream %lld is not a stream of DLPack device type %d%s", (long long)stream,
+            (int)device_type, device_type == kDLCPU ? ", which has no streams" : "");
+    }
+    return TACK_OK;
+}
+
+tack_status
+tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_request *req,
+                           bool *versioned, tack_dlpack_export_options *opts)
+{
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(req);
+    TACK__CHECK_ARG(versioned);
+    TACK__CHECK_ARG(opts);
+    const tack_device *own = arr->buffer->device;
+    int32_t own_type = own->backend->dlpack_device_type;
+    tack_dlpack_export_options o = {req->has_copy && req->copy, NULL, false, 0};
+    if (req->has_stream) {
+        tack_status st = tack__dlpack_stream_check(own_type, req->stream);
+        if (st != TACK_OK) {
+            return st;
+        }
+    }
+    bool v = false;
+    if (req->has_max_version) {
+        v = req->max_major >= 1;
+        if (req->max_major == TACK_DLPACK_MAJOR) {
+            o.limit_minor = true;
+            o.max_minor = req->max_minor < 0 ? 0u
+                          : req->max_minor > TACK_DLPACK_MINOR
+                              ? (uint32_t)TACK_DLPACK_MINOR
+                              : (uint32_t)req->max_minor;
+        }
+    }
+    if (req->has_dl_device &&
+        (req->device_type != own_type || req->device_id != own->ordinal)) {
+        /* Another device: only the host, and only as a copy. */
+        tack_status st = TACK_ERR_EXPORT_REFUSED;
+        if (req->device_type == kDLCPU && req->device_id == 0 && o.copy) {
+            st = tack_device_open("cpu", 0, NULL, &o.device);
+        }
+        if (st != TACK_OK) {
+            return tack__fail_remedy(
+                TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_OWN_DEVICE,
+                "DLPack device (%d, %d) was requested, but the array "
+                "is on %s:%d (DLPack (%d, %d))",
+                (int)req->device_type, (int)req->device_id, own->backend->name,
+                own->ordinal, (int)own_type, own->ordinal);
+        }
+    }
+    *versioned = v;
+    *opts = o;
+    return TACK_OK;
+}
+
 /* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides. */
 static tack_status
 export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor,

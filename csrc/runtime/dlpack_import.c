@@ -262,121 +262,6 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     return TACK_OK;
 }
 
-/* ---- raw pointers ------------------------------------------------------------------
- */
-
-/* Whether a pointer the backend located can be wrapped by it. */
-static bool
-space_ok(const tack_device *dev, tack_memory_space space)
-{
-    if (dev->backend->dlpack_device_type == kDLCPU) {
-        return space != TACK_MEMORY_DEVICE;
-    }
-    return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_MANAGED;
-}
-
-/* Checks what a foreign pointer must satisfy that the shape does not say. */
-static tack_status
-check_pointer(tack_device *dev, const void *data, size_t nbytes, size_t align)
-{
-    if (!data) {
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                          "a NULL pointer cannot hold elements: pass the address of "
-                          "the first element");
-    }
-    if (!tack__range_fits((uintptr_t)data, nbytes)) {
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                          "%zu bytes from address %p reach past the end of the "
-                          "address space: pass the address of the first element",
-                          nbytes, data);
-    }
-    if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                          "address %p is not aligned to the %zu bytes its elements "
-                          "need: pass an aligned address, or copy the data",
-                          data, align);
-    }
-    if (dev->backend->memory_space) {
-        tack_memory_space space = TACK_MEMORY_UNKNOWN;
-        tack_status st = dev->backend->memory_space(dev->state, data, &space);
-        if (st != TACK_OK) {
-            return st;
-        }
-        if (!space_ok(dev, space)) {
-            return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                              "address %p is not in the memory space of %s:%d: pass "
-                              "a pointer that belongs to that device, or import on "
-                              "the device that owns it",
-                              data, dev->backend->name, dev->ordinal);
-        }
-    }
-    return TACK_OK;
-}
-
-/* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
- * is their element count. Consumes the release obligation. */
-static tack_status
-wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
-               const int64_t *shape, size_t nelem, bool writable,
-               tack_release_fn release, void *ctx, tack_array **out)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    tack_status st = TACK_OK;
-    if (nelem > 0) {
-        st = check_pointer(dev, data, nelem * info->itemsize,
-                           tack_dtype_get(info->scalar)->itemsize);
-    }
-    if (st != TACK_OK) {
-        if (release) {
-            release(ctx);
-        }
-        return st;
-    }
-    size_t nbytes = nelem * info->itemsize;
-    tack_buffer *buf = NULL;
-    st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
-                          writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
-    if (st != TACK_OK) {
-        return st; /* tack_buffer_wrap has called release */
-    }
-    st = tack__array_new(buf, dtype, ndim, shape, nelem, writable, out);
-    if (st != TACK_OK) {
-        tack_buffer_release(buf); /* not adopted: runs release */
-    }
-    return st;
-}
-
-tack_status
-tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
-                       const int64_t *shape, bool writable, tack_release_fn release,
-                       void *ctx, tack_array **out)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    size_t nelem = 0;
-    tack_status st;
-    if (!dev || !out) {
-        st = tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                        "tack_array_wrap_memory(): argument '%s' is NULL: pass a valid "
-                        "pointer",
-                        dev ? "out" : "dev");
-    }
-    else if (info) {
-        st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
-    }
-    else {
-        st = TACK__FAIL(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                        (int)dtype);
-    }
-    if (st != TACK_OK) {
-        if (release) {
-            release(ctx);
-        }
-        return st;
-    }
-    return wrap_validated(dev, data, dtype, ndim, shape, nelem, writable, release, ctx,
-                          out);
-}
-
 /* ---- import ------------------------------------------------------------------------
  */
 
@@ -563,8 +448,9 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     bool share =
         copy != TACK_DLPACK_COPY_ALWAYS && wraps && lay.contiguous && lay.aligned;
     if (share) {
-        st = wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim, t->shape,
-                            lay.nelem, writable, release, mt, out);
+        st =
+            tack__array_wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim,
+                                       t->shape, lay.nelem, writable, release, mt, out);
         tack_device_release(dev);
         return st;
     }

@@ -13,11 +13,12 @@
 
 #include "tack/alloc.h"
 #include "tack/array.h"
-#include "tack/backend.h"
 #include "tack/device.h"
 #include "tack/dlpack_abi.h"
 #include "tack/dtype.h"
 #include "tack/status.h"
+
+#include "backend.h"
 
 #if defined(__GNUC__)
 #define TACK__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
@@ -135,6 +136,12 @@ tack__array_dl_strides(const tack_array *arr)
     return tack__array_dl_shape(arr) + tack__dl_ndim(arr->dtype, arr->ndim);
 }
 void tack__array_fill_dl_layout(tack_array *arr);
+/* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
+ * is their element count (array.c). Consumes the release obligation. */
+tack_status tack__array_wrap_validated(tack_device *dev, void *data, tack_dtype dtype,
+                                       int32_t ndim, const int64_t *shape, size_t nelem,
+                                       bool writable, tack_release_fn release,
+                                       void *ctx, tack_array **out);
 /* An array over buf from its first byte, for callers that already validated dtype
  * and shape and computed nelem (the DLPack import's hot path; array.c). Consumes the
  * caller's reference to buf on success; on failure the caller still holds it. */
@@ -147,6 +154,10 @@ tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
 #define TACK__FAIL(st, ...) (tack__fail((st), __VA_ARGS__), (st))
 #define TACK__FAIL_REMEDY(st, remedy, ...) \
     (tack__fail_remedy((st), (remedy), __VA_ARGS__), (st))
+
+/* Whether stream is one the consumer may pass for a DLPack device type (the Array
+ * API's numbering; dlpack_export.c). TACK_ERR_DLPACK_INVALID otherwise. */
+tack_status tack__dlpack_stream_check(int32_t device_type, int64_t stream);
 
 /* What the import learns from validating a foreign DLTensor (dlpack_import.c). */
 typedef struct tack__dlpack_layout {

@@ -136,7 +136,11 @@ typedef enum tack_status {
       "move the tensor to host memory, then import a copy "             \
       "(TACK_DLPACK_COPY_ALWAYS)")                                      \
     X(TACK_REMEDY_DLPACK_1, "ask the producer for a DLPack 1.x tensor") \
-    X(TACK_REMEDY_CPU, "open the 'cpu' device instead")
+    X(TACK_REMEDY_CPU, "open the 'cpu' device instead")                 \
+    X(TACK_REMEDY_NO_STREAM, "leave the stream unset, or pass -1")      \
+    X(TACK_REMEDY_OWN_DEVICE,                                           \
+      "request the array's own device, or the host "                    \
+      "(kDLCPU, 0) with a copy")
 
 typedef enum tack_remedy {
 #define TACK__REMEDY_ENUM(e, text) e,

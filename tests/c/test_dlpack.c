@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "harness.h"
+#include "internal.h"
 
 /* ---- a counting producer -----------------------------------------------------------
  */
@@ -852,4 +853,81 @@ TACK_TEST(wrapped_ranges_past_the_address_space_are_refused)
                  TACK_ERR_DLPACK_INVALID);
     CHECK(strstr(tack_last_error(), "address space") != NULL);
     CHECK_EQ_INT(deleted_versioned, 1);
+}
+
+/* ---- what a consumer asks of an export ----------------------------------------------
+ */
+
+TACK_TEST(export_request_rules)
+{
+    tack_array *arr = NULL;
+    int64_t shape[1] = {4};
+    CHECK_OK(
+        tack_array_zeros(cpu(), TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    tack_dlpack_export_request req;
+    memset(&req, 0, sizeof req);
+    bool versioned = true;
+    tack_dlpack_export_options opts;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(!versioned && !opts.copy && opts.device == NULL);
+    /* max_version: 1.x is versioned and reports at most the consumer's minor. */
+    req.has_max_version = true;
+    req.max_major = 1;
+    req.max_minor = 0;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(versioned && opts.limit_minor && opts.max_minor == 0);
+    req.max_minor = 99;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK_EQ_INT(opts.max_minor, TACK_DLPACK_MINOR);
+    req.max_major = 0;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(!versioned);
+    req.max_major = 2; /* a newer major: versioned, Tack's own minor */
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(versioned && !opts.limit_minor);
+    /* stream: the CPU has none, only -1 ("do not synchronize") */
+    req.has_stream = true;
+    req.stream = -1;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    req.stream = 1;
+    versioned = false;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK(!versioned); /* out untouched on failure */
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_NO_STREAM);
+    req.has_stream = false;
+    /* dl_device: the array's own, or the host with a copy */
+    req.has_dl_device = true;
+    req.device_type = kDLCPU;
+    req.device_id = 0;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(opts.device == NULL);
+    req.device_type = kDLCUDA;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_EXPORT_REFUSED);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_OWN_DEVICE);
+    req.has_copy = true;
+    req.copy = true;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_EXPORT_REFUSED);
+    req.device_type = kDLCPU;
+    req.device_id = 1;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_EXPORT_REFUSED);
+    tack_array_release(arr);
+}
+
+TACK_TEST(stream_rules_per_device_type)
+{
+    CHECK_OK(tack__dlpack_stream_check(kDLCPU, -1));
+    CHECK_STATUS(tack__dlpack_stream_check(kDLCPU, 0), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack__dlpack_stream_check(kDLCUDA, 0), TACK_ERR_DLPACK_INVALID);
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, 1));
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, 2));
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, 0x7f0000001000));
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, -1));
+    CHECK_STATUS(tack__dlpack_stream_check(kDLCUDA, -2), TACK_ERR_DLPACK_INVALID);
+    CHECK_OK(tack__dlpack_stream_check(kDLROCM, 0));
+    CHECK_STATUS(tack__dlpack_stream_check(kDLROCM, 1), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack__dlpack_stream_check(kDLROCM, 2), TACK_ERR_DLPACK_INVALID);
 }

@@ -138,6 +138,7 @@ cpu_memory_domain(void *state, int ordinal)
 static const char *const cpu_options[] = {NULL};
 
 const tack_backend tack__backend_cpu = {
+    .size = sizeof(tack_backend),
     .name = "cpu",
     .dlpack_device_type = 1, /* kDLCPU */
     .option_names = cpu_options,

@@ -25,6 +25,7 @@ cuda_open(int ordinal, const tack_device_options *options, void **state)
 static const char *const cuda_options[] = {NULL};
 
 const tack_backend tack__backend_cuda = {
+    .size = sizeof(tack_backend),
     .name = "cuda",
     .dlpack_device_type = 2,
     .option_names = cuda_options,

@@ -25,6 +25,7 @@ hip_open(int ordinal, const tack_device_options *options, void **state)
 static const char *const hip_options[] = {NULL};
 
 const tack_backend tack__backend_hip = {
+    .size = sizeof(tack_backend),
     .name = "hip",
     .dlpack_device_type = 10,
     .option_names = hip_options,

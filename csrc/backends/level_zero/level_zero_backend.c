@@ -64,6 +64,7 @@ level_zero_open(int ordinal, const tack_device_options *options, void **state)
 static const char *const level_zero_options[] = {"external_context", NULL};
 
 const tack_backend tack__backend_level_zero = {
+    .size = sizeof(tack_backend),
     .name = "level_zero",
     .dlpack_device_type = 14, /* kDLOneAPI */
     .option_names = level_zero_options,

@@ -1,11 +1,15 @@
 /*
- * backend.h: the backend table. Each backend (csrc/backends/<name>/) fills one
- * tack_backend with function pointers. The runtime never calls a driver directly;
- * GPU backends open their driver with dlopen on first use, so Tack builds, imports
- * and runs its CPU tests with no GPU and no GPU toolkit.
+ * backend.h: the backend table, internal to the runtime (not part of the public
+ * headers). Each backend (csrc/backends/<name>/) fills one tack_backend with function
+ * pointers. The runtime never calls a driver directly; GPU backends open their driver
+ * with dlopen on first use, so Tack builds, imports and runs its CPU tests with no
+ * GPU and no GPU toolkit.
  *
- * The table is append-only: later capabilities add slots at the end, and a backend
- * that lacks one leaves it NULL (the runtime then reports TACK_ERR_UNSUPPORTED).
+ * The table is append-only and carries its own size: later capabilities add slots at
+ * the end, a backend sets .size = sizeof(tack_backend) as it was compiled, and the
+ * runtime reads a slot only through TACK__BACKEND_SLOT, which treats a slot beyond
+ * the table's size, or NULL, as absent (the runtime then reports
+ * TACK_ERR_UNSUPPORTED). A table built before a slot existed stays valid.
  */
 #ifndef TACK_BACKEND_H
 #define TACK_BACKEND_H
@@ -14,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tack/array.h"
 #include "tack/device.h"
 #include "tack/status.h"
 
@@ -38,6 +43,7 @@ typedef enum tack_copy_kind {
 } tack_copy_kind;
 
 struct tack_backend {
+    size_t size;            /* sizeof(tack_backend) when the backend was compiled */
     const char *name;       /* "cpu" */
     int dlpack_device_type; /* kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10, kDLOneAPI = 14 */
     /* Options the backend's devices accept, NULL-terminated. tack.device() refuses
@@ -63,7 +69,19 @@ struct tack_backend {
     tack_status (*synchronize)(void *state);
     /* The memory domain of a device of this backend (see device.h). */
     uint64_t (*memory_domain)(void *state, int ordinal);
+
+    /* ---- appended slots: read them through TACK__BACKEND_SLOT ---- */
+
+    /* Exports nbytes at ptr (an allocation of this backend) as an OS handle another
+     * API can import (a CUDA VMM allocation as a POSIX fd). Out: *out only on
+     * success. Absent: the backend cannot export (the CPU). */
+    tack_status (*export_memory)(void *state, void *ptr, size_t nbytes,
+                                 tack_exported_memory *out);
 };
+
+/* The slot of backend b, or NULL when b's table predates it or leaves it empty. */
+#define TACK__BACKEND_SLOT(b, slot) \
+    ((b)->size >= offsetof(tack_backend, slot) + sizeof((b)->slot) ? (b)->slot : NULL)
 
 /* The backend tables Tack was built with. Borrowed: static. */
 extern const tack_backend tack__backend_cpu;
