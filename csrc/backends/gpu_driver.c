@@ -35,6 +35,23 @@ tack__driver_load(const char *backend, const char *const *candidates,
 }
 
 tack_status
+tack__gpu_open(const tack_backend *self, int ordinal,
+               const tack_device_options *options, void **state)
+{
+    (void)ordinal;
+    (void)options;
+    (void)state;
+    const tack__gpu_driver *drv = self->impl;
+    void *handle = NULL;
+    tack_status st =
+        tack__driver_load(self->name, drv->libraries, drv->what_to_install, &handle);
+    if (st != TACK_OK) {
+        return st;
+    }
+    return tack__driver_not_built(self->name);
+}
+
+tack_status
 tack__driver_not_built(const char *backend)
 {
     return tack__fail_remedy(

@@ -12,7 +12,7 @@
 
 #include <structmember.h>
 
-#define ARR(self) (((tackpy_Array *)(self))->arr)
+#define ARR(self) TACKPY_ARR(self)
 
 PyObject *
 tackpy_array_wrap(tackpy_state *st, tack_array *arr)
@@ -31,12 +31,6 @@ int
 tackpy_array_check(tackpy_state *st, PyObject *obj)
 {
     return Py_IS_TYPE(obj, st->Array_type);
-}
-
-static tackpy_state *
-state_of(PyObject *self)
-{
-    return tackpy_state_of_type(Py_TYPE(self));
 }
 
 /* ---- creation ----------------------------------------------------------------- */
@@ -366,7 +360,8 @@ static PyObject *
 array_get_dtype(PyObject *self, void *c)
 {
     (void)c;
-    return Py_NewRef(tackpy_dtype_object(state_of(self), tack_array_dtype(ARR(self))));
+    return Py_NewRef(
+        tackpy_dtype_object(tackpy_state_of(self), tack_array_dtype(ARR(self))));
 }
 
 static PyObject *
@@ -403,7 +398,7 @@ array_get_device(PyObject *self, void *c)
     (void)c;
     tack_device *dev = tack_array_device(ARR(self));
     tack_device_retain(dev);
-    return tackpy_device_wrap(state_of(self), dev);
+    return tackpy_device_wrap(tackpy_state_of(self), dev);
 }
 
 static PyObject *
@@ -432,7 +427,7 @@ static PyObject *
 array_numpy(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return tackpy_array_to_numpy(state_of(self), ARR(self), NULL);
+    return tackpy_array_to_numpy(tackpy_state_of(self), ARR(self), NULL);
 }
 
 static PyObject *
@@ -442,22 +437,23 @@ array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     static const tackpy_signature sig = {
         "__array__", 2, 2, 0, 0, {TACKPY_NAME_dtype, TACKPY_NAME_copy}};
     PyObject *a[2];
-    if (tackpy_parse(state_of(self), &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
+    if (tackpy_parse(tackpy_state_of(self), &sig, args, nargs, kwnames, NULL, a, NULL) <
+        0) {
         return NULL;
     }
     if (a[1] == Py_False) {
         return tackpy_raise_fmt(
-            state_of(self), TACK_ERR_INVALID_ARGUMENT,
+            tackpy_state_of(self), TACK_ERR_INVALID_ARGUMENT,
             "a Tack array cannot become a NumPy array without a copy "
             "here: use np.from_dlpack(a) to share its memory");
     }
-    return tackpy_array_to_numpy(state_of(self), ARR(self), a[0]);
+    return tackpy_array_to_numpy(tackpy_state_of(self), ARR(self), a[0]);
 }
 
 static PyObject *
 array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     int64_t shape[TACK_MAX_NDIM];
     int ndim;
     if (nargs == 0) {
@@ -494,7 +490,7 @@ array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 array_fill(PyObject *self, PyObject *value)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     if (!tack_array_writable(arr)) {
         return tackpy_raise(st, tack_array_fill(arr, NULL, tack_array_dtype(arr)));
@@ -517,7 +513,7 @@ static PyObject *
 array_to_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     static const tackpy_signature sig = {
         "to_device", 2, 1, 0, 1, {TACKPY_NAME_device, TACKPY_NAME_stream}};
     PyObject *a[2];
@@ -551,7 +547,7 @@ static PyObject *
 array_export_memory(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_exported_memory m;
     tack_status status = tack_array_export_memory(ARR(self), &m);
     if (status != TACK_OK) {
@@ -614,7 +610,7 @@ done:
 static PyObject *
 array_getitem(PyObject *self, PyObject *key)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     size_t off;
     if (flat_index(st, arr, key, &off) < 0) {
@@ -631,7 +627,7 @@ array_getitem(PyObject *self, PyObject *key)
 static int
 array_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     if (!value) {
         return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
@@ -658,13 +654,14 @@ array_sq_item(PyObject *self, Py_ssize_t i)
 {
     tack_array *arr = ARR(self);
     if (tack_array_ndim(arr) != 1) {
-        return tackpy_raise_fmt(state_of(self), TACK_ERR_BAD_TYPE,
+        return tackpy_raise_fmt(tackpy_state_of(self), TACK_ERR_BAD_TYPE,
                                 "only 1-D arrays can be iterated (this one is %d-d): "
                                 "iterate over a.reshape(-1) or a.numpy()",
                                 (int)tack_array_ndim(arr));
     }
     if (i < 0 || i >= tack_array_shape(arr)[0]) {
-        return tackpy_raise_fmt(state_of(self), TACK_ERR_INDEX, "index out of range");
+        return tackpy_raise_fmt(tackpy_state_of(self), TACK_ERR_INDEX,
+                                "index out of range");
     }
     PyObject *key = PyLong_FromSsize_t(i);
     if (!key) {
@@ -680,7 +677,7 @@ array_len(PyObject *self)
 {
     tack_array *arr = ARR(self);
     if (tack_array_ndim(arr) == 0) {
-        return tackpy_raise_fmt_int(state_of(self), TACK_ERR_BAD_TYPE,
+        return tackpy_raise_fmt_int(tackpy_state_of(self), TACK_ERR_BAD_TYPE,
                                     "len() of a 0-d array");
     }
     return (Py_ssize_t)tack_array_shape(arr)[0];
@@ -777,8 +774,8 @@ static PyType_Slot array_slots[] = {
 static PyType_Spec array_spec = {
     .name = "tack.Array",
     .basicsize = sizeof(tackpy_Array),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    /* Immutable once module.c has set the DLPack exchange attributes. */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = array_slots,
 };
 

@@ -1,10 +1,11 @@
 /*
- * dlpack_py.c: the Python face of DLPack: Array.__dlpack__, Array.__dlpack_device__,
- * tack.from_dlpack, tack.array_from_ptr and the DLPack C exchange API table.
+ * dlpack_py.c: the Python face of DLPack capsules: Array.__dlpack__,
+ * Array.__dlpack_device__ and tack.from_dlpack.
  *
- * A binding only: capsules, argument parsing and the interpreter lock live here;
- * building an export, validating a foreign tensor and owning memory are the C
- * runtime's (csrc/runtime/dlpack_*.c).
+ * A binding only: capsules, argument conversion and the interpreter lock live here;
+ * what a consumer may ask of an export (tack_dlpack_export_prepare), building it,
+ * validating a foreign tensor and owning memory are the C runtime's
+ * (csrc/runtime/dlpack_*.c). The exchange API is in dlpack_exchange_py.c.
  *
  * Capsule discipline (the DLPack Python specification):
  *   - an exported capsule is named "dltensor" or "dltensor_versioned"; its destructor
@@ -18,25 +19,7 @@
 #include "tackpy.h"
 #include <string.h>
 
-#define ARR(self) (((tackpy_Array *)(self))->arr)
-
-/* Indices into st->dlpack_consts. */
-enum {
-    C_DLPACK,         /* "__dlpack__" */
-    C_KW_MAX_VERSION, /* ("max_version",) */
-    C_MAX_VERSION,    /* (1, 3) */
-    C_API_13,         /* "__dlpack_c_exchange_api__" */
-    C_API_12,         /* "__c_dlpack_exchange_api__" */
-    C_COUNT
-};
-
-#define CONST(st, k) PyTuple_GET_ITEM((st)->dlpack_consts, (k))
-
-static tackpy_state *
-state_of(PyObject *self)
-{
-    return tackpy_state_of_type(Py_TYPE(self));
-}
+#define ARR(self) TACKPY_ARR(self)
 
 /* ---- export ------------------------------------------------------------------- */
 
@@ -87,7 +70,7 @@ PyObject *
 tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     static const tackpy_signature sig = {"__dlpack__",
                                          4,
                                          0,
@@ -189,181 +172,6 @@ tackpy_array_dlpack_device(PyObject *self, PyObject *unused)
                          tack_device_ordinal(dev));
 }
 
-/* ---- the C exchange API (producer side) ------------------------------------------ */
-
-static void
-exchange_set_error(tack_status status, void *error_ctx,
-                   void (*SetError)(void *, const char *, const char *))
-{
-    if (!SetError) {
-        return;
-    }
-    const char *kind = tackpy_kind_builtin_name(tack_status_kind(status));
-    SetError(error_ctx, kind, tack_last_error());
-}
-
-/* Pure C: callable without the interpreter lock. */
-static int
-exchange_allocator(DLTensor *prototype, DLManagedTensorVersioned **out, void *error_ctx,
-                   void (*SetError)(void *error_ctx, const char *kind,
-                                    const char *message))
-{
-    tack_status status = tack_dlpack_allocate(prototype, out);
-    if (status != TACK_OK) {
-        exchange_set_error(status, error_ctx, SetError);
-        return -1;
-    }
-    return 0;
-}
-
-/* The Tack state behind obj's type, or NULL with TypeError when obj is no Tack
- * array. */
-static tackpy_state *
-exchange_array_state(PyObject *obj)
-{
-    PyObject *module = PyType_GetModuleByDef(Py_TYPE(obj), &tackpy_module_def);
-    tackpy_state *st = module ? PyModule_GetState(module) : NULL;
-    if (st && !tackpy_array_check(st, obj)) {
-        st = NULL;
-    }
-    if (!st) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "the Tack DLPack exchange API takes a tack.Array, not %.100s",
-                     Py_TYPE(obj)->tp_name);
-    }
-    return st;
-}
-
-static int
-exchange_from_py(void *py_object, DLManagedTensorVersioned **out)
-{
-    tackpy_state *st = exchange_array_state(py_object);
-    if (!st) {
-        return -1;
-    }
-    tack_status status = tack_dlpack_export_versioned(ARR(py_object), NULL, out);
-    return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
-}
-
-static int
-exchange_dltensor_from_py(void *py_object, DLTensor *out)
-{
-    if (!exchange_array_state(py_object)) {
-        return -1;
-    }
-    tack_dlpack_describe(ARR(py_object), out);
-    return 0;
-}
-
-static int
-exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object)
-{
-    /* The table is static, so the module comes from the import system rather than
-     * from a C global. */
-    PyObject *module = PyImport_ImportModule("tack._tack");
-    if (!module) {
-        if (tensor && tensor->deleter) {
-            tensor->deleter(tensor); /* ownership was stolen */
-        }
-        return -1;
-    }
-    tackpy_state *st = PyModule_GetState(module);
-    tack_array *arr;
-    tack_status status = tack_dlpack_import_versioned(tensor, NULL, &arr);
-    PyObject *obj =
-        status == TACK_OK ? tackpy_array_wrap(st, arr) : tackpy_raise(st, status);
-    Py_DECREF(module);
-    if (!obj) {
-        return -1;
-    }
-    *out_py_object = obj;
-    return 0;
-}
-
-static int
-exchange_current_work_stream(DLDeviceType device_type, int32_t device_id,
-                             void **out_current_stream)
-{
-    /* Tack's launches on the CPU are synchronous: there is never pending work. */
-    (void)device_type;
-    (void)device_id;
-    *out_current_stream = NULL;
-    return 0;
-}
-
-/* One table for the process, shared by every tack.Array (DLPack 1.3). */
-static const DLPackExchangeAPI exchange_api = {
-    .header = {.version = {TACK_DLPACK_MAJOR, TACK_DLPACK_MINOR}, .prev_api = NULL},
-    .managed_tensor_allocator = exchange_allocator,
-    .managed_tensor_from_py_object_no_sync = exchange_from_py,
-    .managed_tensor_to_py_object_no_sync = exchange_to_py,
-    .dltensor_from_py_object_no_sync = exchange_dltensor_from_py,
-    .current_work_stream = exchange_current_work_stream,
-};
-
-/* ---- the C exchange API (consumer side) ------------------------------------------ */
-
-/* The major-1 table behind an attribute value, or NULL (then the producer is asked
- * through __dlpack__, which every producer has). Which addresses can be a table is
- * the runtime's rule (tack_dlpack_exchange_api_find): a forged int such as 1 or -1
- * is refused before anything is read from it. */
-static const DLPackExchangeAPI *
-exchange_table(PyObject *value)
-{
-    uintptr_t address = 0;
-    if (PyCapsule_IsValid(value, TACK_DLPACK_CAPSULE_EXCHANGE_API)) {
-        address =
-            (uintptr_t)PyCapsule_GetPointer(value, TACK_DLPACK_CAPSULE_EXCHANGE_API);
-    }
-    else if (PyLong_Check(value)) {
-        /* Negative values and values of 2**64 or more overflow: no table. */
-        unsigned long long v = PyLong_AsUnsignedLongLong(value);
-        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            return NULL;
-        }
-        address = (uintptr_t)v;
-    }
-    const DLPackExchangeAPI *api = NULL;
-    if (tack_dlpack_exchange_api_find(address, &api) != TACK_OK) {
-        return NULL;
-    }
-    return api;
-}
-
-/* The exchange table of a producer type, or NULL; cached per (type, version tag),
- * so a type that changes its attributes is looked up again. */
-static const DLPackExchangeAPI *
-exchange_api_of(tackpy_state *st, PyTypeObject *tp)
-{
-    for (int k = 0; k < TACKPY_EXCHANGE_CACHE; k++) {
-        tackpy_exchange_cache *c = &st->dlpack_cache[k];
-        if (c->type == tp && c->tag == tp->tp_version_tag && c->tag != 0) {
-            return c->api;
-        }
-    }
-    const DLPackExchangeAPI *api = NULL;
-    const int names[2] = {C_API_13, C_API_12};
-    for (int k = 0; k < 2 && !api; k++) {
-        PyObject *value = PyObject_GetAttr((PyObject *)tp, CONST(st, names[k]));
-        if (!value) {
-            PyErr_Clear();
-            continue;
-        }
-        api = exchange_table(value);
-        Py_DECREF(value);
-    }
-    /* The lookups gave the type a version tag if it can have one. A tag is never
-     * reused by another type, so a borrowed type pointer is safe as a key. */
-    tackpy_exchange_cache *c = &st->dlpack_cache[st->dlpack_cache_next];
-    st->dlpack_cache_next = (st->dlpack_cache_next + 1) % TACKPY_EXCHANGE_CACHE;
-    c->type = tp;
-    c->tag = tp->tp_version_tag;
-    c->api = api;
-    return api;
-}
-
 /* ---- import ------------------------------------------------------------------- */
 
 /* Adopts a DLPack capsule: checks its name, renames it to the used_ name and hands
@@ -421,24 +229,6 @@ import_capsule(tackpy_state *st, PyObject *capsule,
     return tackpy_array_wrap(st, arr);
 }
 
-/* Whether the producer's current stream on the tensor's device may still hold work
- * that we could not order after (we never have a stream to order). */
-static int
-exchange_pending_work(const DLPackExchangeAPI *api, const DLManagedTensorVersioned *mt)
-{
-    DLDeviceType type = mt->dl_tensor.device.device_type;
-    if (mt->version.major != 1 || type == kDLCPU || type == kDLCUDAHost ||
-        type == kDLROCMHost || !api->current_work_stream) {
-        return 0;
-    }
-    void *stream = NULL;
-    if (api->current_work_stream(type, mt->dl_tensor.device.device_id, &stream) != 0) {
-        PyErr_Clear();
-        return 1;
-    }
-    return stream != NULL;
-}
-
 /* Drops a reference to a producer's capsule. Its destructor may run Python (ctypes
  * and cffi producers write it in Python), which must neither see nor erase the
  * refusal already set for the caller: the exception is set aside meanwhile. */
@@ -459,20 +249,19 @@ release_keeping_error(PyObject *capsule)
 static PyObject *
 request_capsule(tackpy_state *st, PyObject *x)
 {
-    PyObject *args[2] = {x, CONST(st, C_MAX_VERSION)};
-    PyObject *capsule = PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
-                                                  1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                                  CONST(st, C_KW_MAX_VERSION));
+    PyObject *args[2] = {x, st->dlpack_max_version};
+    PyObject *dunder = st->names[TACKPY_NAME___dlpack__];
+    PyObject *capsule = PyObject_VectorcallMethod(
+        dunder, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, st->dlpack_kw_max_version);
     if (capsule) {
         return capsule;
     }
     if (PyErr_ExceptionMatches(PyExc_TypeError)) {
         PyErr_Clear();
-        return PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
+        return PyObject_VectorcallMethod(dunder, args,
                                          1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
-    if (PyErr_ExceptionMatches(PyExc_AttributeError) &&
-        !PyObject_HasAttr(x, CONST(st, C_DLPACK))) {
+    if (PyErr_ExceptionMatches(PyExc_AttributeError) && !PyObject_HasAttr(x, dunder)) {
         PyErr_Clear();
         PyErr_Format(PyExc_AttributeError,
                      "%.100s has no __dlpack__ method, so it cannot be shared: copy "
@@ -523,7 +312,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         result = import_capsule(st, x, &opts);
         goto done;
     }
-    const DLPackExchangeAPI *api = exchange_api_of(st, Py_TYPE(x));
+    const DLPackExchangeAPI *api = tackpy_exchange_api_of(st, Py_TYPE(x));
     if (api) {
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(x, &mt) != 0 || !mt) {
@@ -534,7 +323,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             }
             goto done;
         }
-        if (!exchange_pending_work(api, mt)) {
+        if (!tackpy_exchange_pending_work(api, mt)) {
             tack_array *arr;
             tack_status status = tack_dlpack_import_versioned(mt, &opts, &arr);
             result = status == TACK_OK ? tackpy_array_wrap(st, arr)
@@ -556,255 +345,15 @@ done:
     return result;
 }
 
-/* ---- array_from_ptr ---------------------------------------------------------------
- */
-
-/* The Py_buffer behind an array_from_ptr over an object, released when the last
- * array over the memory goes: possibly on another thread, possibly after Python has
- * finalized, when the buffer is leaked rather than touched. */
-typedef struct {
-    Py_buffer view;
-} pybuffer_hold;
-
-static int
-python_gone(void)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    int finalizing = Py_IsFinalizing();
-#else
-    int finalizing = _Py_IsFinalizing();
-#endif
-    /* While finalizing, only the thread that holds the lock may still take it. */
-    return !Py_IsInitialized() || (finalizing && !PyGILState_Check());
-}
-
-static void
-release_pybuffer(void *ctx)
-{
-    pybuffer_hold *hold = ctx;
-    if (python_gone()) {
-        return; /* leak: nothing of Python may be touched any more */
-    }
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyBuffer_Release(&hold->view);
-    PyGILState_Release(g);
-    PyMem_RawFree(hold);
-}
-
-static int
-shape_like(PyObject *obj)
-{
-    return PyTuple_Check(obj) || PyList_Check(obj) ||
-           (PyIndex_Check(obj) && !PyType_Check(obj));
-}
-
-/* Wraps the buffer obj exports. Consumes nothing; returns a new array or NULL. */
-static PyObject *
-wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype dtype,
-                   int ndim, const int64_t *shape, int writable)
-{
-    pybuffer_hold *hold = PyMem_RawMalloc(sizeof *hold);
-    if (!hold) {
-        return PyErr_NoMemory();
-    }
-    /* C order only: a Fortran-ordered block read as a Tack array would be read
-     * transposed. */
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &hold->view, flags) < 0) {
-        PyMem_RawFree(hold);
-        /* Exporters refuse with BufferError or (NumPy) ValueError. */
-        if (!PyErr_ExceptionMatches(PyExc_BufferError) &&
-            !PyErr_ExceptionMatches(PyExc_ValueError)) {
-            return NULL;
-        }
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        /* Tell a read-only exporter apart from one that is not C-contiguous, and
-         * both from one that exports nothing at all (a released memoryview). */
-        Py_buffer probe;
-        int readable = PyObject_GetBuffer(obj, &probe, PyBUF_C_CONTIGUOUS) == 0;
-        int strided = readable;
-        if (readable) {
-            PyBuffer_Release(&probe);
-        }
-        else {
-            PyErr_Clear();
-            strided = PyObject_GetBuffer(obj, &probe, PyBUF_FULL_RO) == 0;
-            if (strided) {
-                PyBuffer_Release(&probe);
-            }
-        }
-        PyErr_Clear();
-        PyObject *result =
-            readable ? tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                                        "writable=True, but the %.100s's memory is "
-                                        "read-only: pass writable=False",
-                                        Py_TYPE(obj)->tp_name)
-            : strided
-                ? tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                                   "the %.100s's memory is not one C-contiguous "
-                                   "block: wrap a C-contiguous object, or copy it "
-                                   "with tack.array",
-                                   Py_TYPE(obj)->tp_name)
-                : tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                                   "the %.100s exports no memory (%S): wrap an object "
-                                   "whose memory is still there",
-                                   Py_TYPE(obj)->tp_name, value ? value : Py_None);
-        Py_XDECREF(type);
-        Py_XDECREF(value);
-        Py_XDECREF(tb);
-        return result;
-    }
-    /* The size and alignment rules are the runtime's; it consumes the hold. */
-    tack_array *arr;
-    tack_status status =
-        tack_array_wrap_region(dev, hold->view.buf, (size_t)hold->view.len, dtype, ndim,
-                               shape, writable, release_pybuffer, hold, &arr);
-    if (status != TACK_OK) {
-        return tackpy_raise(st, status);
-    }
-    return tackpy_array_wrap(st, arr);
-}
-
-PyObject *
-tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames)
-{
-    tackpy_state *st = PyModule_GetState(module);
-    static const tackpy_signature sig = {
-        "array_from_ptr",
-        4,
-        4,
-        0,
-        3,
-        {TACKPY_NAME_ptr, TACKPY_NAME_shape, TACKPY_NAME_dtype, TACKPY_NAME_writable}};
-    /* shape and dtype may come in either order: the second and third positionals
-     * go by their type (a shape is an int or a sequence, anything else a dtype). */
-    int slots[4] = {0, 1, 2, 3};
-    for (Py_ssize_t k = 1; k < nargs && k < 3; k++) {
-        slots[k] = shape_like(args[k]) ? 1 : 2;
-    }
-    PyObject *a[4];
-    if (tackpy_parse(st, &sig, args, nargs, kwnames, slots, a, NULL) < 0) {
-        return NULL;
-    }
-    int64_t shape[TACK_MAX_NDIM];
-    int ndim = tackpy_parse_shape(st, a[1], shape);
-    if (ndim < 0) {
-        return NULL;
-    }
-    tack_dtype dtype;
-    if (tackpy_dtype_from_object(st, a[2], &dtype) < 0) {
-        return NULL;
-    }
-    int writable = a[3] ? PyObject_IsTrue(a[3]) : 0;
-    if (writable < 0) {
-        return NULL;
-    }
-    tack_device *dev;
-    if (tackpy_device_from_object(st, NULL, &dev) < 0) {
-        return NULL;
-    }
-    PyObject *result;
-    /* Anything with __index__ is an address (np.uintp, ctypes values converted by
-     * the caller, C-level handles), even when it also exposes a buffer: a NumPy
-     * integer scalar's own eight bytes are never what the caller means. */
-    PyObject *index = NULL;
-    if (PyIndex_Check(a[0])) {
-        index = PyNumber_Index(a[0]);
-        if (!index) {
-            if (!PyErr_ExceptionMatches(PyExc_TypeError) ||
-                !PyObject_CheckBuffer(a[0])) {
-                tack_device_release(dev);
-                return NULL;
-            }
-            PyErr_Clear(); /* e.g. a NumPy array of several ints: its memory */
-        }
-    }
-    if (index) {
-        unsigned long long address = PyLong_AsUnsignedLongLong(index);
-        Py_DECREF(index);
-        if (address == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            tack_device_release(dev);
-            return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                                    "ptr=%R is not an address: pass a non-negative "
-                                    "int below 2**64",
-                                    a[0]);
-        }
-        tack_array *arr;
-        tack_status status =
-            tack_array_wrap_memory(dev, (void *)(uintptr_t)address, dtype, ndim, shape,
-                                   writable, NULL, NULL, &arr);
-        result =
-            status == TACK_OK ? tackpy_array_wrap(st, arr) : tackpy_raise(st, status);
-    }
-    else if (PyObject_CheckBuffer(a[0])) {
-        result = wrap_buffer_object(st, a[0], dev, dtype, ndim, shape, writable);
-    }
-    else {
-        result = tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
-                                  "ptr must be an int address or an object exposing "
-                                  "its memory (buffer protocol), not %.100s",
-                                  Py_TYPE(a[0])->tp_name);
-    }
-    tack_device_release(dev);
-    return result;
-}
-
 /* ---- module initialisation ----------------------------------------------------- */
 
 int
 tackpy_dlpack_init(PyObject *module, tackpy_state *st)
 {
     (void)module;
-    static const char *const strings[] = {"__dlpack__", "max_version", NULL,
-                                          "__dlpack_c_exchange_api__",
-                                          "__c_dlpack_exchange_api__"};
-    PyObject *items[C_COUNT] = {NULL};
-    int ok = 1;
-    for (int k = 0; k < C_COUNT; k++) {
-        if (strings[k]) {
-            items[k] = PyUnicode_InternFromString(strings[k]);
-            ok = ok && items[k];
-        }
-    }
-    if (ok) {
-        PyObject *name = items[C_KW_MAX_VERSION];
-        items[C_KW_MAX_VERSION] = PyTuple_Pack(1, name);
-        Py_DECREF(name);
-        items[C_MAX_VERSION] =
-            Py_BuildValue("(ii)", TACK_DLPACK_MAJOR, TACK_DLPACK_MINOR);
-        ok = items[C_KW_MAX_VERSION] && items[C_MAX_VERSION];
-    }
-    st->dlpack_consts = ok ? PyTuple_New(C_COUNT) : NULL;
-    for (int k = 0; k < C_COUNT; k++) {
-        if (st->dlpack_consts) {
-            PyTuple_SET_ITEM(st->dlpack_consts, k, items[k]);
-        }
-        else {
-            Py_XDECREF(items[k]);
-        }
-    }
-    if (!st->dlpack_consts) {
-        return -1;
-    }
-    memset(st->dlpack_cache, 0, sizeof st->dlpack_cache);
-    st->dlpack_cache_next = 0;
-    /* The exchange table is a class attribute of the (immutable) Array type: set in
-     * its dict before any instance exists, then the type caches are told. */
-    PyObject *dict = st->Array_type->tp_dict;
-    PyObject *capsule =
-        PyCapsule_New((void *)&exchange_api, TACK_DLPACK_CAPSULE_EXCHANGE_API, NULL);
-    PyObject *address = PyLong_FromVoidPtr((void *)&exchange_api);
-    int rc =
-        capsule && address &&
-                PyDict_SetItemString(dict, "__dlpack_c_exchange_api__", capsule) == 0 &&
-                PyDict_SetItemString(dict, "__c_dlpack_exchange_api__", address) == 0
-            ? 0
-            : -1;
-    Py_XDECREF(capsule);
-    Py_XDECREF(address);
-    PyType_Modified(st->Array_type);
-    return rc;
+    /* x.__dlpack__(max_version=(1, 3)) is called with these on every import. */
+    st->dlpack_kw_max_version = PyTuple_Pack(1, st->names[TACKPY_NAME_max_version]);
+    st->dlpack_max_version =
+        Py_BuildValue("(ii)", TACK_DLPACK_MAJOR, TACK_DLPACK_MINOR);
+    return st->dlpack_kw_max_version && st->dlpack_max_version ? 0 : -1;
 }

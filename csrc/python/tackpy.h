@@ -26,7 +26,8 @@ typedef struct tackpy_exchange_cache {
 #define TACKPY_NAME_LIST(X)                                                         \
     X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
     X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
-    X(ordinal) X(filename) X(source) X(x)
+    X(ordinal) X(filename) X(source) X(x)                                           \
+    X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)
 // clang-format on
 
 typedef enum tackpy_name {
@@ -45,9 +46,11 @@ typedef struct tackpy_state {
     PyObject *kind_exc[TACK_KIND_COUNT]; /* error kind -> exception class */
     PyObject *KernelError; /* SyntaxError subclass, raised by the front end */
     PyObject *numpy;       /* numpy module, imported on first use */
-    /* DLPack binding (dlpack_py.c): interned names and constants, and the
-     * exchange-table lookups of recent producer types. */
-    PyObject *dlpack_consts;
+    /* DLPack binding: the arguments of __dlpack__(max_version=(1, 3)) (dlpack_py.c)
+     * and the exchange-table lookups of recent producer types
+     * (dlpack_exchange_py.c). */
+    PyObject *dlpack_kw_max_version; /* ("max_version",) */
+    PyObject *dlpack_max_version;    /* (1, 3) */
     tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
     int dlpack_cache_next;
     PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
@@ -58,6 +61,9 @@ typedef struct {
     PyObject_HEAD tack_array *arr; /* Owned reference */
     PyObject *weakreflist;
 } tackpy_Array;
+
+/* The C array of a tack.Array. Borrowed: valid while the object lives. */
+#define TACKPY_ARR(self) (((tackpy_Array *)(self))->arr)
 
 typedef struct {
     PyObject_HEAD tack_device *dev; /* Owned reference */
@@ -71,6 +77,12 @@ typedef struct {
 extern PyModuleDef tackpy_module_def;
 /* The state of the module that defined type (Array, Device or DType). */
 tackpy_state *tackpy_state_of_type(PyTypeObject *type);
+/* The state of the module that defined obj's type. */
+static inline tackpy_state *
+tackpy_state_of(PyObject *obj)
+{
+    return tackpy_state_of_type(Py_TYPE(obj));
+}
 /* The numpy module. Returns: borrowed reference, or NULL with an exception set. */
 PyObject *tackpy_numpy(tackpy_state *st);
 
@@ -162,6 +174,18 @@ PyObject *tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
 PyObject *tackpy_array_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
                                 Py_ssize_t nargs, PyObject *kwnames);
+
+/* ---- dlpack_exchange_py.c -------------------------------------------------------- */
+/* Publishes Tack's exchange table on tack.Array (still mutable). */
+int tackpy_exchange_init(PyObject *module, tackpy_state *st);
+/* The exchange table of a producer type, or NULL; cached per type version. */
+const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp);
+/* Whether the producer may still have work pending on the tensor's device that Tack
+ * cannot order after. */
+int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,
+                                 const DLManagedTensorVersioned *mt);
+
+/* ---- array_from_ptr.c ------------------------------------------------------------ */
 PyObject *tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args,
                                    Py_ssize_t nargs, PyObject *kwnames);
 

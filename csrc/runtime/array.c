@@ -374,7 +374,7 @@ tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 static bool
 on_host(const tack_array *arr)
 {
-    return arr->buffer->device->backend->dlpack_device_type == 1;
+    return tack__device_is_host(arr->buffer->device);
 }
 
 tack_status
@@ -581,7 +581,7 @@ tack_array_export_memory(tack_array *arr, tack_exported_memory *out)
 static bool
 space_ok(const tack_device *dev, tack_memory_space space)
 {
-    if (dev->backend->dlpack_device_type == kDLCPU) {
+    if (tack__device_is_host(dev)) {
         return space != TACK_MEMORY_DEVICE;
     }
     return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_MANAGED;

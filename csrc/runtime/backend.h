@@ -50,9 +50,14 @@ struct tack_backend {
      * any other keyword before anything is constructed. */
     const char *const *option_names;
 
+    /* What the backend's own code needs to know about itself, static (the GPU
+     * backends: their driver libraries, a tack__gpu_driver); may be NULL. */
+    const void *impl;
+
     /* Prepares the backend state of a device: loads the driver, checks the ordinal,
-     * adopts an external context. Out: *state only on success. */
-    tack_status (*open)(int ordinal, const tack_device_options *options, void **state);
+     * adopts an external context. self is this table. Out: *state only on success. */
+    tack_status (*open)(const tack_backend *self, int ordinal,
+                        const tack_device_options *options, void **state);
     /* Frees what open made; may be NULL. Never called at process exit. */
     void (*close)(void *state);
 

@@ -108,7 +108,7 @@ device_make(const tack_backend *b, int ordinal, const tack_device_options *optio
             tack_device **out)
 {
     void *state = NULL;
-    tack_status st = b->open(ordinal, options, &state);
+    tack_status st = b->open(b, ordinal, options, &state);
     if (st != TACK_OK) {
         return st;
     }

@@ -357,7 +357,7 @@ copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
         *out = arr;
         return TACK_OK;
     }
-    bool direct = dev->backend->dlpack_device_type == kDLCPU;
+    bool direct = tack__device_is_host(dev);
     unsigned char *dst = direct ? arr->buffer->data : tack__alloc(arr->nbytes, 0);
     if (!dst) {
         tack_array_release(arr);

@@ -191,7 +191,7 @@ element_copy(const tack_array *arr, size_t offset, void *host, bool store)
     size_t itemsize = tack_dtype_get(arr->dtype)->itemsize;
     assert(itemsize <= TACK__ELEMENT_CAP);
     unsigned char *element = (unsigned char *)arr->buffer->data + offset * itemsize;
-    if (tack_device_dlpack_type(dev) == kDLCPU) {
+    if (tack__device_is_host(dev)) {
         memcpy(store ? element : host, store ? host : element, itemsize);
         return TACK_OK;
     }

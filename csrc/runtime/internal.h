@@ -89,6 +89,13 @@ struct tack_device {
     uint64_t memory_domain;
 };
 
+/* Whether the device's memory is the CPU's own (host pointers, plain memcpy). */
+static inline bool
+tack__device_is_host(const tack_device *dev)
+{
+    return dev->backend->dlpack_device_type == kDLCPU;
+}
+
 /* ---- buffers and arrays (buffer.c, array.c) ---------------------------------- */
 
 struct tack_buffer {
