@@ -97,14 +97,17 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
     return TACK_OK;
 }
 
+/* The element count of a shape of dtype, the dtype checked first. Out: *nelem only
+ * on success. */
 static tack_status
-check_dtype(tack_dtype dtype)
+dtype_shape_size(tack_dtype dtype, int32_t ndim, const int64_t *shape, size_t *nelem)
 {
-    if (!tack_dtype_get(dtype)) {
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    if (!info) {
         return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
                           (int)dtype);
     }
-    return TACK_OK;
+    return tack_shape_size(ndim, shape, info->itemsize, nelem);
 }
 
 tack_status
@@ -113,11 +116,8 @@ tack_array_empty(tack_device *dev, tack_dtype dtype, int32_t ndim, const int64_t
 {
     TACK__CHECK_ARG(dev);
     TACK__CHECK_ARG(out);
-    tack_status st = check_dtype(dtype);
     size_t nelem = 0;
-    if (st == TACK_OK) {
-        st = tack_shape_size(ndim, shape, tack_dtype_get(dtype)->itemsize, &nelem);
-    }
+    tack_status st = dtype_shape_size(dtype, ndim, shape, &nelem);
     if (st != TACK_OK) {
         return st;
     }
@@ -162,11 +162,8 @@ tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
 {
     TACK__CHECK_ARG(buf);
     TACK__CHECK_ARG(out);
-    tack_status st = check_dtype(dtype);
     size_t nelem = 0;
-    if (st == TACK_OK) {
-        st = tack_shape_size(ndim, shape, tack_dtype_get(dtype)->itemsize, &nelem);
-    }
+    tack_status st = dtype_shape_size(dtype, ndim, shape, &nelem);
     if (st != TACK_OK) {
         return st;
     }
@@ -344,7 +341,8 @@ tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
         return st;
     }
     TACK__CHECK_ARG(value);
-    st = check_dtype(value_dtype);
+    size_t one = 0;
+    st = dtype_shape_size(value_dtype, 0, NULL, &one); /* the value's dtype exists */
     if (st != TACK_OK) {
         return st;
     }
@@ -671,12 +669,8 @@ wrap_checked(const char *fname, tack_device *dev, void *data, size_t nbytes,
                         "%s(): argument '%s' is NULL: pass a valid pointer", fname,
                         dev ? "out" : "dev");
     }
-    else if (!info) {
-        st = tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                        (int)dtype);
-    }
     else {
-        st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
+        st = dtype_shape_size(dtype, ndim, shape, &nelem);
     }
     if (st == TACK_OK && nelem * info->itemsize > nbytes) {
         st = tack__fail(TACK_ERR_BAD_SHAPE,
