@@ -46,9 +46,9 @@ find_keyword(const tackpy_state *st, const tackpy_signature *sig, PyObject *key)
 }
 
 int
-tackpy_parse(tackpy_state *st, const tackpy_signature *sig, PyObject *const *args,
-             Py_ssize_t nargs, PyObject *kwnames, const int *pos_slots, PyObject **out,
-             tackpy_extra *extra)
+tackpy_parse_slow(tackpy_state *st, const tackpy_signature *sig, PyObject *const *args,
+                  Py_ssize_t nargs, PyObject *kwnames, const int *pos_slots,
+                  PyObject **out, tackpy_extra *extra)
 {
     for (int j = 0; j < sig->nparams; j++) {
         out[j] = NULL;

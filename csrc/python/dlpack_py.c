@@ -338,7 +338,12 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     PyObject *capsule = request_capsule(st, x);
     if (capsule) {
         result = import_capsule(st, capsule, &opts);
-        release_keeping_error(capsule);
+        if (result) {
+            Py_DECREF(capsule);
+        }
+        else {
+            release_keeping_error(capsule);
+        }
     }
 done:
     tack_device_release(opts.device);

@@ -123,9 +123,44 @@ int tackpy_names_init(tackpy_state *st);
  * collects unknown keywords instead of refusing them. Returns 0, or -1 with a
  * TypeError (tack.TackTypeError) for an unknown or repeated keyword, too many
  * positionals or a missing argument. */
-int tackpy_parse(tackpy_state *st, const tackpy_signature *sig, PyObject *const *args,
-                 Py_ssize_t nargs, PyObject *kwnames, const int *pos_slots,
-                 PyObject **out, tackpy_extra *extra);
+int tackpy_parse_slow(tackpy_state *st, const tackpy_signature *sig,
+                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                      const int *pos_slots, PyObject **out, tackpy_extra *extra);
+/* The common case inline (on the hot __dlpack__ and from_dlpack calls): positionals
+ * in order and keywords that are the interned names themselves, each given once.
+ * Anything else, errors included, is left to tackpy_parse_slow. */
+static inline int
+tackpy_parse(tackpy_state *st, const tackpy_signature *sig, PyObject *const *args,
+             Py_ssize_t nargs, PyObject *kwnames, const int *pos_slots, PyObject **out,
+             tackpy_extra *extra)
+{
+    if (pos_slots || extra || nargs > sig->npos_max) {
+        return tackpy_parse_slow(st, sig, args, nargs, kwnames, pos_slots, out, extra);
+    }
+    for (int j = 0; j < sig->nparams; j++) {
+        out[j] = j < nargs ? args[j] : NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int j = sig->npos_only;
+        while (j < sig->nparams && st->names[sig->params[j]] != key) {
+            j++;
+        }
+        if (j == sig->nparams || out[j]) {
+            return tackpy_parse_slow(st, sig, args, nargs, kwnames, pos_slots, out,
+                                     extra);
+        }
+        out[j] = args[nargs + k];
+    }
+    for (int j = 0; j < sig->nrequired; j++) {
+        if (!out[j]) {
+            return tackpy_parse_slow(st, sig, args, nargs, kwnames, pos_slots, out,
+                                     extra);
+        }
+    }
+    return 0;
+}
 /* Parses a shape: an int or a sequence of ints. Returns ndim, or -1 with an
  * exception set. */
 int tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape);

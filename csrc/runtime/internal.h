@@ -22,8 +22,13 @@
 
 #if defined(__GNUC__)
 #define TACK__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+/* Failure paths: kept out of line, so checks cost a branch on the hot paths. */
+#define TACK__COLD __attribute__((cold, noinline))
+#define TACK__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define TACK__PRINTF(fmt, args)
+#define TACK__COLD
+#define TACK__UNLIKELY(x) (x)
 #endif
 
 /* ---- errors (status.c) ------------------------------------------------------- */
@@ -34,7 +39,11 @@
  * in their own language. Debug builds record the file and line of the failure and
  * show them in the message. */
 tack_status tack__fail_at(const char *file, int line, tack_status st,
-                          tack_remedy remedy, const char *fmt, ...) TACK__PRINTF(5, 6);
+                          tack_remedy remedy, const char *fmt, ...)
+    TACK__PRINTF(5, 6) TACK__COLD;
+/* The failure of a public function given a NULL pointer argument. */
+tack_status tack__null_argument(const char *file, int line, const char *function,
+                                const char *argument) TACK__COLD;
 #ifdef NDEBUG
 #define TACK__ORIGIN NULL, 0
 #else
@@ -47,13 +56,11 @@ tack_status tack__fail_at(const char *file, int line, tack_status st,
 
 /* A public entry point's check of a pointer argument: a NULL handle is the caller's
  * mistake, reported as TACK_ERR_INVALID_ARGUMENT, never dereferenced. */
-#define TACK__CHECK_ARG(ptr)                                                       \
-    do {                                                                           \
-        if (!(ptr)) {                                                              \
-            return tack__fail(TACK_ERR_INVALID_ARGUMENT,                           \
-                              "%s(): argument '%s' is NULL: pass a valid pointer", \
-                              __func__, #ptr);                                     \
-        }                                                                          \
+#define TACK__CHECK_ARG(ptr)                                          \
+    do {                                                              \
+        if (TACK__UNLIKELY(!(ptr))) {                                 \
+            return tack__null_argument(TACK__ORIGIN, __func__, #ptr); \
+        }                                                             \
     } while (0)
 
 /* Whether nbytes starting at address stay inside the address space (the last byte

@@ -128,3 +128,12 @@ tack__fail_at(const char *file, int line, tack_status st, tack_remedy remedy,
     }
     return st;
 }
+
+tack_status
+tack__null_argument(const char *file, int line, const char *function,
+                    const char *argument)
+{
+    return tack__fail_at(file, line, TACK_ERR_INVALID_ARGUMENT, TACK_REMEDY_NONE,
+                         "%s(): argument '%s' is NULL: pass a valid pointer", function,
+                         argument);
+}
