@@ -54,9 +54,9 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long l
     if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != 2 ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 0)) ||
         !PyLong_Check(PyTuple_GET_ITEM(obj, 1))) {
-        return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
-                                    "%s must be None or a tuple of two ints, not %R",
-                                    what, obj);
+        tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                         "%s must be None or a tuple of two ints, not %R", what, obj);
+        return -1;
     }
     *a = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
     if (*a == -1 && PyErr_Occurred()) {

@@ -12,16 +12,29 @@
 #include "tackpy.h"
 #include <stdarg.h>
 
-/* The builtins named in TACK_ERROR_KIND_LIST. */
+/* The builtins named in TACK_ERROR_KIND_LIST, by address (constant expressions). */
 #define BASE_None NULL
-#define BASE_ValueError PyExc_ValueError
-#define BASE_TypeError PyExc_TypeError
-#define BASE_IndexError PyExc_IndexError
-#define BASE_OverflowError PyExc_OverflowError
-#define BASE_MemoryError PyExc_MemoryError
-#define BASE_RuntimeError PyExc_RuntimeError
-#define BASE_BufferError PyExc_BufferError
-#define BASE_ZeroDivisionError PyExc_ZeroDivisionError
+#define BASE_ValueError &PyExc_ValueError
+#define BASE_TypeError &PyExc_TypeError
+#define BASE_IndexError &PyExc_IndexError
+#define BASE_OverflowError &PyExc_OverflowError
+#define BASE_MemoryError &PyExc_MemoryError
+#define BASE_RuntimeError &PyExc_RuntimeError
+#define BASE_BufferError &PyExc_BufferError
+#define BASE_ZeroDivisionError &PyExc_ZeroDivisionError
+
+/* One row per error kind, from the runtime's list. */
+static const struct {
+    const char *name;       /* the class, an attribute of the tack module */
+    PyObject *const *base;  /* the builtin it also derives from */
+    PyObject *const *base2; /* a second builtin (BufferError), or NULL */
+    const char *builtin;    /* the first builtin's name */
+    const char *doc;
+} kind_rows[TACK_KIND_COUNT] = {
+#define KIND_ROW(e, cls, b1, b2, doc) [e] = {cls, BASE_##b1, BASE_##b2, #b1, doc},
+    TACK_ERROR_KIND_LIST(KIND_ROW)
+#undef KIND_ROW
+};
 
 /* The remedies of status.h in Python terms, indexed by tack_remedy. */
 static const char *const python_remedy[TACK_REMEDY_COUNT] = {
@@ -46,13 +59,8 @@ static const char *const python_remedy[TACK_REMEDY_COUNT] = {
 const char *
 tackpy_kind_builtin_name(tack_error_kind kind)
 {
-    switch (kind) {
-#define KIND_NAME(e, cls, base, base2, doc) \
-    case e: return #base;
-        TACK_ERROR_KIND_LIST(KIND_NAME)
-#undef KIND_NAME
-    default: return "RuntimeError";
-    }
+    return kind > TACK_KIND_NONE && kind < TACK_KIND_COUNT ? kind_rows[kind].builtin
+                                                           : "RuntimeError";
 }
 
 static PyObject *
@@ -83,16 +91,14 @@ tackpy_errors_init(PyObject *module, tackpy_state *st)
     if (!st->TackError) {
         return -1;
     }
-#define KIND_CLASS(e, cls, base, base2, doc)                                       \
-    if (e != TACK_KIND_NONE) {                                                     \
-        st->kind_exc[e] =                                                          \
-            new_class(module, cls, doc, st->TackError, BASE_##base, BASE_##base2); \
-        if (!st->kind_exc[e]) {                                                    \
-            return -1;                                                             \
-        }                                                                          \
+    for (int k = TACK_KIND_NONE + 1; k < TACK_KIND_COUNT; k++) {
+        PyObject *base2 = kind_rows[k].base2 ? *kind_rows[k].base2 : NULL;
+        st->kind_exc[k] = new_class(module, kind_rows[k].name, kind_rows[k].doc,
+                                    st->TackError, *kind_rows[k].base, base2);
+        if (!st->kind_exc[k]) {
+            return -1;
+        }
     }
-    TACK_ERROR_KIND_LIST(KIND_CLASS)
-#undef KIND_CLASS
     st->KernelError =
         new_class(module, "KernelError",
                   "Python that a Tack kernel cannot compile; filename and "

@@ -49,18 +49,28 @@ tack_status tack__null_argument(const char *file, int line, const char *function
 #else
 #define TACK__ORIGIN __FILE__, __LINE__
 #endif
+/* The status of a failure as a value the static analyzer can see (it cannot look
+ * into status.c), so out-parameters are not reported as unset on success paths. */
+static inline tack_status
+tack__failed(tack_status st, tack_status recorded)
+{
+    (void)recorded;
+    return st;
+}
+/* st is evaluated twice: pass a constant or a plain variable. */
 #define tack__fail(st, ...) \
-    tack__fail_at(TACK__ORIGIN, (st), TACK_REMEDY_NONE, __VA_ARGS__)
+    tack__failed((st), tack__fail_at(TACK__ORIGIN, (st), TACK_REMEDY_NONE, __VA_ARGS__))
 #define tack__fail_remedy(st, remedy, ...) \
-    tack__fail_at(TACK__ORIGIN, (st), (remedy), __VA_ARGS__)
+    tack__failed((st), tack__fail_at(TACK__ORIGIN, (st), (remedy), __VA_ARGS__))
 
 /* A public entry point's check of a pointer argument: a NULL handle is the caller's
  * mistake, reported as TACK_ERR_INVALID_ARGUMENT, never dereferenced. */
-#define TACK__CHECK_ARG(ptr)                                          \
-    do {                                                              \
-        if (TACK__UNLIKELY(!(ptr))) {                                 \
-            return tack__null_argument(TACK__ORIGIN, __func__, #ptr); \
-        }                                                             \
+#define TACK__CHECK_ARG(ptr)                                           \
+    do {                                                               \
+        if (TACK__UNLIKELY(!(ptr))) {                                  \
+            return (tack__null_argument(TACK__ORIGIN, __func__, #ptr), \
+                    TACK_ERR_INVALID_ARGUMENT);                        \
+        }                                                              \
     } while (0)
 
 /* Whether nbytes starting at address stay inside the address space (the last byte
@@ -163,11 +173,10 @@ tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                             const int64_t *shape, size_t nelem, bool writable,
                             tack_array **out);
 
-/* tack__fail whose value the static analyzer can see is the status (it cannot look
- * into status.c), so out-parameters are not reported as unset on success paths. */
-#define TACK__FAIL(st, ...) (tack__fail((st), __VA_ARGS__), (st))
+/* The same as tack__fail and tack__fail_remedy (older spelling). */
+#define TACK__FAIL(st, ...) tack__fail((st), __VA_ARGS__)
 #define TACK__FAIL_REMEDY(st, remedy, ...) \
-    (tack__fail_remedy((st), (remedy), __VA_ARGS__), (st))
+    tack__fail_remedy((st), (remedy), __VA_ARGS__)
 
 /* Whether stream is one the consumer may pass for a DLPack device type (the Array
  * API's numbering; dlpack_export.c). TACK_ERR_DLPACK_INVALID otherwise. */
