@@ -72,6 +72,8 @@ static tack_status
 array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
            size_t nelem, bool writable, bool adopt, tack_array **out)
 {
+    assert(buf && out && ndim >= 0 && ndim <= TACK_MAX_NDIM);
+    assert(nelem * tack_dtype_get(dtype)->itemsize <= buf->nbytes);
     tack_array *arr;
     /* shape, then the DLPack layout (see internal.h) */
     size_t nextents = (size_t)ndim + 2 * (size_t)tack__dl_ndim(dtype, ndim);
@@ -192,7 +194,9 @@ tack_array_release(tack_array *arr)
     if (!arr) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1) {
+    size_t before = atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel);
+    assert(before > 0 && "tack_array_release of an array already released");
+    if (before == 1) {
         tack_buffer *buf = arr->buffer;
         tack__free(arr);
         tack_buffer_release(buf);

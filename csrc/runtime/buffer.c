@@ -95,9 +95,13 @@ tack_buffer_release(tack_buffer *buf)
     if (!buf) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&buf->refcount, 1, memory_order_acq_rel) != 1) {
+    size_t before = atomic_fetch_sub_explicit(&buf->refcount, 1, memory_order_acq_rel);
+    assert(before > 0 && "tack_buffer_release of a buffer already released");
+    if (before != 1) {
         return;
     }
+    /* Only an imported buffer has a release callback, and it always has one. */
+    assert((buf->owner == TACK_OWNER_IMPORTED) == (buf->release != NULL));
     tack_device *dev = buf->device;
     switch (buf->owner) {
     case TACK_OWNER_OWN: dev->backend->free(dev->state, buf->data); break;

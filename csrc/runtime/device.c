@@ -191,7 +191,9 @@ tack_device_release(tack_device *dev)
     if (!dev || dev->in_registry) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&dev->refcount, 1, memory_order_acq_rel) == 1) {
+    size_t before = atomic_fetch_sub_explicit(&dev->refcount, 1, memory_order_acq_rel);
+    assert(before > 0 && "tack_device_release of a device already released");
+    if (before == 1) {
         if (dev->backend->close) {
             dev->backend->close(dev->state);
         }

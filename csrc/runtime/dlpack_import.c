@@ -432,6 +432,7 @@ static tack_status
 import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
               const tack_dlpack_import_options *opts, tack_array **out)
 {
+    assert(t && release && mt && out);
     tack_dlpack_copy copy = opts ? opts->copy : TACK_DLPACK_COPY_NEVER;
     tack__dlpack_layout lay;
     memset(&lay, 0, sizeof lay);

@@ -8,7 +8,6 @@
  * follows tack_convert (truncation toward zero, saturation, NaN to 0). A vec dtype
  * takes one scalar in every component.
  */
-#include <assert.h>
 #include <string.h>
 
 #include "internal.h"

@@ -5,6 +5,7 @@
 #ifndef TACK_INTERNAL_H
 #define TACK_INTERNAL_H
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -2,7 +2,6 @@
  * status.c: status names and messages from the X-macro, and the thread-local
  * last-error message.
  */
-#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
