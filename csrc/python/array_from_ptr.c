@@ -53,7 +53,9 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
 {
     pybuffer_hold *hold = PyMem_RawMalloc(sizeof *hold);
     if (!hold) {
-        return PyErr_NoMemory();
+        return tackpy_raise_fmt(st, TACK_ERR_NO_MEMORY,
+                                "out of memory holding the %.100s's buffer",
+                                Py_TYPE(obj)->tp_name);
     }
     /* C order only: a Fortran-ordered block read as a Tack array would be read
      * transposed. */
