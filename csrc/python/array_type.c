@@ -128,28 +128,6 @@ tackpy_full_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     return make_array(module, "full", MAKE_FULL, args, nargs, kwnames);
 }
 
-/* The shape an array of dtype gets from host data: a vec dtype eats the trailing
- * dimension, which must equal its component count. */
-static int
-array_shape_of_host(tackpy_state *st, const tackpy_host *h, tack_dtype dtype,
-                    int64_t *shape)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    int ndim = h->ndim;
-    memcpy(shape, h->shape, (size_t)ndim * sizeof(int64_t));
-    if (info->ncomponents > 1) {
-        if (ndim == 0 || shape[ndim - 1] != info->ncomponents) {
-            tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                             "data for a %s array needs a last dimension of %d, the "
-                             "component count",
-                             info->name, (int)info->ncomponents);
-            return -1;
-        }
-        ndim--;
-    }
-    return ndim;
-}
-
 PyObject *
 tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
@@ -196,15 +174,14 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     tack_dtype dtype = h.dtype;
     int64_t shape[TACK_MAX_NDIM];
-    int ndim = -1;
+    int32_t ndim = 0;
     if (a[1] && a[1] != Py_None && tackpy_dtype_from_object(st, a[1], &dtype) < 0) {
         goto fail;
     }
-    ndim = array_shape_of_host(st, &h, dtype, shape);
-    if (ndim < 0) {
-        goto fail;
+    status = tack_array_shape_of_scalars(dtype, h.ndim, h.shape, &ndim, shape);
+    if (status == TACK_OK) {
+        status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     }
-    status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     if (status == TACK_OK) {
         Py_BEGIN_ALLOW_THREADS
             status = tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
@@ -224,20 +201,22 @@ fail:
     return NULL;
 }
 
-/* Whether host data has dst's scalar shape (vec arrays: a trailing component axis). */
+/* Whether host data has dst's scalar shape, the one its DLPack description gives
+ * (vec arrays: a trailing component axis). */
 static int
 host_has_scalar_shape(const tackpy_host *h, const tack_array *dst)
 {
-    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
-    int dn = tack_array_ndim(dst) + (info->ncomponents > 1);
-    int same = h->ndim == dn;
-    for (int k = 0; same && k < tack_array_ndim(dst); k++) {
-        same = h->shape[k] == tack_array_shape(dst)[k];
+    DLTensor t;
+    tack_dlpack_describe(dst, &t);
+    if (h->ndim != t.ndim) {
+        return 0;
     }
-    if (same && info->ncomponents > 1) {
-        same = h->shape[dn - 1] == info->ncomponents;
+    for (int k = 0; k < t.ndim; k++) {
+        if (h->shape[k] != t.shape[k]) {
+            return 0;
+        }
     }
-    return same;
+    return 1;
 }
 
 /* numpy.broadcast_to(src, dst's scalar shape), or NULL with ValueError set. */

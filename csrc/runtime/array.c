@@ -65,6 +65,41 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     return TACK_OK;
 }
 
+tack_status
+tack_array_shape_of_scalars(tack_dtype dtype, int32_t scalar_ndim,
+                            const int64_t *scalar_shape, int32_t *ndim, int64_t *shape)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    TACK__CHECK_ARG(ndim);
+    TACK__CHECK_ARG(shape);
+    if (scalar_ndim > 0) {
+        TACK__CHECK_ARG(scalar_shape);
+    }
+    if (!info) {
+        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
+                          (int)dtype);
+    }
+    if (scalar_ndim < 0 || scalar_ndim > TACK_MAX_NDIM) {
+        return tack__fail(TACK_ERR_BAD_SHAPE, "data has %d dimensions: 0 to %d work",
+                          (int)scalar_ndim, TACK_MAX_NDIM);
+    }
+    int32_t n = scalar_ndim;
+    if (info->ncomponents > 1) {
+        if (n == 0 || scalar_shape[n - 1] != info->ncomponents) {
+            return tack__fail(TACK_ERR_BAD_SHAPE,
+                              "data for a %s array needs a last dimension of %d, the "
+                              "component count",
+                              info->name, (int)info->ncomponents);
+        }
+        n--;
+    }
+    if (n > 0) {
+        memcpy(shape, scalar_shape, (size_t)n * sizeof(int64_t));
+    }
+    *ndim = n;
+    return TACK_OK;
+}
+
 /* adopt: the array takes over the caller's reference to buf (on success only)
  * instead of taking one of its own, which saves an atomic increment on paths that
  * make a buffer for one array. */

@@ -99,6 +99,16 @@ TACK_API tack_status tack_shape_size(int32_t ndim, const int64_t *shape,
                                      size_t itemsize, size_t *nelem);
 
 /*
+ * The shape of an array of dtype holding host data of scalar_shape (scalar_ndim
+ * extents of scalars, as NumPy gives them): the same, except that a vec dtype takes
+ * the trailing dimension, which must equal its component count. Out: *ndim and
+ * shape[0..*ndim) only on success. Errors: TACK_ERR_BAD_SHAPE.
+ */
+TACK_API tack_status tack_array_shape_of_scalars(tack_dtype dtype, int32_t scalar_ndim,
+                                                 const int64_t *scalar_shape,
+                                                 int32_t *ndim, int64_t *shape);
+
+/*
  * A new array with uninitialized elements on dev. flags as for tack_buffer_new.
  * Returns: new reference in *out, release with tack_array_release().
  */

@@ -194,3 +194,25 @@ TACK_TEST(backend_slots_beyond_the_table_size_are_absent)
     CHECK_EQ_INT(m.allocation_size, 116);
     tack_array_release(a);
 }
+
+TACK_TEST(array_shape_of_scalars_takes_the_component_axis_of_vec_dtypes)
+{
+    int64_t scalars[3] = {4, 2, 3}, shape[3] = {0, 0, 0};
+    int32_t ndim = -1;
+    CHECK_OK(tack_array_shape_of_scalars(TACK_VEC3F, 3, scalars, &ndim, shape));
+    CHECK_EQ_INT(ndim, 2);
+    CHECK(shape[0] == 4 && shape[1] == 2);
+    CHECK_OK(tack_array_shape_of_scalars(TACK_FLOAT32, 3, scalars, &ndim, shape));
+    CHECK_EQ_INT(ndim, 3);
+    CHECK_EQ_INT(shape[2], 3);
+    ndim = -1;
+    CHECK_STATUS(tack_array_shape_of_scalars(TACK_VEC2F, 3, scalars, &ndim, shape),
+                 TACK_ERR_BAD_SHAPE);
+    CHECK_STATUS(tack_array_shape_of_scalars(TACK_VEC4F, 0, NULL, &ndim, shape),
+                 TACK_ERR_BAD_SHAPE);
+    CHECK_EQ_INT(ndim, -1); /* out untouched on failure */
+    CHECK_OK(tack_array_shape_of_scalars(TACK_INT8, 0, NULL, &ndim, shape));
+    CHECK_EQ_INT(ndim, 0);
+    CHECK_STATUS(tack_array_shape_of_scalars(TACK_INT8, 1, NULL, &ndim, shape),
+                 TACK_ERR_INVALID_ARGUMENT);
+}
