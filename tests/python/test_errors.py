@@ -54,6 +54,13 @@ def test_runtime_remedies_are_worded_for_python():
     with pytest.raises(RuntimeError) as e:
         ro.fill(1)
     assert "tack.array(" in str(e.value) and "tack_array" not in str(e.value)
+    a = tack.zeros(3)
+    with pytest.raises(BufferError) as e:
+        a.__dlpack__(stream=5)
+    assert "stream=None" in str(e.value)
+    with pytest.raises(BufferError) as e:
+        a.__dlpack__(dl_device=(2, 0))
+    assert "(1, 0) with copy=True" in str(e.value) and "kDLCPU" not in str(e.value)
     strided = np.arange(12.0).reshape(3, 4)[:, ::2]
     with pytest.raises(ValueError) as e:
         tack.from_dlpack(strided)
