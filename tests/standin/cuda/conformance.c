@@ -19,8 +19,9 @@
  *                bytes without synchronization, fault injection, the call log): not run
  *                against a real driver, and counted apart.
  *   DEVICE_FAULT a case that makes the device fault on purpose; --no-device-faults
- *                leaves these out (for runs under compute-sanitizer, which reports
- * them).
+ *                leaves these out (compute-sanitizer would report them).
+ *   CUBIN        a case that loads a CUBIN built by nvcc at build time; without a
+ *                toolkit these are left out, and the summary says how many.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -167,7 +168,7 @@ alloc(size_t nbytes)
 
 /* ---- cases ----------------------------------------------------------------------- */
 
-enum { UNVERIFIED = 1, STANDIN = 2, DEVICE_FAULT = 4 };
+enum { UNVERIFIED = 1, STANDIN = 2, DEVICE_FAULT = 4, CUBIN = 8 };
 
 typedef void (*case_fn)(void);
 static struct {
@@ -825,6 +826,40 @@ CASE(launch_runs_the_kernel, 0)
     EXPECT_EQ(host[10], 0);
 }
 
+/* Work on a blocking stream is finished before later work on the legacy stream (a
+ * synchronous copy) starts; a non-blocking stream gets no such ordering. */
+CASE(legacy_stream_waits_for_blocking_streams, 0)
+{
+    primary_current();
+    tcu_stream blocking = NULL;
+    OK(cu.cuStreamCreate(&blocking, TCU_STREAM_DEFAULT));
+    unsigned char in[256], out[256] = {0};
+    memset(in, 0x3C, sizeof in);
+    tcu_deviceptr p = alloc(sizeof in);
+    OK(cu.cuMemcpyHtoDAsync(p, in, sizeof in, blocking));
+    OK(cu.cuMemcpyDtoH(out, p, sizeof out));
+    EXPECT(memcmp(in, out, sizeof in) == 0);
+    OK(cu.cuStreamDestroy(blocking));
+}
+
+CASE(stream_ordered_alloc_and_free, 0)
+{
+    primary_current();
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    tcu_deviceptr p = 0;
+    OK(cu.cuMemAllocAsync(&p, 1000, s));
+    EXPECT(p != 0);
+    OK(cu.cuMemsetD8Async(p, 0x42, 1000, s));
+    unsigned char out[1000] = {0};
+    OK(cu.cuMemcpyDtoHAsync(out, p, sizeof out, s));
+    OK(cu.cuMemFreeAsync(p, s));
+    OK(cu.cuStreamSynchronize(s));
+    EXPECT_EQ(out[0], 0x42);
+    EXPECT_EQ(out[999], 0x42);
+    OK(cu.cuStreamDestroy(s));
+}
+
 CASE(launch_geometry_rules, UNVERIFIED)
 {
     primary_current();
@@ -851,6 +886,65 @@ CASE(module_image_checks, UNVERIFIED)
     EXPECT_RC(cu.cuModuleLoadData(&m, newer), TCU_ERROR_UNSUPPORTED_PTX_VERSION);
     EXPECT_RC(cu.cuModuleLoadData(&m, "this is not a kernel image"),
               TCU_ERROR_INVALID_PTX);
+}
+
+#ifdef TACK_CUBIN_DIR
+/* The contents of TACK_CUBIN_DIR/name, NUL-terminated. Owned by the caller. */
+static unsigned char *
+read_cubin(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", TACK_CUBIN_DIR, name);
+    FILE *f = fopen(path, "rb");
+    EXPECT(f != NULL);
+    unsigned char *buf = calloc(1, 1 << 20);
+    EXPECT(buf != NULL);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    EXPECT(n > 64);
+    return buf;
+}
+#endif
+
+CASE(launch_from_cubin, CUBIN)
+{
+#ifdef TACK_CUBIN_DIR
+    primary_current();
+    if (cu.standin) {
+        EXPECT(cu.register_twin("tack_fill_index", fill_twin, NULL) == 0);
+    }
+    unsigned char *image = read_cubin("fill_index_sm90.cubin");
+    tcu_module m = NULL;
+    tcu_function f = NULL;
+    OK(cu.cuModuleLoadData(&m, image));
+    free(image); /* the driver keeps its own copy */
+    EXPECT_RC(cu.cuModuleGetFunction(&f, m, "tack_no_such_kernel"),
+              TCU_ERROR_NOT_FOUND);
+    OK(cu.cuModuleGetFunction(&f, m, "tack_fill_index"));
+    tcu_deviceptr out = alloc((size_t)64 * 4);
+    OK(cu.cuMemsetD32Async(out, 0, 64, NULL));
+    uint32_t n = 40;
+    void *params[] = {&out, &n};
+    OK(cu.cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    uint32_t host[64];
+    OK(cu.cuMemcpyDtoH(host, out, sizeof host));
+    for (uint32_t i = 0; i < 64; i++) {
+        EXPECT_EQ(host[i], i < n ? 3 * i + 1 : 0);
+    }
+    OK(cu.cuModuleUnload(m));
+#endif
+}
+
+/* A CUBIN runs only on its own architecture family: sm_75 code on an sm_90 device. */
+CASE(cubin_for_another_architecture, CUBIN | UNVERIFIED)
+{
+#ifdef TACK_CUBIN_DIR
+    primary_current();
+    unsigned char *image = read_cubin("fill_index_sm75.cubin");
+    tcu_module m = NULL;
+    EXPECT_RC(cu.cuModuleLoadData(&m, image), TCU_ERROR_NO_BINARY_FOR_GPU);
+    free(image);
+#endif
 }
 
 /* A kernel that stores through a bad pointer: the fault surfaces at synchronization
@@ -1089,7 +1183,12 @@ main(int argc, char **argv)
     bool standin = dlsym(probe, "tack_standin_cuda_register_twin") != NULL;
     dlclose(probe);
     printf("driver: %s (%s)\n", driver_path, standin ? "Tack stand-in" : "real");
-    int passed = 0, failed = 0, standin_only = 0, unverified_failed = 0;
+    int passed = 0, failed = 0, standin_only = 0, unverified_failed = 0, no_cubin = 0;
+#ifdef TACK_CUBIN_DIR
+    const bool have_cubins = true;
+#else
+    const bool have_cubins = false;
+#endif
     for (int k = 0; k < ncases; k++) {
         if ((only && strcmp(only, cases[k].name) != 0) ||
             (!device_faults && (cases[k].marks & DEVICE_FAULT))) {
@@ -1097,6 +1196,10 @@ main(int argc, char **argv)
         }
         if ((cases[k].marks & STANDIN) && !standin) {
             standin_only++;
+            continue;
+        }
+        if ((cases[k].marks & CUBIN) && !have_cubins) {
+            no_cubin++;
             continue;
         }
         const char *mark =
@@ -1118,6 +1221,9 @@ main(int argc, char **argv)
     }
     if (standin_only) {
         printf(", %d stand-in only (not run on a real driver)", standin_only);
+    }
+    if (no_cubin) {
+        printf(", %d left out (no CUBIN: meson found no nvcc)", no_cubin);
     }
     printf("\n");
     return failed ? 1 : 0;
