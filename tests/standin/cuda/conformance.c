@@ -1088,6 +1088,44 @@ CASE(standin_use_after_free_is_caught, STANDIN)
     EXPECT_RC(cu.cuMemcpyDtoH(buf, p, sizeof buf), TCU_ERROR_INVALID_VALUE);
 }
 
+/* Stricter than the driver, which with unified addressing would take a device pointer
+ * given as host memory for a device-to-device copy: Tack must say what it means. */
+CASE(standin_device_pointer_as_host_memory_is_refused, STANDIN)
+{
+    primary_current();
+    tcu_deviceptr a = alloc(64), b = alloc(64);
+    EXPECT_RC(cu.cuMemcpyHtoD(a, (const void *)(uintptr_t)b, 64),
+              TCU_ERROR_INVALID_VALUE);
+    EXPECT_RC(cu.cuMemcpyDtoH((void *)(uintptr_t)b, a, 64), TCU_ERROR_INVALID_VALUE);
+}
+
+/* Two devices: memory of one is not usable from the other's context (stricter than
+ * unified addressing), and its pointer attributes name its own ordinal. */
+CASE_ENV(standin_second_device, STANDIN, "TACK_STANDIN_DEVICES=2")
+{
+    OK(cu.cuInit(0));
+    int count = 0;
+    OK(cu.cuDeviceGetCount(&count));
+    EXPECT_EQ(count, 2);
+    tcu_context c0 = NULL, c1 = NULL;
+    OK(cu.cuDevicePrimaryCtxRetain(&c0, 0));
+    OK(cu.cuDevicePrimaryCtxRetain(&c1, 1));
+    EXPECT(c0 != c1);
+    OK(cu.cuCtxSetCurrent(c1));
+    tcu_deviceptr p = alloc(64);
+    OK(cu.cuCtxSetCurrent(c0));
+    int ordinal = -1;
+    OK(cu.cuPointerGetAttribute(&ordinal, TCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    EXPECT_EQ(ordinal, 1);
+    unsigned char buf[64] = {0};
+    EXPECT_RC(cu.cuMemcpyHtoD(p, buf, sizeof buf), TCU_ERROR_INVALID_VALUE);
+    EXPECT_RC(cu.cuMemFree(p), TCU_ERROR_INVALID_VALUE);
+    tcu_uuid u0, u1;
+    OK(cu.cuDeviceGetUuid(&u0, 0));
+    OK(cu.cuDeviceGetUuid(&u1, 1));
+    EXPECT(memcmp(&u0, &u1, sizeof u0) != 0);
+}
+
 CASE_ENV(standin_fault_injection, STANDIN,
          "TACK_STANDIN_FAIL=cuMemAlloc:2,cuStreamSynchronize:1:700")
 {
