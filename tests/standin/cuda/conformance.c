@@ -84,6 +84,7 @@ fail(const char *file, int line, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "    %s:%d: ", file, line);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
