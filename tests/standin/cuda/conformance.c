@@ -5,7 +5,7 @@
  * real driver is a bug in the stand-in's model of it, found before it misleads Tack's
  * tests.
  *
- *   tack_cuda_conformance [--no-device-faults] [driver-path] [case-name]
+ *   tack_cuda_conformance [--no-device-faults] [driver-path] [case[,case...]]
  *
  * The driver is the argument, else $TACK_CUDA_DRIVER, else libcuda.so.1. It is opened
  * with dlopen and every entry point is resolved through cuGetProcAddress_v2 at the ABI
@@ -422,6 +422,48 @@ CASE(current_context_is_per_thread, 0)
     pthread_join(t, &err);
     if (err) {
         fail(__FILE__, __LINE__, "%s", (const char *)err);
+    }
+}
+
+/* Several threads share one context, each making it current for itself: the driver
+ * (and the stand-in's one lock) keep each thread's work apart. */
+static void *
+worker(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    if (cu.cuCtxSetCurrent(thread_ctx) != TCU_SUCCESS) {
+        return "cuCtxSetCurrent failed";
+    }
+    for (unsigned round = 0; round < 50; round++) {
+        unsigned char in[512], out[512];
+        memset(in, (int)((seed * 31 + round) & 0xFF), sizeof in);
+        tcu_deviceptr p = 0;
+        if (cu.cuMemAlloc(&p, sizeof in) != TCU_SUCCESS ||
+            cu.cuMemcpyHtoD(p, in, sizeof in) != TCU_SUCCESS ||
+            cu.cuMemcpyDtoH(out, p, sizeof out) != TCU_SUCCESS ||
+            cu.cuMemFree(p) != TCU_SUCCESS) {
+            return "a driver call failed";
+        }
+        if (memcmp(in, out, sizeof in) != 0) {
+            return "a thread read another thread's bytes";
+        }
+    }
+    return NULL;
+}
+
+CASE(threads_share_a_context, 0)
+{
+    thread_ctx = primary_current();
+    pthread_t t[4];
+    for (uintptr_t k = 0; k < 4; k++) {
+        EXPECT(pthread_create(&t[k], NULL, worker, (void *)(k + 1)) == 0);
+    }
+    for (int k = 0; k < 4; k++) {
+        void *err = NULL;
+        pthread_join(t[k], &err);
+        if (err) {
+            fail(__FILE__, __LINE__, "%s", (const char *)err);
+        }
     }
 }
 
@@ -1199,6 +1241,19 @@ run_case(int k)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+/* True when name is one of the comma-separated names in list. */
+static bool
+listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1229,7 +1284,7 @@ main(int argc, char **argv)
     const bool have_cubins = false;
 #endif
     for (int k = 0; k < ncases; k++) {
-        if ((only && strcmp(only, cases[k].name) != 0) ||
+        if ((only && !listed(only, cases[k].name)) ||
             (!device_faults && (cases[k].marks & DEVICE_FAULT))) {
             continue;
         }
