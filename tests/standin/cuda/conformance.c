@@ -467,6 +467,30 @@ CASE(threads_share_a_context, 0)
     }
 }
 
+/* CUDA is not fork-safe: a child forked after cuInit cannot use the driver. The child
+ * gets 10 seconds, in case a real driver hangs instead of answering. */
+CASE(forked_child_cannot_use_the_driver, UNVERIFIED)
+{
+    primary_current();
+    tcu_deviceptr p = alloc(64);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        tcu_deviceptr q = 0;
+        tcu_result a = cu.cuMemAlloc(&q, 64);
+        tcu_result b = cu.cuInit(0);
+        _exit(a == TCU_ERROR_NOT_INITIALIZED && b == TCU_ERROR_NOT_INITIALIZED
+                  ? 0
+                  : 10 + a % 100);
+    }
+    int status = 0;
+    EXPECT(waitpid(pid, &status, 0) == pid);
+    EXPECT(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+    OK(cu.cuMemFree(p)); /* the parent is unaffected */
+}
+
 CASE(alloc_and_free_rules, UNVERIFIED)
 {
     primary_current();

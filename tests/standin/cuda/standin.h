@@ -21,6 +21,7 @@
 #define TACK_STANDIN_CUDA_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -136,6 +137,7 @@ typedef struct standin_op {
 
 typedef struct standin_state {
     bool initialized;
+    pid_t init_pid; /* the process that called cuInit */
     int ndevices;
     bool eager; /* TACK_STANDIN_ASYNC=eager: run work when queued */
     int log_fd; /* TACK_STANDIN_LOG, or -1 */

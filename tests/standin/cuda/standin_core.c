@@ -120,10 +120,17 @@ standin_enter(const char *name)
         }
         return rc;
     }
-    if (!standin.initialized && strcmp(name, "cuInit") != 0 &&
-        strcmp(name, "cuDriverGetVersion") != 0 &&
-        strcmp(name, "cuGetErrorName") != 0 && strcmp(name, "cuGetErrorString") != 0 &&
-        strcmp(name, "cuGetProcAddress") != 0) {
+    bool anytime = strcmp(name, "cuDriverGetVersion") == 0 ||
+                   strcmp(name, "cuGetErrorName") == 0 ||
+                   strcmp(name, "cuGetErrorString") == 0 ||
+                   strcmp(name, "cuGetProcAddress") == 0;
+    /* A child forked after cuInit cannot use the driver, not even to initialize it
+     * again: CUDA is not fork-safe, and a test that forks must exec (or fork before
+     * initializing) as it would have to on a GPU. */
+    if (standin.initialized && getpid() != standin.init_pid && !anytime) {
+        return TCU_ERROR_NOT_INITIALIZED;
+    }
+    if (!standin.initialized && !anytime && strcmp(name, "cuInit") != 0) {
         return TCU_ERROR_NOT_INITIALIZED;
     }
     return TCU_SUCCESS;
@@ -246,7 +253,10 @@ cuInit(unsigned int Flags)
         }
         else {
             rc = standin_memory_init();
-            standin.initialized = rc == TCU_SUCCESS;
+            if (rc == TCU_SUCCESS && !standin.initialized) {
+                standin.initialized = true;
+                standin.init_pid = getpid();
+            }
         }
     }
     return standin_leave(rc, "cuInit", "%u", Flags);
