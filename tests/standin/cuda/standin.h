@@ -180,6 +180,9 @@ bool standin_device_ok(tcu_device dev);
 
 /* Maps the device view and its alias on first use. */
 tcu_result standin_memory_init(void);
+/* The device memory of the process (TACK_STANDIN_MEMORY, rounded to the granularity).
+ */
+size_t standin_memory_total(void);
 /* The live allocation containing [ptr, ptr + nbytes), usable from ctx for reading
  * (write false) or writing. INVALID_VALUE if there is none. */
 tcu_result standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes,

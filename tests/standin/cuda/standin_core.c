@@ -441,8 +441,7 @@ cuDeviceTotalMem_v2(size_t *bytes, tcu_device dev)
             rc = TCU_ERROR_INVALID_DEVICE;
         }
         else {
-            const char *env = getenv("TACK_STANDIN_MEMORY");
-            *bytes = env ? (size_t)strtoull(env, NULL, 10) : STANDIN_DEFAULT_MEMORY;
+            *bytes = standin_memory_total();
         }
     }
     return standin_leave(rc, "cuDeviceTotalMem", "dev=%d", dev);
