@@ -6,7 +6,7 @@ BUILD ?= build
 # meson-python's editable loader and meson itself are found on the venv's PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c
+.PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
 .PHONY: fuzz fuzz-ci configure-c
 
 # A virtual environment with the build tools, the test peers and Tack itself,
@@ -26,7 +26,7 @@ run: setup
 	$(PY) examples/vtk_interop.py --output radius.vti
 
 # C unit tests (plain build), then pytest.
-test: setup test-c example-c sanitize valgrind lint fuzz-ci sanitize-py test-py
+test: setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
 
 # Configuring also writes the generated header $(BUILD)/c/include/tack/version.h.
 configure-c: $(VENV)/.ready
@@ -46,6 +46,14 @@ example-c: $(VENV)/.ready
 		$$(PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig pkg-config --cflags --libs tack) \
 		-Wl,-rpath,$(PREFIX)/lib -o $(BUILD)/tack_host
 	$(BUILD)/tack_host
+
+# The stubs against the extension as built (stubtest), and the examples under
+# mypy --strict. mypy's settings are in pyproject.toml.
+MYPY_CACHE := $(BUILD)/mypy-cache
+typecheck: setup
+	$(PY) -m mypy.stubtest --mypy-config-file pyproject.toml --concise tack
+	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) examples
+	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
 test-py: setup
 	$(PY) -m pytest -q tests/python

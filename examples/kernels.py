@@ -1,3 +1,5 @@
+# mypy: allow-untyped-defs
+# (Kernels take no annotations: their types come from the arguments of each call.)
 """Kernels on the CPU: the guide's fill_indices and radius_squared, checked
 against NumPy."""
 
