@@ -1,6 +1,7 @@
 /*
  * dlpack_abi.h: the DLPack 1.3 ABI, written by Tack from the standard's description
- * (dmlc/dlpack, include/dlpack/dlpack.h at v1.3) so that Tack needs no third-party
+ * (the official dlpack.h of release 1.3; a verbatim copy for the tests is in
+ * tests/c/vendor/dlpack-1.3/dlpack/dlpack.h) so that Tack needs no third-party
  * header. The names and layouts are the standard's; a C host that already included
  * the official dlpack.h gets its definitions, and the static asserts below check
  * that both agree on every size and offset that crosses a library boundary.

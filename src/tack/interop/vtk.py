@@ -2,8 +2,8 @@
 
 ``vtk_to_array`` gives a Tack array over a vtkDataArray's memory, ``array_to_vtk`` a new
 vtkDataArray over a Tack array's memory; neither copies. Where VTK has
-``vtkmodules.util.dlpack_support`` (device arrays through Viskores) both go through it,
-as the interoperability design says; where it does not -- every released VTK, the 9.7.1
+``vtkmodules.util.dlpack_support`` (device arrays through Viskores) both go through it;
+where it does not -- every released VTK, the 9.7.1
 wheel included -- Tack's own implementation of that module for host memory,
 ``tack.interop.vtk_dlpack``, does the same job. docs/vtk.md has the lifetime rules.
 
