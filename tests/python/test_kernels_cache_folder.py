@@ -158,3 +158,34 @@ def test_missing_compiler_says_so_once(tmp_path: Path, monkeypatch: pytest.Monke
     message = str(info.value)
     assert "tack-no-cc" in message
     assert message.count("no C compiler") == 1, message
+
+
+def test_shared_cache_folder_keeps_its_mode(tmp_path: Path):
+    # TACK_CACHE_DIR=/tmp must not lock other users out of /tmp: a folder Tack did
+    # not create keeps its mode, and the cache goes into a private folder inside it.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    script = tmp_path / "one_kernel.py"
+    script.write_text(textwrap.dedent(
+        """
+        import tack
+
+        @tack.kernel
+        def ones(out):
+            for i in range(out.shape[0]):
+                out[i] = 1.0
+
+        a = tack.zeros(10)
+        ones(a)
+        assert a.numpy().tolist() == [1.0] * 10
+        """))
+    env = dict(os.environ, TACK_CACHE_DIR=str(shared))
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", str(script)],
+                         env=env, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    private = shared / f"tack-{os.geteuid()}"
+    assert private.stat().st_mode & 0o7777 == 0o700
+    assert len(list(private.glob("*.so"))) == 1
