@@ -579,6 +579,7 @@ compile_and_load(const compiler *c, const char *dir, const char *key,
     if (st != TACK_OK && dir && (io_err || folder_looks_full(dir))) {
         /* The folder, not the source, may be at fault: a private temporary folder
          * tells which. */
+        int cache_err = io_err;
         tack_kernel_log_free(*log);
         *log = NULL;
         st = compile_in(c, NULL, key, source, source_len, name, work, so_path, log,
@@ -586,8 +587,8 @@ compile_and_load(const compiler *c, const char *dir, const char *key,
         if (st == TACK_OK) {
             cache_unwritable = true;
             notice("the kernel cache folder %s cannot be written (%s): %s; %s", dir,
-                   io_err ? strerror(io_err) : "it is full or read-only", fallback_note,
-                   write_advice);
+                   cache_err ? strerror(cache_err) : "it is read-only or nearly full",
+                   fallback_note, write_advice);
             dir = NULL;
         }
     }

@@ -117,6 +117,7 @@ def test_read_only_cache_folder_falls_back_with_one_warning(namespaces, tmp_path
     (run,) = in_tmpfs(tmp_path, "ro,mode=0700", '"$PY" "$K"')
     assert len(run["warnings"]) == 1, run["warnings"]
     assert str(tmp_path / "mnt") in run["warnings"][0]
+    assert "Read-only file system" in run["warnings"][0]  # the reason, from the OS
     assert run["compiles"] == 2
     assert not list(tmp_path.glob("tack-*"))  # the temporary folders are removed
 
@@ -124,6 +125,7 @@ def test_read_only_cache_folder_falls_back_with_one_warning(namespaces, tmp_path
 def test_full_cache_folder_falls_back_and_leaves_no_partial_files(namespaces, tmp_path):
     (run,) = in_tmpfs(tmp_path, "size=256k,mode=0700", '"$PY" "$FILL" 0 && "$PY" "$K"')
     assert len(run["warnings"]) == 1, run["warnings"]
+    assert "No space left on device" in run["warnings"][0]
     assert run["files"] == ["filler"]
 
 
@@ -133,6 +135,7 @@ def test_nearly_full_cache_folder_falls_back_and_leaves_no_partial_files(
     (run,) = in_tmpfs(tmp_path, "size=256k,mode=0700",
                       '"$PY" "$FILL" 8192 && "$PY" "$K"')
     assert len(run["warnings"]) == 1, run["warnings"]
+    assert "nearly full" in run["warnings"][0]
     assert run["files"] == ["filler"]
 
 
