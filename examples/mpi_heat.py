@@ -90,6 +90,7 @@ class Slab:
         self.plane = ny * nx
         self.down = comm.rank - 1 if comm.rank > 0 else MPI.PROC_NULL
         self.up = comm.rank + 1 if comm.rank < comm.size - 1 else MPI.PROC_NULL
+        self.exchange_seconds = 0.0  # time spent in halo exchanges, waits included
         self.u = tack.empty((self.nloc + 2, ny, nx))
         self.out = tack.empty((self.nloc + 2, ny, nx))
         # Both buffers hold the fixed faces; steps write only between them.
@@ -109,7 +110,9 @@ class Slab:
                            self.planes(self.nloc + 1), self.up, 2)
 
     def step(self, alpha: float) -> None:
+        start = time.perf_counter()
         self.exchange_halos()
+        self.exchange_seconds += time.perf_counter() - start
         heat_step(self.u, self.out, alpha)
         self.u, self.out = self.out, self.u
 
@@ -130,18 +133,21 @@ class Slab:
 
 
 def simulate(comm: MPI.Comm, shape: tuple[int, int, int], steps: int,
-             alpha: float) -> tuple["tack.Array | None", float]:
-    """Runs `steps` steps over comm; returns the gathered field (rank 0) and the
-    slowest rank's seconds per step (the first step, which compiles, not counted)."""
+             alpha: float) -> tuple["tack.Array | None", float, float]:
+    """Runs `steps` steps over comm; returns the gathered field (rank 0), the slowest
+    rank's seconds per step and the largest share of a step spent exchanging halos
+    (the first step, which compiles, not counted)."""
     slab = Slab(comm, shape)
     slab.step(alpha)
     comm.Barrier()
+    slab.exchange_seconds = 0.0
     start = time.perf_counter()
     for _ in range(steps - 1):
         slab.step(alpha)
     elapsed = time.perf_counter() - start
     per_step = comm.allreduce(elapsed, op=MPI.MAX) / max(1, steps - 1)
-    return slab.gather(shape), per_step
+    exchange = comm.allreduce(slab.exchange_seconds, op=MPI.MAX) / max(1, steps - 1)
+    return slab.gather(shape), per_step, exchange
 
 
 def write_vti(field: "tack.Array", path: str) -> None:
@@ -176,14 +182,15 @@ def main() -> None:
     shape = (args.nz or 16 * comm.size + 2, args.ny, args.nx)
     alpha = 1.0 / 8.0  # stable for the explicit 7-point scheme (alpha <= 1/6)
     tack.set_default_device("cpu")
-    field, per_step = simulate(comm, shape, args.steps, alpha)
+    field, per_step, exchange = simulate(comm, shape, args.steps, alpha)
     if comm.rank != 0:
         return
     print(f"MPI heat: {comm.size} rank(s), grid {shape[0]}x{shape[1]}x{shape[2]} "
-          f"(z, y, x), {args.steps} steps, {per_step * 1e3:.3f} ms per step, "
+          f"(z, y, x), {args.steps} steps, {per_step * 1e3:.3f} ms per step "
+          f"(halo exchange up to {exchange * 1e3:.3f} ms), "
           f"{os.environ['TACK_NUM_THREADS']} thread(s) per rank")
     if not args.no_check:
-        alone, _ = simulate(MPI.COMM_SELF, shape, args.steps, alpha)
+        alone, _, _ = simulate(MPI.COMM_SELF, shape, args.steps, alpha)
         got, want = np.from_dlpack(field), np.from_dlpack(alone)
         if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
             raise SystemExit("MPI heat: the gathered field differs from the "
