@@ -101,3 +101,18 @@ def test_mpi4py_reaches_the_array_through_dlpack_not_the_buffer_protocol():
     assert MPI.buffer(ro).readonly
     with pytest.raises(BufferError):
         MPI.buffer.frombuffer(ro, readonly=False)
+
+
+@pytest.mark.slow
+def test_gpu_aware_asks_the_mpi_that_mpi4py_loaded():
+    from mpi4py import MPI  # initializes MPI in this process: imported only here
+
+    from tack.interop.mpi import _loaded_mpi_libraries, gpu_aware
+
+    assert gpu_aware() and gpu_aware("cpu") and gpu_aware(tack.device("cpu"))
+    assert any("libmpi" in path for path in _loaded_mpi_libraries())
+    if "pypi.org/p/mpich" in MPI.Get_library_version():
+        # The MPICH wheel that `make setup` installs is built without GPU support.
+        assert gpu_aware("cuda") is False and gpu_aware("hip:1") is False
+    with pytest.raises(ValueError):
+        gpu_aware("cude")

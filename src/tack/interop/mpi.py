@@ -40,19 +40,25 @@ def _loaded_mpi_libraries() -> list[str]:
 def gpu_aware(device: tack.Device | str | None = None) -> bool:
     """True if the MPI that mpi4py loaded can send and receive ``device``'s memory.
 
-    ``device`` defaults to Tack's default device; the CPU is always supported. For a
-    GPU backend the answer comes from the MPI library's own query
-    (``MPIX_Query_cuda_support`` and its siblings), which needs MPI initialized, so
-    ``mpi4py.MPI`` is imported here. An MPI without the query is taken as not
-    GPU-aware.
+    ``device`` is a Tack device, a device name (``"cuda"``, ``"cuda:1"``; the device
+    is not opened, so this can be asked before touching a GPU) or None for Tack's
+    default device. The CPU is always supported. For a GPU backend the answer comes
+    from the MPI library's own query (``MPIX_Query_cuda_support`` and its siblings),
+    which needs MPI initialized, so ``mpi4py.MPI`` is imported here. An MPI without
+    the query is taken as not GPU-aware.
     """
-    from mpi4py import MPI
-
     if isinstance(device, str):
-        device = tack.device(device)
-    backend = (device or tack.get_default_device()).backend
+        backend = device.split(":", 1)[0]
+        if backend not in _QUERIES and backend not in ("cpu", "metal"):
+            raise tack.TackValueError(
+                f"unknown device {device!r}: expected 'cpu', 'cuda', 'hip', "
+                "'level_zero' or 'metal', optionally with ':ordinal'")
+    else:
+        backend = (device or tack.get_default_device()).backend
     if backend == "cpu":
         return True
+    from mpi4py import MPI
+
     if not MPI.Is_initialized():
         MPI.Init()
     for path in _loaded_mpi_libraries():
