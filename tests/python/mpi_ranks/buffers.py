@@ -67,7 +67,8 @@ def send_recv_lands_in_place_and_a_kernel_reads_it():
 
 @case
 def send_and_recv_each_dtype():
-    for dt, npdt in [(tack.f64, np.float64), (tack.f32, np.float32), (tack.i8, np.int8),
+    for dt, npdt in [(tack.f64, np.float64), (tack.f32, np.float32),
+                     (tack.f16, np.float16), (tack.i8, np.int8),
                      (tack.i16, np.int16), (tack.i32, np.int32), (tack.i64, np.int64),
                      (tack.u8, np.uint8), (tack.u16, np.uint16), (tack.u32, np.uint32),
                      (tack.u64, np.uint64), (tack.bool, np.bool_)]:
@@ -81,6 +82,16 @@ def send_and_recv_each_dtype():
             comm.Recv(b, source=0)
             assert address(b) == before
             np.testing.assert_array_equal(b.numpy(), values.reshape(2, 3, 4).astype(npdt))
+
+
+@case
+def empty_and_zero_d_arrays():
+    empty = tack.zeros(0)
+    scalar = tack.full((), 2.5 + rank)
+    got = tack.zeros(())
+    comm.Sendrecv(empty, peer, 5, tack.zeros(0), peer, 5)
+    comm.Sendrecv(scalar, peer, 6, got, peer, 6)
+    assert got.numpy() == 2.5 + peer
 
 
 @case
