@@ -192,31 +192,40 @@ def nonblocking_and_persistent_requests():
 
 @case
 def read_only_arrays_send_but_never_receive():
-    backing = np.arange(8, dtype=np.float32) + 50 * rank
-    ro = tack.array_from_ptr(backing, (8,), tack.f32)  # read-only by default
-    assert not ro.writable
-    if rank == 0:
-        comm.Send(ro, dest=1)
-    else:
-        for target in (ro, [ro, MPI.FLOAT], [ro, (2, 1)]):
-            try:
-                comm.Recv(target, source=0)
-            except BufferError:
-                pass
-            else:
-                raise AssertionError(f"received into a read-only array via {target!r}")
-        np.testing.assert_array_equal(backing, np.arange(8, dtype=np.float32) + 50)
-        b = tack.zeros(8)
-        comm.Recv(b, source=0)  # the message is still there, untouched
-        np.testing.assert_array_equal(b.numpy(), np.arange(8))
-    # Collectives check the receive buffer before any rank communicates.
-    try:
-        comm.Allreduce(tack.full(8, 1.0), ro)
-    except BufferError:
-        pass
-    else:
-        raise AssertionError("reduced into a read-only array")
-    np.testing.assert_array_equal(backing, np.arange(8, dtype=np.float32) + 50 * rank)
+    """Two kinds of read-only array: host memory wrapped by array_from_ptr without
+    writable=True (on the CPU device), and a DLPack import of a read-only NumPy array
+    (a host array whatever the default device)."""
+    on_cpu = tack.get_default_device().backend == "cpu"
+    for source in ("pointer", "dlpack") if on_cpu else ("dlpack",):
+        backing = np.arange(8, dtype=np.float32) + 50 * rank
+        if source == "pointer":
+            ro = tack.array_from_ptr(backing, (8,), tack.f32)
+        else:
+            backing.flags.writeable = False
+            ro = tack.from_dlpack(backing)
+        assert not ro.writable
+        if rank == 0:
+            comm.Send(ro, dest=1)
+        else:
+            for target in (ro, [ro, MPI.FLOAT], [ro, (2, 1)]):
+                try:
+                    comm.Recv(target, source=0)
+                except BufferError:
+                    pass
+                else:
+                    raise AssertionError(f"received into a read-only array via {target!r}")
+            np.testing.assert_array_equal(backing, np.arange(8, dtype=np.float32) + 50)
+            b = tack.zeros(8)
+            comm.Recv(b, source=0)  # the message is still there, untouched
+            np.testing.assert_array_equal(b.numpy(), np.arange(8))
+        # Collectives check the receive buffer before any rank communicates.
+        try:
+            comm.Allreduce(tack.full(8, 1.0), ro)
+        except BufferError:
+            pass
+        else:
+            raise AssertionError("reduced into a read-only array")
+        np.testing.assert_array_equal(backing, np.arange(8, dtype=np.float32) + 50 * rank)
 
 
 @case
