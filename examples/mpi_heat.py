@@ -1,3 +1,5 @@
+# mypy: allow-untyped-defs
+# (Kernels take no annotations: their types come from the arguments of each call.)
 """The 3-D heat equation over MPI ranks: a Tack kernel steps each rank's slab, halos
 travel between neighbours as Tack arrays (no copies), and rank 0 checks the gathered
 field against the single-process run, value for value.
@@ -97,7 +99,7 @@ class Slab:
         initial(self.u, self.z0, nz)
         initial(self.out, self.z0, nz)
 
-    def planes(self, first: int, count: int = 1) -> list:
+    def planes(self, first: int, count: int = 1) -> list[object]:
         """A message over `count` whole planes of u, starting at local plane `first`."""
         return [self.u, (count * self.plane, first * self.plane), MPI.FLOAT]
 
@@ -183,7 +185,7 @@ def main() -> None:
     alpha = 1.0 / 8.0  # stable for the explicit 7-point scheme (alpha <= 1/6)
     tack.set_default_device("cpu")
     field, per_step, exchange = simulate(comm, shape, args.steps, alpha)
-    if comm.rank != 0:
+    if field is None:  # every rank but 0
         return
     print(f"MPI heat: {comm.size} rank(s), grid {shape[0]}x{shape[1]}x{shape[2]} "
           f"(z, y, x), {args.steps} steps, {per_step * 1e3:.3f} ms per step "
@@ -191,6 +193,7 @@ def main() -> None:
           f"{os.environ['TACK_NUM_THREADS']} thread(s) per rank")
     if not args.no_check:
         alone, _, _ = simulate(MPI.COMM_SELF, shape, args.steps, alpha)
+        assert alone is not None  # rank 0 of COMM_SELF
         got, want = np.from_dlpack(field), np.from_dlpack(alone)
         if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
             raise SystemExit("MPI heat: the gathered field differs from the "
