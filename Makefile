@@ -17,7 +17,14 @@ $(VENV)/.ready: pyproject.toml
 	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff mypy "jax[cpu]" "vtk==9.7.1" pyvista
 	touch $@
 
-setup: $(VENV)/.ready
+# MPI for the distributed tests and example: mpi4py and MPICH's PyPI wheel (mpiexec runs
+# as root and oversubscribed without flags). A stamp of its own, so an existing
+# environment gains it on the next `make setup`.
+$(VENV)/.mpi-ready: $(VENV)/.ready
+	$(PY) -m pip install -q "mpi4py>=4.1" "mpich>=4.2"
+	touch $@
+
+setup: $(VENV)/.ready $(VENV)/.mpi-ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
 # The main example: VTK's image scalars computed by a Tack kernel without copies;
