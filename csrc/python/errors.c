@@ -2,12 +2,12 @@
  * errors.c: Tack's exception classes and the one way a failure becomes an exception.
  *
  * The classes come from the runtime's TACK_ERROR_KIND_LIST: one per error kind,
- * deriving from tack.TackError and from the builtins the spec's error table names;
+ * deriving from tack.TackError and from the builtins docs/errors.md lists for it;
  * DLPack refusals also derive from BufferError, so Array API consumers that catch
- * BufferError see them (DESIGN.md, "exception types"). Every exception the extension
- * raises for a failure comes from a status (which decides the class) and a message:
- * the runtime's (tackpy_raise), with the remedy worded for Python users, or the
- * binding's own (tackpy_raise_fmt).
+ * BufferError see them. Every exception the extension raises for a failure comes
+ * from a status (which decides the class) and a message: the runtime's
+ * (tackpy_raise), with the remedy worded for Python users, or the binding's own
+ * (tackpy_raise_fmt).
  */
 #include "tackpy.h"
 #include <stdarg.h>

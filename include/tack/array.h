@@ -227,8 +227,8 @@ typedef struct tack_exported_memory {
 } tack_exported_memory;
 
 /*
- * Exports the array's memory as an OS handle (the spec's export_memory). The buffer
- * is shared first, as for a DLPack export. Out: *out only on success. Errors:
+ * Exports the array's memory as an OS handle (Array.export_memory in Python). The
+ * buffer is shared first, as for a DLPack export. Out: *out only on success. Errors:
  * TACK_ERR_UNSUPPORTED on a backend that cannot export (the CPU, HIP, Level Zero),
  * the backend's errors otherwise.
  */

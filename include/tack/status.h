@@ -23,7 +23,7 @@ extern "C" {
  * Error kinds: the family of a failure, independent of where it happened. The Python
  * extension expands TACK_ERROR_KIND_LIST into one exception class per kind, named
  * as given, deriving from tack.TackError and from the builtins named in the last two
- * columns (the spec's error table; DLPack refusals are also BufferErrors). The
+ * columns (docs/errors.md lists them; DLPack refusals are also BufferErrors). The
  * builtins are names, not C symbols: a C host reads them as documentation, and the
  * DLPack exchange API reports them as its error kinds.
  *
