@@ -2,7 +2,8 @@
 
 The output includes only <stdint.h> and <math.h> and declares the ABI structs
 itself, so it compiles in tens of milliseconds. Python names become ``v_<name>``
-(scalars) and ``p_<name>`` (array data), so no Python name can collide with C.
+(scalars) and ``p_<name>`` (array data), mangled (see ``mangle``) so no Python
+name can collide with a generated one or with C.
 ``#line`` directives map compiler messages back to the kernel's Python lines.
 """
 
@@ -186,6 +187,31 @@ TK_INLINE uint16_t tk_f2h(float f) {
     if (rem > 0x1000u || (rem == 0x1000u && (hm & 1u))) out++;
     return (uint16_t)(sign | out);
 }
+/* float64 -> float16 straight from the double's bits: one rounding (to nearest,
+ * ties to even), as NumPy's astype and tack_convert; going through float32 would
+ * round twice. */
+TK_INLINE uint16_t tk_d2h(double d) {
+    union { double d; uint64_t u; } v = {d};
+    uint64_t x = v.u, mant = x & 0xfffffffffffffull;
+    int32_t exp = (int32_t)((x >> 52) & 0x7ffu);
+    uint16_t sign = (uint16_t)((x >> 48) & 0x8000u);
+    if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    int32_t e = exp - 1023 + 15;
+    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10) return sign;
+        mant |= 1ull << 52;
+        uint32_t shift = (uint32_t)(43 - e);
+        uint64_t hm = mant >> shift, rem = mant & ((1ull << shift) - 1u);
+        uint64_t half = 1ull << (shift - 1u);
+        if (rem > half || (rem == half && (hm & 1u))) hm++;
+        return (uint16_t)(sign | hm);
+    }
+    uint64_t hm = mant >> 42, rem = mant & ((1ull << 42) - 1u);
+    uint64_t out = ((uint64_t)e << 10) | hm;
+    if (rem > (1ull << 41) || (rem == (1ull << 41) && (hm & 1u))) out++;
+    return (uint16_t)(sign | out);
+}
 """
 
 
@@ -204,7 +230,43 @@ def c_int(v: int) -> str:
 
 
 def c_string(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """s as a C string literal that holds exactly its UTF-8 bytes: every byte
+    outside printable ASCII, and the quote, backslash and ? (trigraphs), is an
+    octal escape, so no text (a hostile path or name) can end the literal, the
+    line or a comment around it."""
+    out = []
+    for b in s.encode("utf-8", "surrogateescape"):
+        ch = chr(b)
+        out.append(ch if 0x20 <= b < 0x7F and ch not in '"\\?' else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def mangle(name: str) -> str:
+    """A Python identifier as a C identifier fragment that no other identifier
+    maps to and that never ends like a generated suffix: '_' is doubled and any
+    non-ASCII character is written _x<hex>_, so a single '_' followed by a letter
+    or digit marks a suffix the code generator added (p_a_n0 is the extent of
+    axis 0 of a; the parameter a_n0 is p_a__n0)."""
+    out = []
+    for ch in name:
+        if ch == "_":
+            out.append("__")
+        elif ch.isascii() and ch.isalnum():
+            out.append(ch)
+        else:
+            out.append(f"_x{ord(ch):x}_")
+    return "".join(out)
+
+
+def var_name(name: str) -> str:
+    """The C name of a scalar parameter or local."""
+    return "v_" + mangle(name)
+
+
+def arr_name(name: str) -> str:
+    """The C name of an array parameter's data; its extents add _n<axis>, its
+    element count _size."""
+    return "p_" + mangle(name)
 
 
 class CGen:
@@ -263,7 +325,7 @@ class CGen:
         idx = [self.ex(i, INT) for i in e.indices]
         flat = "0"
         for axis, i in enumerate(idx):
-            flat = f"({i})" if axis == 0 else f"({flat} * p_{e.array}_n{axis} + ({i}))"
+            flat = f"({i})" if axis == 0 else f"({flat} * {arr_name(e.array)}_n{axis} + ({i}))"
         if e.component is not None:
             flat = f"({flat} * {arr.components} + ({self.ex(e.component, INT)}))"
         return flat
@@ -272,7 +334,7 @@ class CGen:
         arr = self.tk.arrays[e.array]
         name = c_string(e.array)
         parts = [
-            f"tk_ok(tk_ctx, {self.ex(i, INT)}, p_{e.array}_n{axis}, {axis}, {name}, "
+            f"tk_ok(tk_ctx, {self.ex(i, INT)}, {arr_name(e.array)}_n{axis}, {axis}, {name}, "
             f"{e.line})"
             for axis, i in enumerate(e.indices)
         ]
@@ -284,7 +346,7 @@ class CGen:
     def load(self, e: ir.Element, raw: bool = False) -> str:
         """The element's value: its load type, or (raw) its C element type."""
         arr = self.tk.arrays[e.array]
-        ref = f"p_{e.array}[{self.flat_index(e)}]"
+        ref = f"{arr_name(e.array)}[{self.flat_index(e)}]"
         if raw:
             if self.debug:
                 return f"(({self.checks(e)}) ? {ref} : ({ELEM_C[arr.dtype]})0)"
@@ -307,7 +369,9 @@ class CGen:
         if dt == "bool":
             return f"(uint8_t)({self.truth(v)})"
         if dt == "float16":
-            return f"tk_f2h({self.ex(v, F32)})"
+            if v.ty == F32:
+                return f"tk_f2h({self.ex(v)})"
+            return f"tk_d2h({self.ex(v, F64)})"
         if dt == "float64":
             return self.ex(v, F64)
         if arr.load_type == F32:
@@ -332,15 +396,15 @@ class CGen:
                 return "((_Bool)1)" if v else "((_Bool)0)"
             return c_int(v) if isinstance(v, int) else c_float(v)
         if isinstance(e, ir.Name):
-            return f"v_{e.id}"
+            return f"{var_name(e.id)}"
         if isinstance(e, ir.Element):
             return self.load(e)
         if isinstance(e, ir.Shape):
             if e.axis == -1:
                 return c_int(self.tk.arrays[e.array].ndim)
             if e.axis == -2:
-                return f"p_{e.array}_size"
-            return f"p_{e.array}_n{e.axis}"
+                return f"{arr_name(e.array)}_size"
+            return f"{arr_name(e.array)}_n{e.axis}"
         if isinstance(e, ir.BinOp):
             return self.binop(e)
         if isinstance(e, ir.UnaryOp):
@@ -479,11 +543,11 @@ class CGen:
         if isinstance(s, ir.Assign):
             if isinstance(s.target, ir.Name):
                 ty = self.tk.locals[s.target.id]
-                self.emit(f"v_{s.target.id} = {self.ex(s.value, ty)};", depth)
+                self.emit(f"{var_name(s.target.id)} = {self.ex(s.value, ty)};", depth)
             else:
                 el = s.target
                 arr = self.tk.arrays[el.array]
-                store = f"p_{el.array}[{self.flat_index(el)}] = " \
+                store = f"{arr_name(el.array)}[{self.flat_index(el)}] = " \
                         f"{self.store_value(arr, s.value)};"
                 if self.debug:
                     self.emit(f"if ({self.checks(el)}) {store}", depth)
@@ -522,13 +586,13 @@ class CGen:
                   f"{b} = {self.ex(s.stop, INT)};", depth)
         if isinstance(s.step, ir.Const) and s.step.value == 1:
             self.emit(f"for (int64_t {k} = {a}; {k} < {b}; {k}++) {{", depth)
-            self.emit(f"v_{s.var} = {self.conv(k, INT, var_ty)};", depth + 1)
+            self.emit(f"{var_name(s.var)} = {self.conv(k, INT, var_ty)};", depth + 1)
         else:
             st, nt = f"tk_s{n}", f"tk_n{n}"
             self.emit(f"const int64_t {st} = {self.ex(s.step, INT)}, "
                       f"{nt} = tk_trips({a}, {b}, {st});", depth)
             self.emit(f"for (int64_t {k} = 0; {k} < {nt}; {k}++) {{", depth)
-            self.emit(f"v_{s.var} = {self.conv(f'{a} + {k} * {st}', INT, var_ty)};",
+            self.emit(f"{var_name(s.var)} = {self.conv(f'{a} + {k} * {st}', INT, var_ty)};",
                       depth + 1)
         self.fail_check(depth + 1)
         self.block(s.body, depth + 1)
@@ -541,16 +605,16 @@ class CGen:
         for k, p in enumerate(self.tk.ir.params):
             if p in self.tk.arrays:
                 arr = self.tk.arrays[p]
-                self.emit(f"{ELEM_C[arr.dtype]} *const p_{p} = "
+                self.emit(f"{ELEM_C[arr.dtype]} *const {arr_name(p)} = "
                           f"({ELEM_C[arr.dtype]} *)tk_args[{k}].data;", depth)
                 size = []
                 for axis in range(arr.ndim):
-                    self.emit(f"const int64_t p_{p}_n{axis} = tk_args[{k}].shape[{axis}];",
+                    self.emit(f"const int64_t {arr_name(p)}_n{axis} = tk_args[{k}].shape[{axis}];",
                               depth)
-                    size.append(f"p_{p}_n{axis}")
-                self.emit(f"const int64_t p_{p}_size = {' * '.join(size) or '1'};",
+                    size.append(f"{arr_name(p)}_n{axis}")
+                self.emit(f"const int64_t {arr_name(p)}_size = {' * '.join(size) or '1'};",
                           depth)
-                self.emit(f"(void)p_{p}; (void)p_{p}_size;", depth)
+                self.emit(f"(void){arr_name(p)}; (void){arr_name(p)}_size;", depth)
             else:
                 kind = self.tk.scalars[p]
                 field = "f" if kind == F64 else "i"
@@ -558,17 +622,17 @@ class CGen:
                 if kind == BOOL:
                     src = f"({src} != 0)"
                 ty = self.tk.locals.get(p, kind)
-                self.emit(f"{CTYPE[ty]} v_{p} = {self.conv(src, kind, ty)};", depth)
-                self.emit(f"(void)v_{p};", depth)
+                self.emit(f"{CTYPE[ty]} {var_name(p)} = {self.conv(src, kind, ty)};", depth)
+                self.emit(f"(void){var_name(p)};", depth)
 
     def declare(self, names: list[str], depth: int) -> None:
         for name in sorted(names):
-            self.emit(f"{CTYPE[self.tk.locals[name]]} v_{name} = 0;", depth)
+            self.emit(f"{CTYPE[self.tk.locals[name]]} {var_name(name)} = 0;", depth)
 
     def generate(self) -> str:
         tk = self.tk
         out = self.lines
-        out.append(f"/* tack kernel '{tk.ir.name}' ({tk.ir.filename}); generated. */")
+        out.append("/* A tack kernel; generated (see #line for its Python source). */")
         out.append(PRELUDE)
         if any(a.dtype == "float16" for a in tk.arrays.values()):
             out.append(HALF)
@@ -615,7 +679,7 @@ class CGen:
         var_ty = tk.locals[loop.var]
         step_one = isinstance(loop.step, ir.Const) and loop.step.value == 1
         start = "tk_start + tk_k" if step_one else "tk_start + tk_k * tk_step"
-        self.emit(f"v_{loop.var} = {self.conv(start, INT, var_ty)};", 2)
+        self.emit(f"{var_name(loop.var)} = {self.conv(start, INT, var_ty)};", 2)
         self.emit("(void)tk_step;", 2)
         self.fail_check(2)
         self.block(loop.body, 2)

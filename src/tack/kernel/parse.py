@@ -313,8 +313,11 @@ class _Parser:
                 raise self.error(node, "the @ operator is not supported in kernels")
             return ir.BinOp(line, op, self.expr(node.left), self.expr(node.right))
         if isinstance(node, ast.UnaryOp):
-            operand = self.expr(node.operand)
             op = UNOPS[type(node.op)]
+            lit = node.operand
+            if op == "-" and isinstance(lit, ast.Constant) and type(lit.value) is int:
+                return self.const(node, -lit.value)  # -9223372036854775808 fits
+            operand = self.expr(node.operand)
             if op == "-" and isinstance(operand, ir.Const) and not isinstance(
                     operand.value, bool):
                 return self.const(node, -operand.value)

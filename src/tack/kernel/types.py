@@ -230,8 +230,13 @@ class Typer:
                 isinstance(v, int) and not -(2**63) <= v < 2**63):
             e.value = v  # type: ignore[attr-defined]
             return BOOL if isinstance(v, bool) else INT if isinstance(v, int) else F64
-        what = "is not defined" if v is not None and type(v).__name__ == "object" \
-            else f"is a {type(v).__name__}, not a number"
+        if isinstance(v, int):
+            raise self.error(e.line, f"name '{e.id}' is an int that does not fit in "
+                             "int64 (kernel integers are int64); use a value in "
+                             "[-2**63, 2**63), or pass it as a float")
+        tname = type(v).__name__
+        what = "is not defined" if v is not None and tname == "object" \
+            else f"is {'an' if tname[:1] in 'aeiouAEIOU' else 'a'} {tname}, not a number"
         raise self.error(e.line, f"name '{e.id}' {what}; a kernel reads parameters, "
                          "its own locals and global numbers (int, float, bool)")
 
