@@ -513,6 +513,29 @@ tackpy_kernel_stats_fn(PyObject *module, PyObject *unused)
         tack_kernel_num_threads());
 }
 
+/* The dtype facts the kernel front end needs, from the one dtype table: a tuple of
+ * (name, C element type, item size, components, class, bits of the scalar). */
+static PyObject *
+dtype_facts(void)
+{
+    PyObject *rows = PyTuple_New(TACK_DTYPE_COUNT);
+    Py_ssize_t k = 0;
+#define TACKPY__FACT(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc) \
+    if (rows) {                                                                   \
+        PyObject *row = Py_BuildValue("(ssiiCi)", name, #ctype, (int)(size),      \
+                                      (int)(ncomp), (int)(cls), (int)(bits));     \
+        if (!row) {                                                               \
+            Py_CLEAR(rows);                                                       \
+        }                                                                         \
+        else {                                                                    \
+            PyTuple_SET_ITEM(rows, k++, row);                                     \
+        }                                                                         \
+    }
+    TACK_DTYPE_LIST(TACKPY__FACT)
+#undef TACKPY__FACT
+    return rows;
+}
+
 int
 tackpy_kernel_init(PyObject *module, tackpy_state *st)
 {
@@ -521,5 +544,11 @@ tackpy_kernel_init(PyObject *module, tackpy_state *st)
     if (!st->Kernel_type || PyModule_AddType(module, st->Kernel_type) < 0) {
         return -1;
     }
-    return 0;
+    if (PyModule_AddIntConstant(module, "_KERNEL_ABI", TACK_KERNEL_ABI) < 0) {
+        return -1;
+    }
+    PyObject *facts = dtype_facts();
+    int rc = facts ? PyModule_AddObjectRef(module, "_DTYPE_FACTS", facts) : -1;
+    Py_XDECREF(facts);
+    return rc;
 }

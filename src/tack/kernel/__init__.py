@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, overload
 
 from tack._tack import CompileError, Kernel, KernelError, _kernel_build
-from tack.kernel.codegen_c import generate_c
+from tack.kernel.emit_c import emit_c
+from tack.kernel.lower import lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.types import specialize
 
@@ -78,7 +79,7 @@ class _Compiler:
         if debug is None:
             debug = _debug_from_env() if self.debug is None else self.debug
         with _deep_recursion(self.ir.name):
-            return generate_c(specialize(self.ir, signature, debug))
+            return emit_c(lower(specialize(self.ir, signature, debug)))
 
     def __call__(self, signature: tuple[Any, ...], debug: bool) -> Any:
         key = (signature, debug)

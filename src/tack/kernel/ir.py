@@ -1,16 +1,21 @@
 """The kernel IR: what parse.py makes from Python and types.py annotates.
 
-Expressions are pure (no side effects), so a code generator may evaluate one more
-than once. Every node carries the line of the kernel's Python source it came from.
-After typing, every expression's ``ty`` is set, and each code generator (C today,
-CUDA next) walks the same typed tree.
+Expressions are pure (no side effects), so the lowering may evaluate one more than
+once. Every node carries the line of the kernel's Python source it came from. After
+typing, every expression's ``ty`` is set; lower.py turns the typed tree into a
+target-neutral plan that each emitter (emit_c.py today) only spells.
+
+Also here: the facts about value types and dtypes every stage shares (the dtype
+facts come from the C runtime's dtype table), and the walkers over statements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from tack._tack import _DTYPE_FACTS
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,62 @@ F32 = ScalarType("float32", 2)
 F64 = ScalarType("float64", 3)
 
 
+def is_weak(e: Expr) -> bool:
+    """A Python literal or global number: it adapts to the float32 it meets."""
+    if isinstance(e, Const):
+        return e.weak
+    if isinstance(e, Global):
+        return not isinstance(getattr(e, "value", True), bool)
+    return False
+
+
+def promote(ta: ScalarType, tb: ScalarType, wa: bool, wb: bool) -> ScalarType:
+    """The type two operands meet in (NumPy 2 rules with weak Python scalars)."""
+    if ta.is_float and tb.is_float:
+        if ta == tb:
+            return ta
+        if (ta == F32 and wb) or (tb == F32 and wa):
+            return F32
+        return F64
+    if ta.is_float:
+        return ta if (ta == F64 or wb or tb == BOOL) else F64
+    if tb.is_float:
+        return tb if (tb == F64 or wa or ta == BOOL) else F64
+    return INT if INT in (ta, tb) else BOOL
+
+
+def meet_all(values: list[Expr]) -> ScalarType:
+    """The type typed values all meet in, left to right (min, max, and/or)."""
+    assert values[0].ty is not None
+    r, w = values[0].ty, is_weak(values[0])
+    for v in values[1:]:
+        assert v.ty is not None
+        r = promote(r, v.ty, w, is_weak(v))
+        w = w and is_weak(v)
+    return r
+
+
+@dataclass(frozen=True)
+class DtypeFacts:
+    """One row of the C runtime's dtype table (TACK_DTYPE_LIST)."""
+
+    name: str
+    ctype: str  # the C type of one scalar: "float", "uint16_t" for float16
+    itemsize: int
+    components: int  # 2..4 for the vec types
+    kind: str  # "b" bool, "i" signed, "u" unsigned, "f" float
+    bits: int  # of the scalar
+
+    @property
+    def int_range(self) -> tuple[int, int]:
+        if self.kind == "u":
+            return 0, 2**self.bits - 1
+        return -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+
+
+DTYPES: dict[str, DtypeFacts] = {row[0]: DtypeFacts(*row) for row in _DTYPE_FACTS}
+
+
 @dataclass(frozen=True)
 class ArrayType:
     """An array parameter of one specialization: element dtype and ndim."""
@@ -42,18 +103,21 @@ class ArrayType:
     ndim: int
 
     @property
+    def facts(self) -> DtypeFacts:
+        return DTYPES[self.dtype]
+
+    @property
     def components(self) -> int:
-        return {"vec2": 2, "vec3": 3, "vec4": 4}.get(self.dtype, 1)
+        return self.facts.components
 
     @property
     def load_type(self) -> ScalarType:
         """The type of a value read from an element (or a vec component)."""
-        if self.dtype == "bool":
+        f = self.facts
+        if f.kind == "b":
             return BOOL
-        if self.dtype in ("float32", "float16") or self.components > 1:
-            return F32
-        if self.dtype == "float64":
-            return F64
+        if f.kind == "f":
+            return F64 if f.bits == 64 else F32
         return INT
 
 
@@ -127,6 +191,8 @@ class UnaryOp(Expr):
 class Compare(Expr):
     ops: list[str]  # < <= > >= == !=
     operands: list[Expr]
+    # set by the typer: the type each pair (operands[k], operands[k + 1]) meets in
+    meet: list[ScalarType] = field(default_factory=list, compare=False)
 
 
 @dataclass
@@ -214,3 +280,49 @@ class KernelIR:
     first_use: dict[str, int]  # parameter -> line of its first use, for messages
     lookup: Callable[[str], Any]  # a global or closure value, by name
     file_lines: list[str] = field(default_factory=list)  # the file, for messages
+
+
+# ---- walkers ---------------------------------------------------------------------
+
+
+def children(s: Stmt) -> list[Stmt]:
+    """The statements directly nested in s."""
+    if isinstance(s, If):
+        return s.body + s.orelse
+    if isinstance(s, (While, For)):
+        return s.body
+    return []
+
+
+def walk(body: list[Stmt]) -> Iterator[Stmt]:
+    """Every statement of body, nested ones included, in source order."""
+    for s in body:
+        yield s
+        yield from walk(children(s))
+
+
+def stores(s: Stmt) -> bool:
+    """Whether s (or a statement inside it) stores to an array element."""
+    return any(isinstance(t, Assign) and isinstance(t.target, Element)
+               for t in walk([s]))
+
+
+def assigned(s: Stmt) -> set[str]:
+    """The local names s (or a statement inside it) assigns, loop variables too."""
+    out: set[str] = set()
+    for t in walk([s]):
+        if isinstance(t, Assign) and isinstance(t.target, Name):
+            out.add(t.target.id)
+        elif isinstance(t, For):
+            out.add(t.var)
+    return out
+
+
+def breaks_out(body: list[Stmt]) -> bool:
+    """A break in body that leaves the loop owning body (not a nested one)."""
+    for s in body:
+        if isinstance(s, Break):
+            return True
+        if isinstance(s, If) and breaks_out(s.body + s.orelse):
+            return True
+    return False

@@ -18,31 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tack._tack import KernelError
+from tack.kernel import builtins as kbuiltins
 from tack.kernel import ir
-
-# Functions a kernel may call, by the object a name resolves to.
-BUILTIN_FUNCS: dict[Any, str] = {
-    builtins.float: "float",
-    builtins.int: "int",
-    builtins.bool: "bool",
-    builtins.abs: "abs",
-    builtins.min: "min",
-    builtins.max: "max",
-    builtins.round: "round",
-}
-MATH_FUNCS = [  # noqa: SIM905  (a word list reads better than 40 quoted names)
-    f for f in (
-        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh "
-        "cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow "
-        "atan2 hypot copysign fmod remainder nextafter ldexp isqrt isnan isinf isfinite "
-        "degrees radians"
-    ).split()
-    if hasattr(math, f)  # cbrt and exp2 are new in Python 3.11
-]
-MATH_CONSTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf,
-               "nan": math.nan}
-for _f in MATH_FUNCS:
-    BUILTIN_FUNCS[getattr(math, _f)] = "math." + _f
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -374,26 +351,18 @@ class _Parser:
                 raise self.error(node, "len() takes one array parameter")
             self.use_array(node.args[0].id, node)
             return ir.Shape(line, node.args[0].id, 0)
-        try:
-            fname = BUILTIN_FUNCS.get(target) if target is not None else None
-        except TypeError:  # unhashable
-            fname = None
-        if fname is None:
+        b = kbuiltins.lookup(target) if target is not None else None
+        if b is None:
             src = ast.unparse(node.func)
             raise self.error(node, f"'{src}' cannot be called in a kernel; kernels call "
                              "float, int, bool, abs, min, max, round, len and the "
                              "math functions listed in docs/kernels.md")
         args = [self.expr(a) for a in node.args]
-        nargs = len(args)
-        expect = {"min": (2, 99), "max": (2, 99), "math.log": (1, 2), "round": (1, 1)}
-        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
-               "math.remainder", "math.nextafter", "math.ldexp")
-        lo, hi = expect.get(fname, (2, 2) if fname in two else (1, 1))
-        if not lo <= nargs <= hi:
-            want = f"{lo}" if lo == hi else f"{lo} or more" if hi == 99 else f"{lo}-{hi}"
-            raise self.error(node, f"{fname}() takes {want} arguments in a kernel, "
-                             f"got {nargs}")
-        return ir.Call(line, fname, args)
+        lo, hi = b.arity
+        if not lo <= len(args) <= hi:
+            raise self.error(node, f"{b.name}() takes {kbuiltins.arity_text(b)} "
+                             f"arguments in a kernel, got {len(args)}")
+        return ir.Call(line, b.name, args)
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
         line = node.lineno
@@ -435,8 +404,8 @@ class _Parser:
         line = node.lineno
         target = self.resolve(node)
         if isinstance(node.value, ast.Name) and self.resolve(node.value) is math:
-            if node.attr in MATH_CONSTS:
-                return ir.Const(line, MATH_CONSTS[node.attr])
+            if node.attr in kbuiltins.MATH_CONSTS:
+                return ir.Const(line, kbuiltins.MATH_CONSTS[node.attr])
             raise self.error(node, f"math.{node.attr} is not available in kernels "
                              "as a value")
         del target
@@ -465,48 +434,13 @@ def parallel_plan(body: list[ir.Stmt], params: list[str]) -> bool:
     if not body or not isinstance(body[-1], ir.For):
         return False
     prelude, loop = body[:-1], body[-1]
-    if any(_stores(s) for s in prelude):
+    if any(ir.stores(s) for s in prelude):
         return False
-    if _breaks_out(loop.body):
+    if ir.breaks_out(loop.body):
         return False
-    before = {n for s in prelude for n in _assigned(s)} | set(params)
-    inside = {n for s in loop.body for n in _assigned(s)}
+    before = {n for s in prelude for n in ir.assigned(s)} | set(params)
+    inside = {n for s in loop.body for n in ir.assigned(s)}
     return not (before & inside) and loop.var not in before
-
-
-def _children(s: ir.Stmt) -> list[ir.Stmt]:
-    if isinstance(s, ir.If):
-        return s.body + s.orelse
-    if isinstance(s, (ir.While, ir.For)):
-        return s.body
-    return []
-
-
-def _stores(s: ir.Stmt) -> bool:
-    if isinstance(s, ir.Assign) and isinstance(s.target, ir.Element):
-        return True
-    return any(_stores(c) for c in _children(s))
-
-
-def _assigned(s: ir.Stmt) -> set[str]:
-    out: set[str] = set()
-    if isinstance(s, ir.Assign) and isinstance(s.target, ir.Name):
-        out.add(s.target.id)
-    if isinstance(s, ir.For):
-        out.add(s.var)
-    for c in _children(s):
-        out |= _assigned(c)
-    return out
-
-
-def _breaks_out(body: list[ir.Stmt]) -> bool:
-    """A break in body that leaves the loop owning body (not a nested one)."""
-    for s in body:
-        if isinstance(s, ir.Break):
-            return True
-        if isinstance(s, ir.If) and _breaks_out(s.body + s.orelse):
-            return True
-    return False
 
 
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:

@@ -15,19 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tack._tack import KernelError
-from tack.kernel import ir
-from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
-
-FLOAT_UNARY = {
-    "math." + f for f in (  # noqa: SIM905
-        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan "
-        "sinh cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees "
-        "radians").split()
-}
-FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
-                "math.remainder", "math.nextafter"}
-INT_RESULT = {"math.floor", "math.ceil", "math.trunc", "int", "round"}
-BOOL_RESULT = {"math.isnan", "math.isinf", "math.isfinite", "bool"}
+from tack.kernel import builtins, ir
+from tack.kernel.ir import BOOL, F64, INT, ScalarType, is_weak, promote
 
 
 @dataclass
@@ -57,29 +46,6 @@ def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
                     f"(line {kir.first_use.get(name)}) but got a {sig}")
             scalars[name] = kinds[sig]
     return arrays, scalars
-
-
-def is_weak(e: ir.Expr) -> bool:
-    if isinstance(e, ir.Const):
-        return e.weak
-    if isinstance(e, ir.Global):
-        return not isinstance(getattr(e, "value", True), bool)
-    return False
-
-
-def promote(ta: ScalarType, tb: ScalarType, wa: bool, wb: bool) -> ScalarType:
-    """The type two operands meet in (NumPy 2 rules with weak Python scalars)."""
-    if ta.is_float and tb.is_float:
-        if ta == tb:
-            return ta
-        if (ta == F32 and wb) or (tb == F32 and wa):
-            return F32
-        return F64
-    if ta.is_float:
-        return ta if (ta == F64 or wb or tb == BOOL) else F64
-    if tb.is_float:
-        return tb if (tb == F64 or wa or ta == BOOL) else F64
-    return INT if INT in (ta, tb) else BOOL
 
 
 def join_local(a: ScalarType | None, b: ScalarType) -> ScalarType:
@@ -150,11 +116,10 @@ class Typer:
 
     def expr(self, e: ir.Expr) -> ScalarType | None:
         t = self._expr(e)
-        if self.final:
-            if t is None:
-                raise self.error(e.line, "a value here has no type: a local is read "
-                                 "before any assignment to it")
-            e.ty = t
+        if self.final and t is None:
+            raise self.error(e.line, "a value here has no type: a local is read "
+                             "before any assignment to it")
+        e.ty = t  # provisional until the final pass; typing rules read it
         return t
 
     def _expr(self, e: ir.Expr) -> ScalarType | None:
@@ -202,7 +167,11 @@ class Typer:
             return INT if t == BOOL else t
         if isinstance(e, ir.Compare):
             ts = [self.expr(o) for o in e.operands]
-            return None if None in ts else BOOL
+            if None in ts:
+                return None
+            e.meet = [promote(ta, tb, is_weak(a), is_weak(b)) for ta, tb, a, b in zip(
+                ts, ts[1:], e.operands, e.operands[1:], strict=False)]
+            return BOOL
         if isinstance(e, ir.BoolOp):
             # Python's and/or give one of their operands: the type all of them meet
             # in (bool when every operand is a bool).
@@ -294,36 +263,12 @@ class Typer:
         ts = [self.expr(a) for a in e.args]
         if None in ts:
             return None
-        f = e.func
-        if f == "float":
-            return F64
-        if f in ("math.ldexp", "math.isqrt"):
-            if self.final and ts[-1].is_float:
-                what = "i in math.ldexp(x, i)" if f == "math.ldexp" else \
-                    "the argument of math.isqrt"
-                raise self.error(e.line, f"{what} must be an integer, as in Python; "
-                                 "convert with int(x)")
-            if f == "math.isqrt":
-                return INT
-            return F32 if ts[0] == F32 else F64
-        if f in INT_RESULT:
-            return INT
-        if f in BOOL_RESULT:
-            return BOOL
-        if f == "abs":
-            return INT if ts[0] == BOOL else ts[0]
-        if f in ("min", "max", "math.log") or f in FLOAT_BINARY:
-            r = ts[0]
-            w = is_weak(e.args[0])
-            for a, t in zip(e.args[1:], ts[1:], strict=False):
-                r = promote(r, t, w, is_weak(a))
-                w = w and is_weak(a)
-            if f in ("min", "max"):
-                return r
-            return r if r.is_float else F64
-        if f in FLOAT_UNARY:
-            return F32 if ts[0] == F32 else F64
-        raise self.error(e.line, f"internal: unknown function {f}")
+        b = builtins.REGISTRY[e.func]
+        if self.final and b.check is not None:
+            msg = b.check(e.args)
+            if msg is not None:
+                raise self.error(e.line, msg)
+        return b.typing(e.args)
 
 
 def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],

@@ -1,0 +1,224 @@
+"""The lowered plan -> C11 source for the CPU (the generated-code ABI of
+tack/kernel.h).
+
+This file only spells: every decision was made by lower.py. The output includes
+only <stdint.h> and <math.h>, declares the ABI structs itself and pastes prelude.h,
+so it compiles in tens of milliseconds. ``#line`` directives map compiler messages
+back to the kernel's Python lines; every string that reaches the source (the file
+path, array names) goes through ``c_string``.
+
+What a CUDA (or HIP) emitter adds beside this one, reusing lower.py and prelude.h
+unchanged:
+- type spellings without <stdint.h> under NVRTC (typedefs for int64_t and friends),
+  ``bool`` for tk_bool, and TK_INLINE as ``__device__ __forceinline__``;
+- the entry point: one ``extern "C" __global__`` function that reads its arguments
+  from the by-value parameter block, runs ``plan.setup``, computes ``plan.index``
+  from the block and thread indices, and runs ``plan.iteration`` when it is below
+  ``plan.trips`` (the trip count comes from the same expression, evaluated on the
+  host side's launch or by a one-thread pre-pass); a serial plan runs in one thread;
+- TK_FAILED as a volatile load of the context's flag;
+- math names: the same C99 names (CUDA's libdevice has sqrtf, tgamma, ...).
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+
+from tack._tack import _KERNEL_ABI
+from tack.kernel import lir
+from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
+
+CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
+
+ABI = f"""#include <stdint.h>
+#include <math.h>
+#define TK_EXPORT __attribute__((visibility("default")))
+#define TK_INLINE static inline __attribute__((always_inline))
+typedef _Bool tk_bool;
+typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_arg;
+typedef struct tk_ctx {{
+    int failed;
+    void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
+}} tk_ctx;
+#define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
+TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
+"""
+
+
+def prelude() -> str:
+    """prelude.h, as installed with the package."""
+    return resources.files("tack.kernel").joinpath("prelude.h").read_text("utf-8")
+
+
+def c_string(s: str) -> str:
+    """s as a C string literal that holds exactly its UTF-8 bytes: every byte
+    outside printable ASCII, and the quote, backslash and ? (trigraphs), is an
+    octal escape, so no text (a hostile path or name) can end the literal, the
+    line or a comment around it."""
+    out = []
+    for b in s.encode("utf-8", "surrogateescape"):
+        ch = chr(b)
+        out.append(ch if 0x20 <= b < 0x7F and ch not in '"\\?' else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def c_float(v: float) -> str:
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "HUGE_VAL" if v > 0 else "(-HUGE_VAL)"
+    return repr(float(v))
+
+
+def c_int(v: int) -> str:
+    if v == -(2**63):
+        return "INT64_MIN"
+    return f"INT64_C({v})"
+
+
+def c_type(t: ScalarType | DtypeFacts) -> str:
+    return t.ctype if isinstance(t, DtypeFacts) else CTYPE[t]
+
+
+class CEmitter:
+    def __init__(self, plan: lir.Plan) -> None:
+        self.plan = plan
+        self.file = c_string(plan.filename)
+        self.lines: list[str] = []
+        self.ret = ""  # what "return" needs in the current function
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def ex(self, e: lir.Expr) -> str:
+        if isinstance(e, lir.Lit):
+            v = e.value
+            if isinstance(v, bool):
+                return "((_Bool)1)" if v else "((_Bool)0)"
+            return c_int(v) if isinstance(v, int) else c_float(v)
+        if isinstance(e, lir.Ref):
+            return e.name
+        if isinstance(e, lir.Arg):
+            return f"tk_args[{e.k}].{e.field}"
+        if isinstance(e, lir.Str):
+            return c_string(e.text)
+        if isinstance(e, lir.Cast):
+            return f"(({c_type(e.to)})({self.ex(e.x)}))"
+        if isinstance(e, lir.Bin):
+            return f"({self.ex(e.a)} {e.op} {self.ex(e.b)})"
+        if isinstance(e, lir.Un):
+            return f"({e.op}{self.ex(e.x)})"
+        if isinstance(e, lir.Cond):
+            return f"({self.ex(e.test)} ? {self.ex(e.a)} : {self.ex(e.b)})"
+        if isinstance(e, lir.Helper):
+            return f"tk_{e.name}({', '.join(self.ex(a) for a in e.args)})"
+        if isinstance(e, lir.Math):
+            name = e.name if e.generic or e.ty != F32 else e.name + "f"
+            return f"{name}({', '.join(self.ex(a) for a in e.args)})"
+        if isinstance(e, lir.Index):
+            return f"{self.ex(e.base)}[{self.ex(e.index)}]"
+        if isinstance(e, lir.Let):  # a GNU statement expression (GCC, Clang)
+            return (f"({{ const {CTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
+                    f"{self.ex(e.body)}; }})")
+        raise AssertionError(type(e))
+
+    # ---- statements -------------------------------------------------------------------
+
+    def emit(self, text: str, depth: int) -> None:
+        self.lines.append("    " * depth + text)
+
+    def block(self, body: list[lir.Stmt], depth: int) -> None:
+        for s in body:
+            self.stmt(s, depth)
+
+    def stmt(self, s: lir.Stmt, depth: int) -> None:
+        if isinstance(s, lir.Line):
+            self.lines.append(f"#line {s.n} {self.file}")
+        elif isinstance(s, lir.Decl):
+            const = "const " if s.const else ""
+            init = self.ex(s.init) if s.init is not None else "0"
+            self.emit(f"{const}{CTYPE[s.ty]} {s.name} = {init};", depth)
+        elif isinstance(s, lir.ArrayDecl):
+            t = s.elem.ctype
+            self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)
+        elif isinstance(s, lir.Assign):
+            self.emit(f"{s.name} = {self.ex(s.value)};", depth)
+        elif isinstance(s, lir.Store):
+            store = f"{s.base}[{self.ex(s.index)}] = {self.ex(s.value)};"
+            if s.guard is not None:
+                store = f"if ({self.ex(s.guard)}) {store}"
+            self.emit(store, depth)
+        elif isinstance(s, lir.If):
+            self.emit(f"if ({self.ex(s.test)}) {{", depth)
+            self.block(s.body, depth + 1)
+            if s.orelse:
+                self.emit("} else {", depth)
+                self.block(s.orelse, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.While):
+            self.emit(f"while ({self.ex(s.test)}) {{", depth)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.Loop):
+            k = s.var
+            self.emit(f"for (int64_t {k} = {self.ex(s.begin)}; {k} < {self.ex(s.end)}; "
+                      f"{k}++) {{", depth)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.Scope):
+            self.emit("{", depth)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.Jump):
+            self.emit(f"{s.kind};", depth)
+        elif isinstance(s, lir.FailCheck):
+            self.emit(f"if (TK_FAILED) return{self.ret};", depth)
+        elif isinstance(s, lir.Unused):
+            self.emit(" ".join(f"(void){n};" for n in s.names), depth)
+        else:
+            raise TypeError(f"internal: unknown statement {type(s).__name__}")
+
+    # ---- the kernel -------------------------------------------------------------------
+
+    def generate(self) -> str:
+        p = self.plan
+        out = self.lines
+        out.append("/* A tack kernel; generated. */")
+        out.append(ABI)
+        if p.uses_half:
+            out.append("#define TK_HALF 1")
+        out.append(prelude())
+        head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
+        body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
+                     "tk_ctx *tk_ctx)")
+        if not p.parallel:
+            out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
+            out.append("    (void)tk_args; (void)tk_ctx; return -1;\n}")
+            out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
+            self.emit("(void)tk_begin; (void)tk_end;", 1)
+            self.block(p.setup, 1)
+            self.block(p.serial, 1)
+            out.append("}")
+            return "\n".join(out) + "\n"
+        assert p.trips is not None
+        # trips: the setup, then the parallel loop's trip count.
+        out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
+        self.ret = " 0"
+        self.block(p.setup, 1)
+        self.emit(f"return {self.ex(p.trips)};", 1)
+        out.append("}")
+        # body: the setup again (it stores nothing), then trips [begin, end).
+        self.ret = ""
+        out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
+        self.block(p.setup, 1)
+        self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
+                  f"{p.index}++) {{", 1)
+        self.block(p.iteration, 2)
+        self.emit("}", 1)
+        out.append("}")
+        return "\n".join(out) + "\n"
+
+
+def emit_c(plan: lir.Plan) -> str:
+    """The C source of one lowered specialization."""
+    return CEmitter(plan).generate()

@@ -1,0 +1,421 @@
+"""Typed IR -> the lowered plan (lir.py) that every emitter spells.
+
+Everything a second target would otherwise have to decide again is decided here:
+the value conversions (float -> int saturates through a helper, uint64 elements read
+exactly where they meet a float or a comparison), Python's floor division and
+modulo, truth tests, and/or that yield an operand, the bounds checks of debug mode,
+loop trip counts, which locals live where, and the mangled C-family names. An
+emitter only spells nodes (see emit_c.py, and the note there on what a CUDA emitter
+adds).
+
+Names: a Python name becomes ``v_<mangled>`` (scalars) or ``p_<mangled>`` (array
+data); an array's extents are ``p_<mangled>_n<axis>`` and its element count
+``p_<mangled>_size``; the lowering's own names start with ``tk_``. ``mangle``
+doubles every '_' of a Python name, so no Python name can collide with another,
+with a generated suffix or with C.
+"""
+
+from __future__ import annotations
+
+from tack.kernel import builtins, ir, lir
+from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
+from tack.kernel.types import TypedKernel
+
+SUFFIX = {BOOL: "b", INT: "i", F32: "f", F64: "d"}
+CTX = lir.Ref("tk_ctx")
+ZERO = lir.Lit(0, INT)
+
+
+def mangle(name: str) -> str:
+    """A Python identifier as an ASCII identifier fragment that no other identifier
+    maps to and that never ends like a generated suffix: '_' is doubled and any
+    non-ASCII character is written _x<hex>_, so a single '_' followed by a letter
+    or digit marks a suffix the lowering added (p_a_n0 is the extent of axis 0 of
+    a; the parameter a_n0 is p_a__n0)."""
+    out = []
+    for ch in name:
+        if ch == "_":
+            out.append("__")
+        elif ch.isascii() and ch.isalnum():
+            out.append(ch)
+        else:
+            out.append(f"_x{ord(ch):x}_")
+    return "".join(out)
+
+
+def var_name(name: str) -> str:
+    """The generated name of a scalar parameter or local."""
+    return "v_" + mangle(name)
+
+
+def arr_name(name: str) -> str:
+    """The generated name of an array parameter's data."""
+    return "p_" + mangle(name)
+
+
+def ext_name(name: str, axis: int) -> str:
+    return f"{arr_name(name)}_n{axis}"
+
+
+def size_name(name: str) -> str:
+    return f"{arr_name(name)}_size"
+
+
+class Lowering:
+    def __init__(self, tk: TypedKernel) -> None:
+        self.tk = tk
+        self.debug = tk.debug
+        self.counter = 0
+
+    def fresh(self, stem: str) -> str:
+        n = self.counter
+        self.counter += 1
+        return f"tk_{stem}{n}"
+
+    # ---- conversions ---------------------------------------------------------------
+
+    def suffix(self, t: ScalarType) -> str:
+        return SUFFIX[t]
+
+    def float_to_int(self, code: lir.Expr) -> lir.Expr:
+        """Truncate, saturate at the int64 range, NaN -> 0 (as tack_convert)."""
+        return lir.Helper("f2i64", [code])
+
+    def conv(self, code: lir.Expr, src: ScalarType, dst: ScalarType) -> lir.Expr:
+        if src == dst:
+            return code
+        if dst == BOOL:
+            return lir.Bin("!=", code, ZERO)
+        if dst == INT and src.is_float:
+            return self.float_to_int(code)
+        return lir.Cast(dst, code)
+
+    def is_u64(self, e: ir.Expr) -> bool:
+        """A uint64 element read: an int64 value, except where it is converted to a
+        float or compared, which use its unsigned value."""
+        return isinstance(e, ir.Element) and self.tk.arrays[e.array].dtype == "uint64"
+
+    def ex(self, e: ir.Expr, want: ScalarType | None = None) -> lir.Expr:
+        assert e.ty is not None, e
+        if want is not None and want.is_float and self.is_u64(e):
+            assert isinstance(e, ir.Element)
+            return lir.Cast(want, self.load(e, raw=True))
+        code = self._ex(e)
+        return self.conv(code, e.ty, want) if want is not None else code
+
+    def truth(self, e: ir.Expr) -> lir.Expr:
+        if isinstance(e, ir.BoolOp):  # only its truth matters: plain && / ||
+            op = "&&" if e.op == "and" else "||"
+            parts = [self.truth(v) for v in e.values]
+            code = parts[0]
+            for p in parts[1:]:
+                code = lir.Bin(op, code, p)
+            return code
+        return self.ex(e, BOOL)
+
+    def fail_check(self) -> list[lir.Stmt]:
+        return [lir.FailCheck()] if self.debug else []
+
+    # ---- arrays ---------------------------------------------------------------------
+
+    def flat_index(self, e: ir.Element) -> lir.Expr:
+        arr = self.tk.arrays[e.array]
+        flat: lir.Expr = ZERO
+        for axis, i in enumerate(e.indices):
+            idx = self.ex(i, INT)
+            flat = idx if axis == 0 else lir.Bin(
+                "+", lir.Bin("*", flat, lir.Ref(ext_name(e.array, axis))), idx)
+        if e.component is not None:
+            flat = lir.Bin("+", lir.Bin("*", flat, lir.Lit(arr.components, INT)),
+                           self.ex(e.component, INT))
+        return flat
+
+    def checks(self, e: ir.Element) -> lir.Expr:
+        arr = self.tk.arrays[e.array]
+        name = lir.Str(e.array)
+        line = lir.Lit(e.line, INT)
+        parts: list[lir.Expr] = [
+            lir.Helper("ok", [CTX, self.ex(i, INT), lir.Ref(ext_name(e.array, axis)),
+                              lir.Lit(axis, INT), name, line])
+            for axis, i in enumerate(e.indices)
+        ]
+        if e.component is not None:
+            parts.append(lir.Helper("ok", [
+                CTX, self.ex(e.component, INT), lir.Lit(arr.components, INT),
+                lir.Lit(arr.ndim, INT), name, line]))
+        if not parts:
+            return lir.Lit(True, BOOL)
+        code = parts[0]
+        for p in parts[1:]:
+            code = lir.Bin("&&", code, p)
+        return code
+
+    def load(self, e: ir.Element, raw: bool = False) -> lir.Expr:
+        """The element's value: its load type, or (raw) its element type."""
+        arr = self.tk.arrays[e.array]
+        ref = lir.Index(lir.Ref(arr_name(e.array)), self.flat_index(e))
+        if raw:
+            if self.debug:
+                return lir.Cond(self.checks(e), ref, lir.Cast(arr.facts, ZERO))
+            return ref
+        value: lir.Expr
+        if arr.dtype == "bool":
+            value = lir.Bin("!=", ref, ZERO)
+        elif arr.dtype == "float16":
+            value = lir.Helper("h2f", [ref])
+        elif arr.load_type == INT:
+            value = lir.Cast(INT, ref)
+        else:
+            value = ref
+        if self.debug:
+            return lir.Cond(self.checks(e), value, lir.Cast(arr.load_type, ZERO))
+        return value
+
+    def store_value(self, arr: ir.ArrayType, v: ir.Expr) -> lir.Expr:
+        """v converted to arr's element type, by tack_convert's rules."""
+        assert v.ty is not None
+        dt = arr.dtype
+        if dt == "bool":
+            return lir.Cast(arr.facts, self.truth(v))
+        if dt == "float16":
+            if v.ty == F32:
+                return lir.Helper("f2h", [self.ex(v)])
+            return lir.Helper("d2h", [self.ex(v, F64)])
+        if dt == "float64":
+            return self.ex(v, F64)
+        if arr.load_type == F32:
+            return self.ex(v, F32)
+        if not v.ty.is_float:
+            return lir.Cast(arr.facts, self.ex(v, INT))
+        if dt == "int64":
+            return lir.Helper("f2i64", [self.ex(v)])
+        if dt == "uint64":
+            return lir.Helper("f2u64", [self.ex(v)])
+        lo, hi = arr.facts.int_range
+        return lir.Cast(arr.facts, lir.Helper("f2sat", [
+            self.ex(v), lir.Lit(float(lo), F64), lir.Lit(float(hi), F64)]))
+
+    # ---- expressions ----------------------------------------------------------------
+
+    def _ex(self, e: ir.Expr) -> lir.Expr:
+        t = e.ty
+        assert t is not None
+        if isinstance(e, (ir.Const, ir.Global)):
+            v = e.value  # type: ignore[union-attr]
+            return lir.Lit(v, BOOL if isinstance(v, bool) else t)
+        if isinstance(e, ir.Name):
+            return lir.Ref(var_name(e.id))
+        if isinstance(e, ir.Element):
+            return self.load(e)
+        if isinstance(e, ir.Shape):
+            if e.axis == -1:
+                return lir.Lit(self.tk.arrays[e.array].ndim, INT)
+            if e.axis == -2:
+                return lir.Ref(size_name(e.array))
+            return lir.Ref(ext_name(e.array, e.axis))
+        if isinstance(e, ir.BinOp):
+            return self.binop(e)
+        if isinstance(e, ir.UnaryOp):
+            if e.op == "not":
+                return lir.Un("!", self.truth(e.operand))
+            x = self.ex(e.operand, t)
+            return x if e.op == "+" else lir.Un(e.op, x)
+        if isinstance(e, ir.Compare):
+            code: lir.Expr | None = None
+            for op, a, b, ct in zip(e.ops, e.operands, e.operands[1:], e.meet,
+                                    strict=False):
+                part = self.compare(op, a, b, ct)
+                code = part if code is None else lir.Bin("&&", code, part)
+            assert code is not None
+            return code
+        if isinstance(e, ir.BoolOp):
+            return self.boolop(e)
+        if isinstance(e, ir.IfExp):
+            return lir.Cond(self.truth(e.test), self.ex(e.body, t),
+                            self.ex(e.orelse, t))
+        if isinstance(e, ir.Call):
+            return builtins.REGISTRY[e.func].lower(self, e)
+        raise AssertionError(type(e))
+
+    def compare(self, op: str, a: ir.Expr, b: ir.Expr, ct: ScalarType) -> lir.Expr:
+        ua, ub = ct == INT and self.is_u64(a), ct == INT and self.is_u64(b)
+        if ua and ub:
+            assert isinstance(a, ir.Element) and isinstance(b, ir.Element)
+            return lir.Bin(op, self.load(a, raw=True), self.load(b, raw=True))
+        if ua:
+            assert isinstance(a, ir.Element)
+            return lir.Bin(op, lir.Helper("ucmp", [self.load(a, raw=True),
+                                                   self.ex(b, INT)]), ZERO)
+        if ub:
+            assert isinstance(b, ir.Element)
+            return lir.Bin(op, ZERO, lir.Helper("ucmp", [self.load(b, raw=True),
+                                                         self.ex(a, INT)]))
+        return lir.Bin(op, self.ex(a, ct), self.ex(b, ct))
+
+    def boolop(self, e: ir.BoolOp) -> lir.Expr:
+        """Python's and/or: the first operand that decides (falsy for and, truthy
+        for or), else the last one, in the type they all meet in; later operands
+        are evaluated only when needed."""
+        t = e.ty
+        assert t is not None
+        if t == BOOL:
+            return self.truth(e)
+        code = self.ex(e.values[-1], t)
+        for v in reversed(e.values[:-1]):
+            assert v.ty is not None
+            tmp = self.fresh("t")
+            decides = lir.Bin("==" if e.op == "and" else "!=", lir.Ref(tmp), ZERO)
+            code = lir.Let(tmp, v.ty, self.ex(v), lir.Cond(
+                decides, self.conv(lir.Ref(tmp), v.ty, t), code))
+        return code
+
+    def binop(self, e: ir.BinOp) -> lir.Expr:
+        t = e.ty
+        assert t is not None
+        op = e.op
+        if op in ("<<", ">>"):
+            return lir.Helper("shl" if op == "<<" else "shr",
+                              [self.ex(e.left, INT), self.ex(e.right, INT)])
+        a, b = self.ex(e.left, t), self.ex(e.right, t)
+        if op in ("+", "-", "*", "/", "&", "|", "^"):
+            return lir.Bin(op, a, b)
+        if op in ("//", "%"):
+            if t == INT:
+                fn = "floordiv" if op == "//" else "mod"
+                if self.debug:
+                    return lir.Helper(fn + "_d", [CTX, a, b, lir.Lit(e.line, INT)])
+                return lir.Helper(fn, [a, b])
+            fn = "ffloordiv" if op == "//" else "fmod"
+            return lir.Helper(fn + ("f" if t == F32 else ""), [a, b])
+        if op == "**":
+            if t == INT:
+                return lir.Helper("ipow", [a, b])
+            return lir.Math("pow", t, [a, b])
+        raise AssertionError(op)
+
+    # ---- statements -------------------------------------------------------------------
+
+    def block(self, body: list[ir.Stmt]) -> list[lir.Stmt]:
+        out: list[lir.Stmt] = []
+        for s in body:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s: ir.Stmt) -> list[lir.Stmt]:
+        out: list[lir.Stmt] = [lir.Line(s.line)]
+        if isinstance(s, ir.Assign):
+            if isinstance(s.target, ir.Name):
+                ty = self.tk.locals[s.target.id]
+                out.append(lir.Assign(var_name(s.target.id), self.ex(s.value, ty)))
+            else:
+                el = s.target
+                arr = self.tk.arrays[el.array]
+                out.append(lir.Store(arr_name(el.array), self.flat_index(el),
+                                     self.store_value(arr, s.value),
+                                     self.checks(el) if self.debug else None))
+            out += self.fail_check()
+        elif isinstance(s, ir.If):
+            out.append(lir.If(self.truth(s.test), self.block(s.body),
+                              self.block(s.orelse)))
+            out += self.fail_check()
+        elif isinstance(s, ir.While):
+            out.append(lir.While(self.truth(s.test),
+                                 self.fail_check() + self.block(s.body)))
+            out += self.fail_check()
+        elif isinstance(s, ir.For):
+            out += self.for_loop(s)
+        elif isinstance(s, ir.Break):
+            out.append(lir.Jump("break"))
+        elif isinstance(s, ir.Continue):
+            out.append(lir.Jump("continue"))
+        else:
+            raise TypeError(f"internal: unknown statement {type(s).__name__}")
+        return out
+
+    def for_loop(self, s: ir.For) -> list[lir.Stmt]:
+        a, b, k = self.fresh("a"), self.fresh("b"), self.fresh("k")
+        var_ty = self.tk.locals[s.var]
+        inner: list[lir.Stmt] = [lir.Decl(INT, a, self.ex(s.start, INT), const=True),
+                                 lir.Decl(INT, b, self.ex(s.stop, INT), const=True)]
+        if isinstance(s.step, ir.Const) and s.step.value == 1:
+            value: lir.Expr = lir.Ref(k)
+            begin, end = lir.Ref(a), lir.Ref(b)
+        else:
+            st, nt = self.fresh("s"), self.fresh("n")
+            inner += [lir.Decl(INT, st, self.ex(s.step, INT), const=True),
+                      lir.Decl(INT, nt, lir.Helper("trips", [lir.Ref(a), lir.Ref(b),
+                                                             lir.Ref(st)]), const=True)]
+            value = lir.Bin("+", lir.Ref(a), lir.Bin("*", lir.Ref(k), lir.Ref(st)))
+            begin, end = ZERO, lir.Ref(nt)
+        body = [lir.Assign(var_name(s.var), self.conv(value, INT, var_ty))]
+        body += self.fail_check() + self.block(s.body)
+        inner.append(lir.Loop(k, begin, end, body))
+        return [lir.Scope(inner)] + self.fail_check()
+
+    # ---- the kernel -------------------------------------------------------------------
+
+    def params(self) -> list[lir.Stmt]:
+        out: list[lir.Stmt] = []
+        for k, p in enumerate(self.tk.ir.params):
+            if p in self.tk.arrays:
+                arr = self.tk.arrays[p]
+                out.append(lir.ArrayDecl(arr_name(p), arr.facts, lir.Arg(k, "data")))
+                size: lir.Expr | None = None
+                for axis in range(arr.ndim):
+                    n = ext_name(p, axis)
+                    out.append(lir.Decl(INT, n, lir.Index(lir.Arg(k, "shape"),
+                                                          lir.Lit(axis, INT)), True))
+                    size = lir.Ref(n) if size is None else lir.Bin("*", size,
+                                                                   lir.Ref(n))
+                out.append(lir.Decl(INT, size_name(p), size or lir.Lit(1, INT), True))
+                out.append(lir.Unused([arr_name(p), size_name(p)]))
+            else:
+                kind = self.tk.scalars[p]
+                src: lir.Expr = lir.Arg(k, "f" if kind == F64 else "i")
+                if kind == BOOL:
+                    src = lir.Bin("!=", src, ZERO)
+                ty = self.tk.locals.get(p, kind)
+                out.append(lir.Decl(ty, var_name(p), self.conv(src, kind, ty)))
+                out.append(lir.Unused([var_name(p)]))
+        return out
+
+    def declare(self, names: list[str]) -> list[lir.Stmt]:
+        return [lir.Decl(self.tk.locals[n], var_name(n)) for n in sorted(names)]
+
+    def plan(self) -> lir.Plan:
+        tk = self.tk
+        scalars = set(tk.scalars)
+        all_locals = [n for n in tk.locals if n not in scalars]
+        uses_half = any(a.dtype == "float16" for a in tk.arrays.values())
+        plan = lir.Plan(name=tk.ir.name, filename=tk.ir.filename, debug=self.debug,
+                        setup=self.params(), parallel=tk.ir.parallel,
+                        uses_half=uses_half)
+        if not tk.ir.parallel:
+            plan.setup += self.declare(all_locals)
+            plan.serial = self.block(tk.body)
+            return plan
+        prelude, loop = tk.body[:-1], tk.body[-1]
+        assert isinstance(loop, ir.For)
+        before = sorted({n for s in prelude for n in ir.assigned(s)} - scalars)
+        inside = [n for n in all_locals if n not in before]
+        plan.setup += self.declare(before) + self.block(prelude)
+        plan.setup += [lir.Line(loop.line),
+                       lir.Decl(INT, "tk_start", self.ex(loop.start, INT), True),
+                       lir.Decl(INT, "tk_step", self.ex(loop.step, INT), True),
+                       lir.Unused(["tk_start", "tk_step"])]
+        plan.trips = lir.Helper("trips", [lir.Ref("tk_start"), self.ex(loop.stop, INT),
+                                          lir.Ref("tk_step")])
+        step_one = isinstance(loop.step, ir.Const) and loop.step.value == 1
+        k = lir.Ref(plan.index)
+        start = lir.Bin("+", lir.Ref("tk_start"),
+                        k if step_one else lir.Bin("*", k, lir.Ref("tk_step")))
+        var_ty = tk.locals[loop.var]
+        plan.iteration = self.declare(inside) + [
+            lir.Assign(var_name(loop.var), self.conv(start, INT, var_ty))]
+        plan.iteration += self.fail_check() + self.block(loop.body)
+        return plan
+
+
+def lower(tk: TypedKernel) -> lir.Plan:
+    """The lowered plan of one specialization."""
+    return Lowering(tk).plan()
