@@ -384,8 +384,11 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
                                                   kp->cparams, kp->stored);
     if (status == TACK_OK) {
+        unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
+                             ? TACK_KERNEL_NOALIAS
+                             : 0;
         Py_BEGIN_ALLOW_THREADS
-            status = tack_kernel_launch(kernel, targs);
+            status = tack_kernel_launch_flags(kernel, targs, flags);
         Py_END_ALLOW_THREADS
     }
     if (status != TACK_OK) {
@@ -504,12 +507,13 @@ tackpy_kernel_stats_fn(PyObject *module, PyObject *unused)
     tack_kernel_stats s;
     tack_kernel_get_stats(&s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles, "disk_hits",
+        "{sKsKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles, "disk_hits",
         (unsigned long long)s.disk_hits, "memory_hits",
         (unsigned long long)s.memory_hits, "rebuilds", (unsigned long long)s.rebuilds,
         "failures", (unsigned long long)s.failures, "parallel_launches",
         (unsigned long long)s.parallel_launches, "serial_launches",
-        (unsigned long long)s.serial_launches, "num_threads",
+        (unsigned long long)s.serial_launches, "restrict_launches",
+        (unsigned long long)s.restrict_launches, "num_threads",
         tack_kernel_num_threads());
 }
 

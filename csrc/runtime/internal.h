@@ -160,6 +160,7 @@ struct tack_kernel {
     void *handle; /* dlopen handle; never closed */
     tack__trips_fn trips;
     tack__body_fn body;
+    tack__body_fn body_restrict; /* NULL when the kernel has none */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
     struct tack_kernel *next; /* in jit.c's table */

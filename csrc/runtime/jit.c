@@ -63,7 +63,7 @@ static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 static tack_kernel *loaded; /* under build_lock */
 static _Atomic uint64_t stat_compiles, stat_disk_hits, stat_memory_hits, stat_rebuilds,
     stat_failures;
-extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial;
+extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict;
 
 void
 tack_kernel_get_stats(tack_kernel_stats *out)
@@ -75,6 +75,7 @@ tack_kernel_get_stats(tack_kernel_stats *out)
     out->failures = atomic_load(&stat_failures);
     out->parallel_launches = atomic_load(&tack__stat_parallel);
     out->serial_launches = atomic_load(&tack__stat_serial);
+    out->restrict_launches = atomic_load(&tack__stat_restrict);
 }
 
 void
@@ -355,6 +356,8 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     memcpy(&k->trips, &trips, sizeof trips);
     memcpy(&k->body, &body, sizeof body);
+    void *body_restrict = dlsym(handle, "tack_kernel_body_restrict"); /* optional */
+    memcpy(&k->body_restrict, &body_restrict, sizeof body_restrict);
     atomic_init(&k->trip_ns_q8, 0);
     *out = k;
     return TACK_OK;

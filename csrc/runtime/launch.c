@@ -21,7 +21,7 @@
  * long and contiguous for the vectoriser. */
 #define CHUNKS_PER_THREAD 32
 
-_Atomic uint64_t tack__stat_parallel, tack__stat_serial;
+_Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict;
 
 /* ---- checks --------------------------------------------------------------------- */
 
@@ -68,6 +68,34 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
     return TACK_OK;
 }
 
+static bool
+overlap(const tack_array *a, const tack_array *b)
+{
+    size_t na = tack_array_nbytes(a), nb = tack_array_nbytes(b);
+    if (na == 0 || nb == 0) {
+        return false;
+    }
+    uintptr_t pa = (uintptr_t)tack_array_data(a), pb = (uintptr_t)tack_array_data(b);
+    return pa < pb + nb && pb < pa + na;
+}
+
+bool
+tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
+                          const bool *stored)
+{
+    for (int k = 0; k < nparams; k++) {
+        if (!arrays[k] || !stored[k]) {
+            continue;
+        }
+        for (int j = 0; j < nparams; j++) {
+            if (j != k && arrays[j] && overlap(arrays[k], arrays[j])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* ---- failures from generated code ------------------------------------------- */
 
 typedef struct launch {
@@ -77,6 +105,7 @@ typedef struct launch {
     int64_t index, extent;
     const char *name;
     tack_kernel *kernel;
+    tack__body_fn body; /* the kernel's body or its restrict body */
     const tack_kernel_arg *args;
 } launch;
 
@@ -120,7 +149,7 @@ run_range(void *ctx, int64_t begin, int64_t end)
 {
     launch *l = ctx;
     if (!__atomic_load_n(&l->pub.failed, __ATOMIC_RELAXED)) {
-        l->kernel->body(begin, end, l->args, &l->pub);
+        l->body(begin, end, l->args, &l->pub);
     }
 }
 
@@ -148,19 +177,30 @@ update_estimate(tack_kernel *k, int64_t trips, uint64_t ns)
 tack_status
 tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args)
 {
+    return tack_kernel_launch_flags(k, args, 0);
+}
+
+tack_status
+tack_kernel_launch_flags(tack_kernel *k, const tack_kernel_arg *args, unsigned flags)
+{
     launch l;
     memset(&l, 0, sizeof l);
     l.pub.fail = record_failure;
     atomic_init(&l.claimed, 0);
     l.kernel = k;
+    l.body =
+        (flags & TACK_KERNEL_NOALIAS) && k->body_restrict ? k->body_restrict : k->body;
     l.args = args;
+    if (l.body != k->body) {
+        atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
+    }
 
     int64_t n = k->trips(args, &l.pub);
     if (__atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE)) {
         return report(&l);
     }
     if (n < 0) {
-        k->body(0, 1, args, &l.pub);
+        l.body(0, 1, args, &l.pub);
         atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
     }
     else if (n > 0) {
@@ -191,7 +231,7 @@ tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args)
         }
         if (!ran) {
             uint64_t t0 = tack__now_ns();
-            k->body(0, n, args, &l.pub);
+            l.body(0, n, args, &l.pub);
             update_estimate(k, n, tack__now_ns() - t0);
             atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
         }

@@ -16,6 +16,13 @@
  *       runs outer-loop iterations [begin, end); a serial kernel runs all of itself
  *       once when called with [0, 1)
  *
+ * and may export
+ *
+ *   void tack_kernel_body_restrict(...);   the same signature and effect as
+ *       tack_kernel_body, compiled on the promise that no array the kernel stores
+ *       to overlaps another array argument (its pointers are restrict); the launch
+ *       calls it only when TACK_KERNEL_NOALIAS says the arguments keep that promise
+ *
  * The body may run on several threads at once, each with its own [begin, end).
  * The generated code includes no Tack header: it declares the two structs below
  * itself, so their layout is part of the ABI and only grows at the end.
@@ -98,12 +105,32 @@ TACK_API tack_status tack_kernel_check_arrays(const char *kernel_name, int npara
                                               const bool *stored);
 
 /*
+ * Whether the arrays of one launch keep the promise of a restrict body: no array
+ * bound to a parameter the kernel may store to shares a byte with another array
+ * argument (the same array passed twice included). arrays[k] is NULL for a scalar;
+ * empty arrays overlap nothing. Arrays that are only read may overlap freely.
+ */
+TACK_API bool tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
+                                        const bool *stored);
+
+/* Launch flags. */
+enum {
+    /* the arguments keep the promise of tack_kernel_body_restrict (checked with
+     * tack_kernel_args_disjoint): use that body when the kernel has one */
+    TACK_KERNEL_NOALIAS = 1u << 0
+};
+
+/*
  * Runs a kernel: the trip count of its parallel loop is split over the thread pool,
  * a small one (or a serial kernel) runs on the calling thread. Returns when every
  * iteration has finished. Errors (debug mode): TACK_ERR_INDEX, TACK_ERR_ZERO_DIVISION
  * with the array, index, file and line in the message.
  */
 TACK_API tack_status tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args);
+/* tack_kernel_launch with flags (TACK_KERNEL_NOALIAS). */
+TACK_API tack_status tack_kernel_launch_flags(tack_kernel *k,
+                                              const tack_kernel_arg *args,
+                                              unsigned flags);
 
 /* Counters for tests and benchmarks (process-wide, since start). */
 typedef struct tack_kernel_stats {
@@ -114,6 +141,7 @@ typedef struct tack_kernel_stats {
     uint64_t failures;    /* failed compiles */
     uint64_t parallel_launches;
     uint64_t serial_launches;
+    uint64_t restrict_launches; /* launches that ran a restrict body */
 } tack_kernel_stats;
 TACK_API void tack_kernel_get_stats(tack_kernel_stats *out);
 

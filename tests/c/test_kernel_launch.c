@@ -139,3 +139,75 @@ TACK_TEST(arrays_of_different_memory_domains_or_a_foreign_device_are_refused)
     tack_array_release(b);
     tack_array_release(g);
 }
+
+TACK_TEST(args_disjoint_only_when_no_stored_array_overlaps_another)
+{
+    static double m[8];
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    tack_buffer *buf;
+    CHECK_OK(
+        tack_buffer_wrap(cpu, m, sizeof m, TACK_BUFFER_WRITABLE, NULL, NULL, &buf));
+    int64_t four[1] = {4}, zero[1] = {0};
+    tack_array *whole, *head, *empty;
+    int64_t eight[1] = {8};
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, eight, true, &whole));
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, four, true, &head));
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, zero, true, &empty));
+    tack_buffer_release(buf);
+    tack_array *other = array_on(cpu, (double[4]){0});
+
+    bool stored[3] = {false, true, false};
+    const tack_array *apart[3] = {whole, other, NULL};
+    CHECK(tack_kernel_args_disjoint(3, apart, stored));
+    const tack_array *twice[3] = {other, other, NULL};
+    CHECK(!tack_kernel_args_disjoint(3, twice, stored));
+    const tack_array *nested[3] = {whole, head, NULL};
+    CHECK(!tack_kernel_args_disjoint(3, nested, stored));
+    /* Only-read arrays may overlap each other; an empty array overlaps nothing. */
+    bool none[3] = {false, false, false};
+    CHECK(tack_kernel_args_disjoint(3, nested, none));
+    const tack_array *with_empty[3] = {whole, empty, NULL};
+    CHECK(tack_kernel_args_disjoint(3, with_empty, stored));
+    tack_array_release(whole);
+    tack_array_release(head);
+    tack_array_release(empty);
+    tack_array_release(other);
+    tack_device_release(cpu);
+}
+
+/* double_kernel_source plus a restrict body that writes 3 * i, so a test can see
+ * which body ran. */
+static const char restrict_tail[] =
+    "__attribute__((visibility(\"default\"))) void\n"
+    "tack_kernel_body_restrict(int64_t b, int64_t e, const tk_arg *a, tk_ctx *c) {\n"
+    "    (void)c; double *o = a[0].data;\n"
+    "    for (int64_t i = b; i < e; i++) o[i] = 3.0 * (double)i;\n"
+    "}\n";
+
+TACK_TEST(noalias_flag_runs_the_restrict_body_when_there_is_one)
+{
+    fresh_cache_dir();
+    char source[sizeof double_kernel_source + sizeof restrict_tail];
+    snprintf(source, sizeof source, "%s%s", double_kernel_source, restrict_tail);
+    tack_kernel *k, *plain;
+    char *log;
+    CHECK_OK(tack_kernel_build("both", "t.py", source, &k, &log));
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &plain, &log));
+    double out[4];
+    int64_t shape[1] = {4};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    tack_kernel_stats s0, s1;
+    tack_kernel_get_stats(&s0);
+    CHECK_OK(tack_kernel_launch_flags(k, args, TACK_KERNEL_NOALIAS));
+    CHECK_EQ_DBL(out[3], 9.0);
+    tack_kernel_get_stats(&s1);
+    CHECK_EQ_INT(s1.restrict_launches, s0.restrict_launches + 1);
+    CHECK_OK(tack_kernel_launch_flags(k, args, 0));
+    CHECK_EQ_DBL(out[3], 6.0);
+    /* No restrict body: the flag changes nothing. */
+    CHECK_OK(tack_kernel_launch_flags(plain, args, TACK_KERNEL_NOALIAS));
+    CHECK_EQ_DBL(out[3], 6.0);
+    tack_kernel_get_stats(&s0);
+    CHECK_EQ_INT(s0.restrict_launches, s1.restrict_launches);
+}

@@ -166,3 +166,31 @@ def test_global_int_outside_int64_says_what_to_do():
     assert "GLOBAL_TOO_BIG" in msg
     assert "is an int" in msg and "is a int" not in msg
     assert "int64" in msg
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_int_of_float_truncates_and_saturates(dtype):
+    edges = [0.0, -0.0, 2.9, -2.9, 0.5, -0.5, 1e30, -1e30, np.inf, -np.inf, np.nan,
+             2.0**63, -(2.0**63), 2.0**62, -(2.0**62), 2.0**63 * (1 - 2**-24),
+             123456789.75, -(2.0**31)]
+    x = np.array(edges, dtype=dtype)
+
+    @tack.kernel
+    def ints(src, out, stored):
+        for i in range(out.shape[0]):
+            out[i] = int(src[i])
+            stored[i] = src[i]
+
+    out = tack.zeros(x.size, dtype=tack.i64)
+    stored = tack.zeros(x.size, dtype=tack.i64)
+    ints(tack.array(x), out, stored)
+    want = []
+    for v in x.tolist():
+        if v != v:
+            want.append(0)
+        elif abs(v) == float("inf"):
+            want.append(2**63 - 1 if v > 0 else -(2**63))
+        else:
+            want.append(max(-(2**63), min(2**63 - 1, int(v))))
+    assert out.numpy().tolist() == want
+    assert stored.numpy().tolist() == want

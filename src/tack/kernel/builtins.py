@@ -97,7 +97,7 @@ def _lower_round_like(name: str) -> Callable[[Lowering, ir.Call], lir.Expr]:
         a0 = e.args[0]
         if not _ty(a0).is_float:
             return lw.ex(a0, INT)
-        return lw.float_to_int(lir.Math(name, _ty(a0), [lw.ex(a0)]))
+        return lw.float_to_int(lir.Math(name, _ty(a0), [lw.ex(a0)]), _ty(a0))
     return lower
 
 

@@ -180,6 +180,40 @@ class CEmitter:
 
     # ---- the kernel -------------------------------------------------------------------
 
+    def arrays(self, depth: int) -> None:
+        for a in self.plan.arrays:
+            t = a.elem.ctype
+            self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
+
+    def body(self) -> None:
+        """The body function's statements, after its array pointers."""
+        p = self.plan
+        self.block(p.setup, 1)
+        if not p.parallel:
+            self.block(p.serial, 1)
+            return
+        self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
+                  f"{p.index}++) {{", 1)
+        self.block(p.iteration, 2)
+        self.emit("}", 1)
+
+    def restrict_body(self, head: str, call: str) -> None:
+        """tack_kernel_body_restrict: the body in a function whose array pointers
+        are restrict parameters (GCC ignores restrict on block-scope pointers),
+        kept out of line so the promise is not lost to inlining."""
+        out = self.lines
+        ptrs = [f"{'const ' if a.const else ''}{a.elem.ctype} *restrict {a.name}"
+                for a in self.plan.arrays]
+        out.append("__attribute__((noinline)) static void tk_body_restrict("
+                   f"{head[1:-1]}, {', '.join(ptrs)}) {{")
+        self.body()
+        out.append("}")
+        args = [f"({'const ' if a.const else ''}{a.elem.ctype} *){self.ex(a.init)}"
+                for a in self.plan.arrays]
+        out.append(f"TK_EXPORT void tack_kernel_body_restrict{head} {{")
+        self.emit(f"tk_body_restrict({call}, {', '.join(args)});", 1)
+        out.append("}")
+
     def generate(self) -> str:
         p = self.plan
         out = self.lines
@@ -191,31 +225,26 @@ class CEmitter:
         head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
         body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
                      "tk_ctx *tk_ctx)")
-        if not p.parallel:
-            out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
-            out.append("    (void)tk_args; (void)tk_ctx; return -1;\n}")
-            out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
-            self.emit("(void)tk_begin; (void)tk_end;", 1)
-            self.block(p.setup, 1)
-            self.block(p.serial, 1)
-            out.append("}")
-            return "\n".join(out) + "\n"
-        assert p.trips is not None
-        # trips: the setup, then the parallel loop's trip count.
+        # trips: the setup, then the parallel loop's trip count (-1: serial).
         out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
-        self.ret = " 0"
-        self.block(p.setup, 1)
-        self.emit(f"return {self.ex(p.trips)};", 1)
+        if p.parallel:
+            assert p.trips is not None
+            self.ret = " 0"
+            self.arrays(1)
+            self.block(p.setup, 1)
+            self.emit(f"return {self.ex(p.trips)};", 1)
+            self.ret = ""
+        else:
+            self.emit("(void)tk_args; (void)tk_ctx; return -1;", 1)
         out.append("}")
         # body: the setup again (it stores nothing), then trips [begin, end).
-        self.ret = ""
         out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
-        self.block(p.setup, 1)
-        self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
-                  f"{p.index}++) {{", 1)
-        self.block(p.iteration, 2)
-        self.emit("}", 1)
+        self.emit("(void)tk_begin; (void)tk_end;", 1)
+        self.arrays(1)
+        self.body()
         out.append("}")
+        if p.restrict:
+            self.restrict_body(body_head, "tk_begin, tk_end, tk_args, tk_ctx")
         return "\n".join(out) + "\n"
 
 

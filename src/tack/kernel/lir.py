@@ -150,14 +150,12 @@ class Decl(Stmt):
 
 @dataclass
 class ArrayDecl(Stmt):
-    """An array parameter's data pointer; const: the kernel never stores to it;
-    restrict: no other argument overlaps it in this launch."""
+    """An array parameter's data pointer; const: the kernel never stores to it."""
 
     name: str
     elem: DtypeFacts
     init: Expr
     const: bool = False
-    restrict: bool = False
 
 
 @dataclass
@@ -228,18 +226,25 @@ class Unused(Stmt):
 class Plan:
     """One specialization, lowered.
 
-    Both parts start with ``setup`` (argument unpacking and the statements before
-    the parallel loop; they store nothing, so every thread may run them). A
-    parallel kernel then has a trip count and one ``iteration``, which reads its
-    number from the name ``index`` (0 .. trips-1); a serial kernel has ``serial``,
-    run once.
+    ``arrays`` are the array parameters' data pointers; every part of the kernel
+    needs them. Both parts then start with ``setup`` (the rest of the argument
+    unpacking and the statements before the parallel loop; they store nothing, so
+    every thread may run them). A parallel kernel then has a trip count and one
+    ``iteration``, which reads its number from the name ``index`` (0 .. trips-1);
+    a serial kernel has ``serial``, run once.
+
+    restrict: a second body whose data pointers are restrict is worth having (two
+    or more arrays, one stored to); the runtime calls it when no stored array
+    overlaps another argument.
     """
 
     name: str
     filename: str
     debug: bool
+    arrays: list[ArrayDecl]
     setup: list[Stmt]
     parallel: bool
+    restrict: bool = False
     trips: Expr | None = None
     index: str = "tk_k"
     iteration: list[Stmt] = field(default_factory=list)

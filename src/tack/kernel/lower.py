@@ -77,9 +77,9 @@ class Lowering:
     def suffix(self, t: ScalarType) -> str:
         return SUFFIX[t]
 
-    def float_to_int(self, code: lir.Expr) -> lir.Expr:
+    def float_to_int(self, code: lir.Expr, src: ScalarType = F64) -> lir.Expr:
         """Truncate, saturate at the int64 range, NaN -> 0 (as tack_convert)."""
-        return lir.Helper("f2i64", [code])
+        return lir.Helper("f2i64f" if src == F32 else "f2i64", [code])
 
     def conv(self, code: lir.Expr, src: ScalarType, dst: ScalarType) -> lir.Expr:
         if src == dst:
@@ -87,7 +87,7 @@ class Lowering:
         if dst == BOOL:
             return lir.Bin("!=", code, ZERO)
         if dst == INT and src.is_float:
-            return self.float_to_int(code)
+            return self.float_to_int(code, src)
         return lir.Cast(dst, code)
 
     def is_u64(self, e: ir.Expr) -> bool:
@@ -188,7 +188,7 @@ class Lowering:
         if not v.ty.is_float:
             return lir.Cast(arr.facts, self.ex(v, INT))
         if dt == "int64":
-            return lir.Helper("f2i64", [self.ex(v)])
+            return self.float_to_int(self.ex(v), v.ty)
         if dt == "uint64":
             return lir.Helper("f2u64", [self.ex(v)])
         lo, hi = arr.facts.int_range
@@ -354,12 +354,18 @@ class Lowering:
 
     # ---- the kernel -------------------------------------------------------------------
 
+    def arrays(self) -> list[lir.ArrayDecl]:
+        """The array parameters' data pointers: const where never stored to."""
+        return [lir.ArrayDecl(arr_name(p), self.tk.arrays[p].facts, lir.Arg(k, "data"),
+                              const=p not in self.tk.ir.stored)
+                for k, p in enumerate(self.tk.ir.params) if p in self.tk.arrays]
+
     def params(self) -> list[lir.Stmt]:
+        """Extents, sizes and scalar parameters (the data pointers: arrays())."""
         out: list[lir.Stmt] = []
         for k, p in enumerate(self.tk.ir.params):
             if p in self.tk.arrays:
                 arr = self.tk.arrays[p]
-                out.append(lir.ArrayDecl(arr_name(p), arr.facts, lir.Arg(k, "data")))
                 size: lir.Expr | None = None
                 for axis in range(arr.ndim):
                     n = ext_name(p, axis)
@@ -387,9 +393,11 @@ class Lowering:
         scalars = set(tk.scalars)
         all_locals = [n for n in tk.locals if n not in scalars]
         uses_half = any(a.dtype == "float16" for a in tk.arrays.values())
+        arrays = self.arrays()
         plan = lir.Plan(name=tk.ir.name, filename=tk.ir.filename, debug=self.debug,
-                        setup=self.params(), parallel=tk.ir.parallel,
-                        uses_half=uses_half)
+                        arrays=arrays, setup=self.params(), parallel=tk.ir.parallel,
+                        uses_half=uses_half,
+                        restrict=len(arrays) >= 2 and any(not a.const for a in arrays))
         if not tk.ir.parallel:
             plan.setup += self.declare(all_locals)
             plan.serial = self.block(tk.body)

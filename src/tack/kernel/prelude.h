@@ -88,11 +88,20 @@ TK_INLINE int tk_ucmp(uint64_t a, int64_t b) {
     return a == (uint64_t)b ? 0 : -1;
 }
 TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
-/* float -> int: truncate, saturate, NaN -> 0 (as tack_convert). */
+/* float -> int: truncate, saturate, NaN -> 0 (as tack_convert). The usual case costs
+ * one range check that is never taken (false for NaN and for anything outside
+ * (-2^63, 2^63)) and one truncating conversion; the edge cases go out of line. */
+TK_INLINE int64_t tk_f2i64_edge(double x) {
+    return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
+}
 TK_INLINE int64_t tk_f2i64(double x) {
-    if (x != x) return 0;
-    if (x >= 9223372036854775807.0) return INT64_MAX;
-    if (x <= -9223372036854775808.0) return INT64_MIN;
+    if (__builtin_expect(!(fabs(x) < 9223372036854775808.0), 0)) return tk_f2i64_edge(x);
+    return (int64_t)x;
+}
+TK_INLINE int64_t tk_f2i64f(float x) {
+    if (__builtin_expect(!(fabsf(x) < 9223372036854775808.0f), 0)) {
+        return tk_f2i64_edge((double)x);
+    }
     return (int64_t)x;
 }
 TK_INLINE uint64_t tk_f2u64(double x) {
