@@ -17,8 +17,19 @@
 
 #include <structmember.h>
 
-/* Scalar kinds in a key; arrays use 0x10000 | dtype << 8 | ndim. */
-enum { KEY_INT = 1, KEY_FLOAT = 2, KEY_BOOL = 3, KEY_ARRAY = 0x10000 };
+/* Scalar kinds in a key; arrays use 0x10000 | dtype << 8 | ndim. KEY_FLOAT32: a
+ * NumPy float32 (or float16) scalar, which keeps its type in the kernel as in NumPy
+ * 2; its value travels as a double (exact). */
+enum { KEY_INT = 1, KEY_FLOAT = 2, KEY_BOOL = 3, KEY_FLOAT32 = 4, KEY_ARRAY = 0x10000 };
+
+/* NumPy's float32 and float16 scalar types, by name: no NumPy import needed, and
+ * the test costs only calls that pass such a scalar. */
+static bool
+is_numpy_float32(PyObject *obj)
+{
+    const char *name = Py_TYPE(obj)->tp_name;
+    return strcmp(name, "numpy.float32") == 0 || strcmp(name, "numpy.float16") == 0;
+}
 
 typedef struct {
     PyObject_HEAD vectorcallfunc vectorcall;
@@ -243,7 +254,7 @@ read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg
         if (v == -1.0 && PyErr_Occurred()) {
             return -1;
         }
-        *key = KEY_FLOAT;
+        *key = is_numpy_float32(obj) ? KEY_FLOAT32 : KEY_FLOAT;
         arg->f = v;
         return 0;
     }
@@ -268,9 +279,10 @@ signature_of(tackpy_Kernel *kp, const uint32_t *key)
                                  (int)(key[k] & 0xff));
         }
         else {
-            item = PyUnicode_FromString(key[k] == KEY_INT     ? "int"
-                                        : key[k] == KEY_FLOAT ? "float"
-                                                              : "bool");
+            item = PyUnicode_FromString(key[k] == KEY_INT       ? "int"
+                                        : key[k] == KEY_FLOAT   ? "float"
+                                        : key[k] == KEY_FLOAT32 ? "float32"
+                                                                : "bool");
         }
         if (!item) {
             Py_CLEAR(sig);
@@ -518,22 +530,22 @@ tackpy_kernel_stats_fn(PyObject *module, PyObject *unused)
 }
 
 /* The dtype facts the kernel front end needs, from the one dtype table: a tuple of
- * (name, C element type, item size, components, class, bits of the scalar). */
+ * (name, alias, C element type, item size, components, class, bits of the scalar). */
 static PyObject *
 dtype_facts(void)
 {
     PyObject *rows = PyTuple_New(TACK_DTYPE_COUNT);
     Py_ssize_t k = 0;
-#define TACKPY__FACT(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc) \
-    if (rows) {                                                                   \
-        PyObject *row = Py_BuildValue("(ssiiCi)", name, #ctype, (int)(size),      \
-                                      (int)(ncomp), (int)(cls), (int)(bits));     \
-        if (!row) {                                                               \
-            Py_CLEAR(rows);                                                       \
-        }                                                                         \
-        else {                                                                    \
-            PyTuple_SET_ITEM(rows, k++, row);                                     \
-        }                                                                         \
+#define TACKPY__FACT(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc)    \
+    if (rows) {                                                                      \
+        PyObject *row = Py_BuildValue("(sssiiCi)", name, alias, #ctype, (int)(size), \
+                                      (int)(ncomp), (int)(cls), (int)(bits));        \
+        if (!row) {                                                                  \
+            Py_CLEAR(rows);                                                          \
+        }                                                                            \
+        else {                                                                       \
+            PyTuple_SET_ITEM(rows, k++, row);                                        \
+        }                                                                            \
     }
     TACK_DTYPE_LIST(TACKPY__FACT)
 #undef TACKPY__FACT

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tack import _tack
 from tack.kernel import ir, lir
 from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
 
@@ -173,6 +174,21 @@ for _f in ("min", "max"):
                      _lower_minmax))
 register(Builtin("round", (builtins.round,), (1, 1), lambda a: INT,
                  _lower_round_like("rint")))
+
+# tack.f32(x), tack.int8(x), ...: a conversion to a dtype, by the rules of a store.
+# The dtype objects live in the extension; each is reached by its name and alias.
+def _dtype_builtin(facts: ir.DtypeFacts) -> None:
+    objs = tuple({id(o): o for o in (getattr(_tack, facts.name, None),
+                                     getattr(_tack, facts.alias, None))
+                  if o is not None}.values())
+    load = ir.ArrayType(facts.name, 0).load_type
+    register(Builtin("tack." + facts.name, objs, (1, 1), lambda a: load,
+                     lambda lw, e: lw.convert(facts, e.args[0])))
+
+
+for _facts in ir.DTYPES.values():
+    if _facts.components == 1:
+        _dtype_builtin(_facts)
 
 _FLOAT_UNARY = (  # noqa: SIM905  (a word list reads better than 30 quoted names)
     "sqrt cbrt exp exp2 expm1 log2 log10 log1p sin cos tan asin acos atan sinh cosh "

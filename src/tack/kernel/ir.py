@@ -79,6 +79,7 @@ class DtypeFacts:
     """One row of the C runtime's dtype table (TACK_DTYPE_LIST)."""
 
     name: str
+    alias: str  # "f32": tack.f32
     ctype: str  # the C type of one scalar: "float", "uint16_t" for float16
     itemsize: int
     components: int  # 2..4 for the vec types

@@ -66,6 +66,13 @@ class Lowering:
         self.tk = tk
         self.debug = tk.debug
         self.counter = 0
+        self.uses_half = False
+
+    def half(self, name: str, args: list[lir.Expr]) -> lir.Expr:
+        """A float16 helper (prelude.h compiles them only for kernels that use
+        them)."""
+        self.uses_half = True
+        return lir.Helper(name, args)
 
     def fresh(self, stem: str) -> str:
         n = self.counter
@@ -162,7 +169,7 @@ class Lowering:
         if arr.dtype == "bool":
             value = lir.Bin("!=", ref, ZERO)
         elif arr.dtype == "float16":
-            value = lir.Helper("h2f", [ref])
+            value = self.half("h2f", [ref])
         elif arr.load_type == INT:
             value = lir.Cast(INT, ref)
         else:
@@ -171,16 +178,18 @@ class Lowering:
             return lir.Cond(self.checks(e), value, lir.Cast(arr.load_type, ZERO))
         return value
 
-    def store_value(self, arr: ir.ArrayType, v: ir.Expr) -> lir.Expr:
-        """v converted to arr's element type, by tack_convert's rules."""
+    def store_value(self, arr: ir.ArrayType | ir.DtypeFacts, v: ir.Expr) -> lir.Expr:
+        """v converted to an element type, by tack_convert's rules."""
         assert v.ty is not None
+        if isinstance(arr, ir.DtypeFacts):
+            arr = ir.ArrayType(arr.name, 0)
         dt = arr.dtype
         if dt == "bool":
             return lir.Cast(arr.facts, self.truth(v))
         if dt == "float16":
             if v.ty == F32:
-                return lir.Helper("f2h", [self.ex(v)])
-            return lir.Helper("d2h", [self.ex(v, F64)])
+                return self.half("f2h", [self.ex(v)])
+            return self.half("d2h", [self.ex(v, F64)])
         if dt == "float64":
             return self.ex(v, F64)
         if arr.load_type == F32:
@@ -194,6 +203,19 @@ class Lowering:
         lo, hi = arr.facts.int_range
         return lir.Cast(arr.facts, lir.Helper("f2sat", [
             self.ex(v), lir.Lit(float(lo), F64), lir.Lit(float(hi), F64)]))
+
+    def convert(self, facts: ir.DtypeFacts, v: ir.Expr) -> lir.Expr:
+        """tack.f32(v), tack.i8(v), ...: v stored to an element of that dtype and
+        read back (so tack.i8(300) wraps to 44 and tack.f16(x) rounds to half)."""
+        arr = ir.ArrayType(facts.name, 0)
+        value = self.store_value(arr, v)
+        if facts.kind == "b":
+            return lir.Bin("!=", value, ZERO)
+        if facts.name == "float16":
+            return self.half("h2f", [value])
+        if arr.load_type == INT:
+            return lir.Cast(INT, value)
+        return value
 
     # ---- expressions ----------------------------------------------------------------
 
@@ -377,9 +399,11 @@ class Lowering:
                 out.append(lir.Unused([arr_name(p), size_name(p)]))
             else:
                 kind = self.tk.scalars[p]
-                src: lir.Expr = lir.Arg(k, "f" if kind == F64 else "i")
+                src: lir.Expr = lir.Arg(k, "f" if kind.is_float else "i")
                 if kind == BOOL:
                     src = lir.Bin("!=", src, ZERO)
+                elif kind == F32:  # travels as a double, exactly
+                    src = lir.Cast(F32, src)
                 ty = self.tk.locals.get(p, kind)
                 out.append(lir.Decl(ty, var_name(p), self.conv(src, kind, ty)))
                 out.append(lir.Unused([var_name(p)]))
@@ -389,14 +413,17 @@ class Lowering:
         return [lir.Decl(self.tk.locals[n], var_name(n)) for n in sorted(names)]
 
     def plan(self) -> lir.Plan:
+        plan = self._plan()
+        plan.uses_half = self.uses_half
+        return plan
+
+    def _plan(self) -> lir.Plan:
         tk = self.tk
         scalars = set(tk.scalars)
         all_locals = [n for n in tk.locals if n not in scalars]
-        uses_half = any(a.dtype == "float16" for a in tk.arrays.values())
         arrays = self.arrays()
         plan = lir.Plan(name=tk.ir.name, filename=tk.ir.filename, debug=self.debug,
                         arrays=arrays, setup=self.params(), parallel=tk.ir.parallel,
-                        uses_half=uses_half,
                         restrict=len(arrays) >= 2 and any(not a.const for a in arrays))
         if not tk.ir.parallel:
             plan.setup += self.declare(all_locals)

@@ -14,6 +14,7 @@ import builtins
 import inspect
 import math
 import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -329,14 +330,15 @@ class _Parser:
         raise self.error(node, f"{hint} are not supported in kernels")
 
     def resolve(self, node: ast.expr) -> Any:
-        """The object a function name or math.attr refers to, or None."""
+        """The object a function name or module.attr (math.sqrt, tack.f32) refers
+        to, or None."""
         if isinstance(node, ast.Name) and node.id not in self.locals \
                 and node.id not in self.params:
             return self.scope.get(node.id)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             mod = self.resolve(node.value)
-            if mod is math:
-                return getattr(math, node.attr, None)
+            if isinstance(mod, types.ModuleType):
+                return getattr(mod, node.attr, None)
         return None
 
     def call(self, node: ast.Call) -> ir.Expr:
@@ -355,8 +357,9 @@ class _Parser:
         if b is None:
             src = ast.unparse(node.func)
             raise self.error(node, f"'{src}' cannot be called in a kernel; kernels call "
-                             "float, int, bool, abs, min, max, round, len and the "
-                             "math functions listed in docs/kernels.md")
+                             "float, int, bool, abs, min, max, round, len, the "
+                             "dtype conversions (tack.f32(x), tack.i32(x), ...) and "
+                             "the math functions listed in docs/kernels.md")
         args = [self.expr(a) for a in node.args]
         lo, hi = b.arity
         if not lo <= len(args) <= hi:

@@ -16,7 +16,7 @@ from typing import Any
 
 from tack._tack import KernelError
 from tack.kernel import builtins, ir
-from tack.kernel.ir import BOOL, F64, INT, ScalarType, is_weak, promote
+from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType, is_weak, promote
 
 
 @dataclass
@@ -35,7 +35,7 @@ def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
         dict[str, ir.ArrayType], dict[str, ScalarType]]:
     arrays: dict[str, ir.ArrayType] = {}
     scalars: dict[str, ScalarType] = {}
-    kinds = {"int": INT, "float": F64, "bool": BOOL}
+    kinds = {"int": INT, "float": F64, "bool": BOOL, "float32": F32}
     for name, sig in zip(kir.params, signature, strict=False):
         if isinstance(sig, tuple):
             arrays[name] = ir.ArrayType(sig[1], sig[2])
