@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tack import _tack
-from tack.kernel import ir, lir
+from tack.kernel import intrinsics, ir, lir
 from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ class Builtin:
     typing: Callable[[list[ir.Expr]], ScalarType]
     lower: Callable[[Lowering, ir.Call], lir.Expr]
     check: Callable[[list[ir.Expr]], str | None] | None = None
+    kind: str = "expr"  # or "atomic": a statement of its own (ir.Atomic)
 
 
 REGISTRY: dict[str, Builtin] = {}
@@ -221,6 +222,21 @@ _math("isqrt", (1, 1), lambda a: INT,
 _math("ldexp", (2, 2), _float_like, _lower_ldexp, _int_arg("i in math.ldexp(x, i)"))
 _math("degrees", (1, 1), _float_like, _lower_scale(180.0 / 3.141592653589793))
 _math("radians", (1, 1), _float_like, _lower_scale(3.141592653589793 / 180.0))
+
+# Atomics: statements (or the value of an assignment), never inside an expression,
+# so each runs exactly once. Their typing and lowering live with the statement
+# (types.Typer.atomic, lower.Lowering.atomic); the registry names them.
+ATOMIC_DTYPES = ("int32", "int64", "uint32", "uint64", "float32", "float64")
+
+
+def _not_an_expression(*_: Any) -> Any:
+    raise AssertionError("atomics are statements")
+
+
+for _op in ("add", "sub", "min", "max"):
+    register(Builtin(f"tack.atomic_{_op}", (getattr(intrinsics, f"atomic_{_op}"),),
+                     (3, MANY), _not_an_expression, _not_an_expression,
+                     kind="atomic"))
 
 MATH_CONSTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf,
                "nan": math.nan}

@@ -46,9 +46,9 @@ TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
-def prelude() -> str:
-    """prelude.h, as installed with the package."""
-    return resources.files("tack.kernel").joinpath("prelude.h").read_text("utf-8")
+def header(name: str) -> str:
+    """A helper header installed with the package (prelude.h, atomics_cpu.h)."""
+    return resources.files("tack.kernel").joinpath(name).read_text("utf-8")
 
 
 def c_string(s: str) -> str:
@@ -117,6 +117,8 @@ class CEmitter:
             return f"{name}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, lir.Index):
             return f"{self.ex(e.base)}[{self.ex(e.index)}]"
+        if isinstance(e, lir.Addr):
+            return f"&{self.ex(e.of)}"
         if isinstance(e, lir.Let):  # a GNU statement expression (GCC, Clang)
             return (f"({{ const {CTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
                     f"{self.ex(e.body)}; }})")
@@ -143,6 +145,8 @@ class CEmitter:
             self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)
         elif isinstance(s, lir.Assign):
             self.emit(f"{s.name} = {self.ex(s.value)};", depth)
+        elif isinstance(s, lir.Eval):
+            self.emit(f"(void){self.ex(s.value)};", depth)
         elif isinstance(s, lir.Store):
             store = f"{s.base}[{self.ex(s.index)}] = {self.ex(s.value)};"
             if s.guard is not None:
@@ -221,7 +225,9 @@ class CEmitter:
         out.append(ABI)
         if p.uses_half:
             out.append("#define TK_HALF 1")
-        out.append(prelude())
+        out.append(header("prelude.h"))
+        if p.uses_atomics:
+            out.append(header("atomics_cpu.h"))
         head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
         body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
                      "tk_ctx *tk_ctx)")

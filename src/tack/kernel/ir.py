@@ -232,6 +232,17 @@ class Assign(Stmt):
 
 
 @dataclass
+class Atomic(Stmt):
+    """tack.atomic_<op>(a, i, ..., v) as one atomic read-modify-write of the
+    element; result, when set, is the local that receives the old value."""
+
+    op: str  # add sub min max
+    element: Element
+    value: Expr
+    result: Name | None = None
+
+
+@dataclass
 class If(Stmt):
     test: Expr
     body: list[Stmt]
@@ -304,8 +315,8 @@ def walk(body: list[Stmt]) -> Iterator[Stmt]:
 
 def stores(s: Stmt) -> bool:
     """Whether s (or a statement inside it) stores to an array element."""
-    return any(isinstance(t, Assign) and isinstance(t.target, Element)
-               for t in walk([s]))
+    return any((isinstance(t, Assign) and isinstance(t.target, Element))
+               or isinstance(t, Atomic) for t in walk([s]))
 
 
 def assigned(s: Stmt) -> set[str]:
@@ -314,6 +325,8 @@ def assigned(s: Stmt) -> set[str]:
     for t in walk([s]):
         if isinstance(t, Assign) and isinstance(t.target, Name):
             out.add(t.target.id)
+        elif isinstance(t, Atomic) and t.result is not None:
+            out.add(t.result.id)
         elif isinstance(t, For):
             out.add(t.var)
     return out

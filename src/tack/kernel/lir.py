@@ -114,6 +114,13 @@ class Index(Expr):
 
 
 @dataclass
+class Addr(Expr):
+    """The address of an element (what an atomic helper updates)."""
+
+    of: Index
+
+
+@dataclass
 class Let(Expr):
     """A value computed once and named for body: evaluates value, binds it to
     name (of type ty), then gives body."""
@@ -172,6 +179,13 @@ class Store(Stmt):
     index: Expr
     value: Expr
     guard: Expr | None = None
+
+
+@dataclass
+class Eval(Stmt):
+    """An expression run for its effect (an atomic helper's update)."""
+
+    value: Expr
 
 
 @dataclass
@@ -250,3 +264,4 @@ class Plan:
     iteration: list[Stmt] = field(default_factory=list)
     serial: list[Stmt] = field(default_factory=list)
     uses_half: bool = False
+    uses_atomics: bool = False

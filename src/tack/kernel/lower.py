@@ -336,6 +336,9 @@ class Lowering:
                                      self.store_value(arr, s.value),
                                      self.checks(el) if self.debug else None))
             out += self.fail_check()
+        elif isinstance(s, ir.Atomic):
+            out.append(self.atomic(s))
+            out += self.fail_check()
         elif isinstance(s, ir.If):
             out.append(lir.If(self.truth(s.test), self.block(s.body),
                               self.block(s.orelse)))
@@ -353,6 +356,24 @@ class Lowering:
         else:
             raise TypeError(f"internal: unknown statement {type(s).__name__}")
         return out
+
+    def atomic(self, s: ir.Atomic) -> lir.Stmt:
+        """tk_atomic_<op>_<dtype>(&a[i], v): v converted by the store rule, the old
+        element read back as a load; in debug mode only when the index is in
+        bounds."""
+        el = s.element
+        arr = self.tk.arrays[el.array]
+        ref = lir.Index(lir.Ref(arr_name(el.array)), self.flat_index(el))
+        old = lir.Helper(f"atomic_{s.op}_{arr.dtype}",
+                         [lir.Addr(ref), self.store_value(arr, s.value)])
+        stmt: lir.Stmt
+        if s.result is None:
+            stmt = lir.Eval(old)
+        else:
+            value = old if arr.load_type != INT else lir.Cast(INT, old)
+            stmt = lir.Assign(var_name(s.result.id), self.conv(
+                value, arr.load_type, self.tk.locals[s.result.id]))
+        return lir.If(self.checks(el), [stmt]) if self.debug else stmt
 
     def for_loop(self, s: ir.For) -> list[lir.Stmt]:
         a, b, k = self.fresh("a"), self.fresh("b"), self.fresh("k")
@@ -415,6 +436,7 @@ class Lowering:
     def plan(self) -> lir.Plan:
         plan = self._plan()
         plan.uses_half = self.uses_half
+        plan.uses_atomics = any(isinstance(s, ir.Atomic) for s in ir.walk(self.tk.body))
         return plan
 
     def _plan(self) -> lir.Plan:

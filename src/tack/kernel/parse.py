@@ -149,16 +149,21 @@ class _Parser:
         out: list[ir.Stmt] = []
         for node in nodes:
             s = self.stmt(node)
-            if s is not None:
+            if isinstance(s, list):
+                out += s
+            elif s is not None:
                 out.append(s)
         return out
 
-    def stmt(self, node: ast.stmt) -> ir.Stmt | None:
+    def stmt(self, node: ast.stmt) -> ir.Stmt | list[ir.Stmt] | None:
         line = node.lineno
         if isinstance(node, ast.Assign):
             if len(node.targets) != 1:
                 raise self.error(node, "chained assignment (a = b = c) is not supported "
                                  "in kernels; assign one name at a time")
+            atomic = self.atomic(node.value, node.targets[0])
+            if atomic is not None:
+                return atomic
             return ir.Assign(line, self.target(node.targets[0]), self.expr(node.value))
         if isinstance(node, ast.AugAssign):
             target = self.target(node.target)
@@ -195,6 +200,9 @@ class _Parser:
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value,
                                                                    str):
                 return None  # a string used as a comment
+            atomic = self.atomic(node.value, None)
+            if atomic is not None:
+                return atomic
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
         if isinstance(node, ast.Return):
@@ -202,6 +210,39 @@ class _Parser:
                              "array parameter (and use break or if/else to stop early)")
         what = type(node).__name__
         raise self.error(node, f"'{what}' statements are not supported in kernels")
+
+    def atomic(self, value: ast.expr,
+               target: ast.expr | None) -> list[ir.Stmt] | None:
+        """tack.atomic_<op>(a, i, ..., v) as a statement, or as the whole value of
+        an assignment (old = ..., out[i] = ...); None when value is no atomic
+        call. An element target gets the old value through a local of its own
+        (named with a '.', which no Python name has)."""
+        if not isinstance(value, ast.Call):
+            return None
+        b = kbuiltins.lookup(self.resolve(value.func))
+        if b is None or b.kind != "atomic":
+            return None
+        if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
+            raise self.error(value, f"{b.name}() takes positional arguments only")
+        if len(value.args) < 3 or not isinstance(value.args[0], ast.Name):
+            raise self.error(value, f"{b.name}(a, i, [j, ...], v) takes an array "
+                             "parameter, one index per axis and a value")
+        name = value.args[0].id
+        self.use_array(name, value)
+        self.stored.add(name)
+        element = ir.Element(value.lineno, name,
+                             [self.expr(i) for i in value.args[1:-1]])
+        line = value.lineno
+        op = b.name.removeprefix("tack.atomic_")
+        if target is None:
+            return [ir.Atomic(line, op, element, self.expr(value.args[-1]))]
+        dest = self.target(target)
+        if isinstance(dest, ir.Name):
+            return [ir.Atomic(line, op, element, self.expr(value.args[-1]), dest)]
+        old = f".old{line}.{value.col_offset}"
+        return [ir.Atomic(line, op, element, self.expr(value.args[-1]),
+                          ir.Name(line, old)),
+                ir.Assign(line, dest, ir.Name(line, old))]
 
     def for_loop(self, node: ast.For) -> ir.For:
         if node.orelse:
@@ -360,6 +401,9 @@ class _Parser:
                              "float, int, bool, abs, min, max, round, len, the "
                              "dtype conversions (tack.f32(x), tack.i32(x), ...) and "
                              "the math functions listed in docs/kernels.md")
+        if b.kind == "atomic":
+            raise self.error(node, f"{b.name}() is a statement of its own, or the "
+                             f"value of an assignment: old = {b.name}(a, i, v)")
         args = [self.expr(a) for a in node.args]
         lo, hi = b.arity
         if not lo <= len(args) <= hi:

@@ -96,6 +96,8 @@ class Typer:
                     s.target.ty = self.env[s.target.id]
             else:
                 self.element(s.target, store=True)
+        elif isinstance(s, ir.Atomic):
+            self.atomic(s)
         elif isinstance(s, ir.If):
             self.expr(s.test)
             self.block(s.body)
@@ -111,6 +113,19 @@ class Typer:
                                      "convert with int(x)")
             self.assign_name(s.var, INT)
             self.block(s.body)
+
+    def atomic(self, s: ir.Atomic) -> None:
+        t = self.element(s.element, store=True)
+        arr = self.arrays[s.element.array]
+        if arr.dtype not in builtins.ATOMIC_DTYPES:
+            raise self.error(s.line, f"tack.atomic_{s.op} needs an array of "
+                             f"{', '.join(builtins.ATOMIC_DTYPES)} elements; "
+                             f"'{s.element.array}' holds {arr.dtype}")
+        self.expr(s.value)
+        if s.result is not None:
+            self.assign_name(s.result.id, t)
+            if self.final:
+                s.result.ty = self.env[s.result.id]
 
     # ---- expressions -----------------------------------------------------------
 
