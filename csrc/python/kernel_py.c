@@ -393,6 +393,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     if (!kernel && !(kernel = compile_spec(kp, key))) {
         return NULL;
     }
+    tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
     tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
                                                   kp->cparams, kp->stored);
     if (status == TACK_OK) {
@@ -400,13 +401,18 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                              ? TACK_KERNEL_NOALIAS
                              : 0;
         Py_BEGIN_ALLOW_THREADS
-            status = tack_kernel_launch_flags(kernel, targs, flags);
+            status = tack_kernel_launch_ex(kernel, targs, flags, &value);
         Py_END_ALLOW_THREADS
     }
     if (status != TACK_OK) {
         return tackpy_raise(kp->st, status);
     }
-    Py_RETURN_NONE;
+    switch (value.kind) {
+    case TACK_KERNEL_RESULT_INT: return PyLong_FromLongLong(value.i);
+    case TACK_KERNEL_RESULT_FLOAT: return PyFloat_FromDouble(value.f);
+    case TACK_KERNEL_RESULT_BOOL: return PyBool_FromLong(value.i != 0);
+    default: Py_RETURN_NONE;
+    }
 }
 
 static PyObject *

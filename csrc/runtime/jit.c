@@ -356,8 +356,7 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     memcpy(&k->trips, &trips, sizeof trips);
     memcpy(&k->body, &body, sizeof body);
-    void *body_restrict = dlsym(handle, "tack_kernel_body_restrict"); /* optional */
-    memcpy(&k->body_restrict, &body_restrict, sizeof body_restrict);
+    tack__kernel_optional(k, handle);
     atomic_init(&k->trip_ns_q8, 0);
     *out = k;
     return TACK_OK;

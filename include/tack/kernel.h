@@ -18,6 +18,18 @@
  *
  * and may export
  *
+ *   const int tack_kernel_result_kind;     a TACK_KERNEL_RESULT_* (absent: none); a
+ *       serial kernel's body stores its returned value in ctx->result_i/result_f
+ *   const int64_t tack_kernel_partial_size;  bytes of one chunk's reduction partials
+ *       (absent or 0: none). The launch then cuts [0, trips) into fixed chunks of
+ *       ctx->chunk trips (a function of the trip count alone, so results never
+ *       depend on the thread count) and calls the body once per chunk; the body
+ *       writes its partials to slot begin / chunk of ctx->partials
+ *   void tack_kernel_finish(const tack_kernel_arg *args, tack_kernel_ctx *ctx,
+ *                           int64_t nchunks);
+ *       after the body: combines the partials in chunk order and stores the
+ *       returned value (a parallel kernel with a return or a reduction)
+ *
  *   void tack_kernel_body_restrict(...);   the same signature and effect as
  *       tack_kernel_body, compiled on the promise that no array the kernel stores
  *       to overlaps another array argument (its pointers are restrict); the launch
@@ -42,7 +54,7 @@
 extern "C" {
 #endif
 
-#define TACK_KERNEL_ABI 1
+#define TACK_KERNEL_ABI 2
 /* The most parameters a kernel may have. */
 #define TACK_KERNEL_MAX_PARAMS 64
 
@@ -72,7 +84,25 @@ struct tack_kernel_ctx {
     int failed;
     void (*fail)(tack_kernel_ctx *ctx, int why, int line, int axis, int64_t index,
                  int64_t extent, const char *name);
+    char *partials;   /* reduction partials, nchunks slots (see the ABI above) */
+    int64_t chunk;    /* trips per chunk of a reduction kernel */
+    int64_t result_i; /* a returned int or bool */
+    double result_f;  /* a returned float */
 };
+
+/* What a kernel returns. */
+typedef enum tack_kernel_result_kind {
+    TACK_KERNEL_RESULT_NONE = 0,
+    TACK_KERNEL_RESULT_INT = 1,
+    TACK_KERNEL_RESULT_FLOAT = 2,
+    TACK_KERNEL_RESULT_BOOL = 3
+} tack_kernel_result_kind;
+
+typedef struct tack_kernel_value {
+    tack_kernel_result_kind kind;
+    int64_t i; /* INT and BOOL */
+    double f;  /* FLOAT */
+} tack_kernel_value;
 
 /* A loaded specialization. Kernels are never unloaded: a pointer stays valid for the
  * life of the process, so launches on other threads never race an unload. */
@@ -127,10 +157,10 @@ enum {
  * with the array, index, file and line in the message.
  */
 TACK_API tack_status tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args);
-/* tack_kernel_launch with flags (TACK_KERNEL_NOALIAS). */
-TACK_API tack_status tack_kernel_launch_flags(tack_kernel *k,
-                                              const tack_kernel_arg *args,
-                                              unsigned flags);
+/* tack_kernel_launch with flags (TACK_KERNEL_NOALIAS) and the returned value.
+ * Out: *result (may be NULL), set only on success. */
+TACK_API tack_status tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args,
+                                           unsigned flags, tack_kernel_value *result);
 
 /* Counters for tests and benchmarks (process-wide, since start). */
 typedef struct tack_kernel_stats {

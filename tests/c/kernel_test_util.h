@@ -19,7 +19,7 @@ static const char double_kernel_source[] =
     "tk_arg;\n"
     "typedef struct tk_ctx { int failed; void (*fail)(struct tk_ctx *, int, int, int,\n"
     "    int64_t, int64_t, const char *); } tk_ctx;\n"
-    "__attribute__((visibility(\"default\"))) const int tack_kernel_abi = 1;\n"
+    "__attribute__((visibility(\"default\"))) const int tack_kernel_abi = 2;\n"
     "__attribute__((visibility(\"default\"))) int64_t\n"
     "tack_kernel_trips(const tk_arg *a, tk_ctx *c) { (void)c; return a[0].shape[0]; }\n"
     "__attribute__((visibility(\"default\"))) void\n"

@@ -199,14 +199,14 @@ TACK_TEST(noalias_flag_runs_the_restrict_body_when_there_is_one)
     tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
     tack_kernel_stats s0, s1;
     tack_kernel_get_stats(&s0);
-    CHECK_OK(tack_kernel_launch_flags(k, args, TACK_KERNEL_NOALIAS));
+    CHECK_OK(tack_kernel_launch_ex(k, args, TACK_KERNEL_NOALIAS, NULL));
     CHECK_EQ_DBL(out[3], 9.0);
     tack_kernel_get_stats(&s1);
     CHECK_EQ_INT(s1.restrict_launches, s0.restrict_launches + 1);
-    CHECK_OK(tack_kernel_launch_flags(k, args, 0));
+    CHECK_OK(tack_kernel_launch_ex(k, args, 0, NULL));
     CHECK_EQ_DBL(out[3], 6.0);
     /* No restrict body: the flag changes nothing. */
-    CHECK_OK(tack_kernel_launch_flags(plain, args, TACK_KERNEL_NOALIAS));
+    CHECK_OK(tack_kernel_launch_ex(plain, args, TACK_KERNEL_NOALIAS, NULL));
     CHECK_EQ_DBL(out[3], 6.0);
     tack_kernel_get_stats(&s0);
     CHECK_EQ_INT(s0.restrict_launches, s1.restrict_launches);

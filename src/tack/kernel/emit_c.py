@@ -40,6 +40,9 @@ typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_a
 typedef struct tk_ctx {{
     int failed;
     void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
+    char *partials;
+    int64_t chunk, result_i;
+    double result_f;
 }} tk_ctx;
 #define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
 TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
@@ -175,6 +178,8 @@ class CEmitter:
             self.emit("}", depth)
         elif isinstance(s, lir.Jump):
             self.emit(f"{s.kind};", depth)
+        elif isinstance(s, lir.SetResult):
+            self.emit(f"tk_ctx->result_{s.field} = {self.ex(s.value)};", depth)
         elif isinstance(s, lir.FailCheck):
             self.emit(f"if (TK_FAILED) return{self.ret};", depth)
         elif isinstance(s, lir.Unused):
@@ -190,16 +195,48 @@ class CEmitter:
             self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
 
     def body(self) -> None:
-        """The body function's statements, after its array pointers."""
+        """The body function's statements, after its array pointers. A reduction
+        starts each chunk at its identity and leaves the chunk's partial in slot
+        begin / chunk."""
         p = self.plan
         self.block(p.setup, 1)
         if not p.parallel:
             self.block(p.serial, 1)
+            if p.result is not None:
+                self.stmt(p.result, 1)
             return
+        for r in p.reductions:
+            self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
         self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
                   f"{p.index}++) {{", 1)
         self.block(p.iteration, 2)
         self.emit("}", 1)
+        if p.reductions:
+            self.emit("tk_red *tk_slot = (tk_red *)tk_ctx->partials + "
+                      "tk_begin / tk_ctx->chunk;", 1)
+            for r in p.reductions:
+                self.emit(f"tk_slot->{r.name} = {r.name};", 1)
+
+    def finish(self) -> None:
+        """tack_kernel_finish: the setup again, the partials folded in chunk order,
+        then the returned value."""
+        p = self.plan
+        self.lines.append("TK_EXPORT void tack_kernel_finish(const tk_arg *tk_args, "
+                          "tk_ctx *tk_ctx, int64_t tk_nchunks) {")
+        self.emit("(void)tk_nchunks;", 1)
+        self.arrays(1)
+        self.block(p.setup, 1)
+        if p.reductions:
+            self.emit("for (int64_t tk_c = 0; tk_c < tk_nchunks; tk_c++) {", 1)
+            self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + "
+                      "tk_c;", 2)
+            for r in p.reductions:
+                self.emit(f"{{ const {CTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
+                          f"{r.name} = {self.ex(r.combine)}; }}", 2)
+            self.emit("}", 1)
+        if p.result is not None:
+            self.stmt(p.result, 1)
+        self.lines.append("}")
 
     def restrict_body(self, head: str, call: str) -> None:
         """tack_kernel_body_restrict: the body in a function whose array pointers
@@ -228,6 +265,13 @@ class CEmitter:
         out.append(header("prelude.h"))
         if p.uses_atomics:
             out.append(header("atomics_cpu.h"))
+        if p.result_kind:
+            out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
+        if p.reductions:
+            fields = " ".join(f"{CTYPE[r.ty]} {r.name};" for r in p.reductions)
+            out.append(f"typedef struct {{ {fields} }} tk_red;")
+            out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
+                       "sizeof(tk_red);")
         head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
         body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
                      "tk_ctx *tk_ctx)")
@@ -251,6 +295,8 @@ class CEmitter:
         out.append("}")
         if p.restrict:
             self.restrict_body(body_head, "tk_begin, tk_end, tk_args, tk_ctx")
+        if p.parallel and (p.reductions or p.result is not None):
+            self.finish()
         return "\n".join(out) + "\n"
 
 

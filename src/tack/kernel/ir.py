@@ -229,6 +229,7 @@ class Stmt:
 class Assign(Stmt):
     target: Name | Element
     value: Expr
+    aug: bool = False  # written x op= v (the parser desugars it to x = x op v)
 
 
 @dataclass
@@ -279,7 +280,8 @@ class KernelIR:
     """One kernel, before specialization.
 
     parallel: the body is ``prelude; for ...`` and the for loop's iterations may run
-    in parallel (see parse.parallel_plan for the rule).
+    in parallel (see parse.parallel_plan for the rule). A final ``return v`` is not
+    in body: it is ``result``.
     """
 
     name: str
@@ -292,6 +294,9 @@ class KernelIR:
     first_use: dict[str, int]  # parameter -> line of its first use, for messages
     lookup: Callable[[str], Any]  # a global or closure value, by name
     file_lines: list[str] = field(default_factory=list)  # the file, for messages
+    result: Expr | None = None  # the value of a final ``return``
+    # names the parallel loop reduces, with their operator (+ * | & ^ min max)
+    reductions: dict[str, str] = field(default_factory=dict)
 
 
 # ---- walkers ---------------------------------------------------------------------
@@ -340,3 +345,90 @@ def breaks_out(body: list[Stmt]) -> bool:
         if isinstance(s, If) and breaks_out(s.body + s.orelse):
             return True
     return False
+
+
+def subexprs(e: Expr) -> Iterator[Expr]:
+    """e and every expression inside it."""
+    yield e
+    kids: list[Expr] = []
+    if isinstance(e, Element):
+        kids = list(e.indices) + ([e.component] if e.component is not None else [])
+    elif isinstance(e, BinOp):
+        kids = [e.left, e.right]
+    elif isinstance(e, UnaryOp):
+        kids = [e.operand]
+    elif isinstance(e, (Compare, BoolOp)):
+        kids = list(e.operands if isinstance(e, Compare) else e.values)
+    elif isinstance(e, IfExp):
+        kids = [e.test, e.body, e.orelse]
+    elif isinstance(e, Call):
+        kids = list(e.args)
+    for k in kids:
+        yield from subexprs(k)
+
+
+def stmt_exprs(s: Stmt) -> list[Expr]:
+    """The expressions a statement itself evaluates (not those of nested
+    statements); an element target's indices count."""
+    if isinstance(s, Assign):
+        return [s.value] + ([s.target] if isinstance(s.target, Element) else [])
+    if isinstance(s, Atomic):
+        return [s.element, s.value]
+    if isinstance(s, (If, While)):
+        return [s.test]
+    if isinstance(s, For):
+        return [s.start, s.stop, s.step]
+    return []
+
+
+def reads(body: list[Stmt], name: str) -> int:
+    """How many times body (nested statements included) reads the local name."""
+    return sum(1 for s in walk(body) for e in stmt_exprs(s) for x in subexprs(e)
+               if isinstance(x, Name) and x.id == name)
+
+
+REDUCE_OPS = ("+", "*", "|", "&", "^")
+
+
+def update_op(s: Stmt, name: str) -> str | None:
+    """The reduction operator when s updates name as a reduction (name op= v, or
+    name = min(name, ...) / max(name, ...), with v not reading name), else None."""
+    if not (isinstance(s, Assign) and isinstance(s.target, Name)
+            and s.target.id == name):
+        return None
+    v = s.value
+    if s.aug and isinstance(v, BinOp) and v.op in REDUCE_OPS \
+            and isinstance(v.left, Name) and v.left.id == name:
+        rest = [v.right]
+        op = v.op
+    elif not s.aug and isinstance(v, Call) and v.func in ("min", "max") \
+            and isinstance(v.args[0], Name) and v.args[0].id == name:
+        rest = v.args[1:]
+        op = v.func
+    else:
+        return None
+    if any(isinstance(x, Name) and x.id == name for r in rest for x in subexprs(r)):
+        return None
+    return op
+
+
+def reduction_op(body: list[Stmt], name: str) -> str | None:
+    """The operator when every assignment to name in body is a reduction update
+    with one operator and body reads name nowhere else; otherwise None."""
+    ops = set()
+    updates = 0
+    for s in walk(body):
+        if isinstance(s, For) and s.var == name:
+            return None
+        if isinstance(s, Atomic) and s.result is not None and s.result.id == name:
+            return None
+        if isinstance(s, Assign) and isinstance(s.target, Name) \
+                and s.target.id == name:
+            op = update_op(s, name)
+            if op is None:
+                return None
+            ops.add(op)
+            updates += 1
+    if len(ops) != 1 or reads(body, name) != updates:
+        return None
+    return ops.pop()

@@ -222,6 +222,14 @@ class Jump(Stmt):
 
 
 @dataclass
+class SetResult(Stmt):
+    """The kernel's returned value: field "i" (int, bool) or "f" (float)."""
+
+    field: str
+    value: Expr
+
+
+@dataclass
 class FailCheck(Stmt):
     """Debug mode: stop this function once any thread has failed."""
 
@@ -234,6 +242,21 @@ class Unused(Stmt):
 
 
 # ---- the kernel -------------------------------------------------------------------
+
+
+@dataclass
+class Reduction:
+    """A local the parallel loop reduces: each chunk starts it at identity, and
+    partials are folded in chunk order as name = combine, where combine reads the
+    running value as Ref(name) and the chunk's partial as Ref(PART)."""
+
+    name: str
+    ty: ScalarType
+    identity: Expr
+    combine: Expr
+
+
+PART = "tk_part"
 
 
 @dataclass
@@ -265,3 +288,8 @@ class Plan:
     serial: list[Stmt] = field(default_factory=list)
     uses_half: bool = False
     uses_atomics: bool = False
+    reductions: list[Reduction] = field(default_factory=list)
+    # the returned value (serial kernels store it at the end of serial; parallel
+    # ones after folding the partials): its kind (kernel.h's TACK_KERNEL_RESULT_*)
+    result: SetResult | None = None
+    result_kind: int = 0

@@ -17,6 +17,8 @@ with a generated suffix or with C.
 
 from __future__ import annotations
 
+import math
+
 from tack.kernel import builtins, ir, lir
 from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
 from tack.kernel.types import TypedKernel
@@ -433,8 +435,55 @@ class Lowering:
     def declare(self, names: list[str]) -> list[lir.Stmt]:
         return [lir.Decl(self.tk.locals[n], var_name(n)) for n in sorted(names)]
 
+    def identity(self, op: str, t: ScalarType) -> lir.Expr:
+        """The value a reduction's partial starts from: op(identity, x) == x."""
+        if op == "+":
+            return lir.Lit(-0.0, t) if t.is_float else lir.Cast(t, ZERO)
+        if op == "*":
+            return lir.Cast(t, lir.Lit(1, INT))
+        if op in ("|", "^"):
+            return lir.Cast(t, ZERO)
+        if op == "&":
+            return lir.Lit(True, BOOL) if t == BOOL else lir.Lit(-1, INT)
+        big = op == "min"
+        if t.is_float:
+            return lir.Cast(t, lir.Lit(math.inf if big else -math.inf, F64))
+        if t == BOOL:
+            return lir.Lit(big, BOOL)
+        return lir.Lit(2**63 - 1 if big else -(2**63), INT)
+
+    def combine(self, op: str, t: ScalarType, acc: lir.Expr,
+                part: lir.Expr) -> lir.Expr:
+        """acc op part, as the update s op= part (or s = min(s, part)) computes it."""
+        if op in ("min", "max"):
+            return lir.Helper(f"{op}_{self.suffix(t)}", [acc, part])
+        r = lir.Bin(op, acc, part)
+        return r if t != BOOL or op in ("|", "&", "^") else self.conv(r, INT, BOOL)
+
+    def reductions(self) -> list[lir.Reduction]:
+        out = []
+        for name, op in sorted(self.tk.ir.reductions.items()):
+            t = self.tk.locals[name]
+            v = var_name(name)
+            out.append(lir.Reduction(v, t, self.identity(op, t), self.combine(
+                op, t, lir.Ref(v), lir.Ref(lir.PART))))
+        return out
+
+    def result(self) -> tuple[lir.SetResult | None, int]:
+        e = self.tk.result
+        if e is None:
+            return None, 0
+        assert e.ty is not None
+        if e.ty.is_float:
+            return lir.SetResult("f", self.ex(e, F64)), 2
+        if e.ty == BOOL:
+            return lir.SetResult("i", lir.Cast(INT, self.ex(e))), 3
+        return lir.SetResult("i", self.ex(e)), 1
+
     def plan(self) -> lir.Plan:
         plan = self._plan()
+        plan.result, plan.result_kind = self.result()
+        plan.reductions = self.reductions() if plan.parallel else []
         plan.uses_half = self.uses_half
         plan.uses_atomics = any(isinstance(s, ir.Atomic) for s in ir.walk(self.tk.body))
         return plan

@@ -109,7 +109,8 @@ class _Parser:
                 fdef, "kernel parameters are plain positional names: no defaults, "
                 "*args, **kwargs, keyword-only or positional-only markers")
         if fdef.returns is not None:
-            raise self.error(fdef, "kernels return nothing: drop the return annotation")
+            raise self.error(fdef, "kernel types are inferred: drop the return "
+                             "annotation")
         self.params = [p.arg for p in a.args]
         for stmt in ast.walk(fdef):
             if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -123,15 +124,25 @@ class _Parser:
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value,
                                                                 ast.Constant):
             body = body[1:]  # the docstring
+        result = None
+        if body and isinstance(body[-1], ast.Return):
+            ret = body[-1]
+            body = body[:-1]
+            if ret.value is not None:
+                if isinstance(ret.value, (ast.Tuple, ast.List)):
+                    raise self.error(ret, "a kernel returns one scalar")
+                result = self.expr(ret.value)
         stmts = self.block(body)
         for p in self.array_params:
             if p in self.locals:
                 raise self.error(fdef, f"array parameter '{p}' cannot be reassigned")
+        parallel, reductions = parallel_plan(stmts, self.params, result)
         return ir.KernelIR(
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
-            parallel=parallel_plan(stmts, self.params), first_use=dict(self.first_use),
-            lookup=self.lookup, file_lines=self.file_lines)
+            parallel=parallel, first_use=dict(self.first_use),
+            lookup=self.lookup, file_lines=self.file_lines, result=result,
+            reductions=reductions)
 
     def lookup(self, name: str) -> Any:
         """A global or closure value, read now (at specialization time)."""
@@ -173,7 +184,7 @@ class _Parser:
             current = (ir.Name(line, target.id) if isinstance(target, ir.Name) else
                        ir.Element(line, target.array, target.indices, target.component))
             return ir.Assign(line, target, ir.BinOp(line, op, current,
-                                                    self.expr(node.value)))
+                                                    self.expr(node.value)), aug=True)
         if isinstance(node, ast.AnnAssign):
             raise self.error(node, "annotated assignments are not supported in kernels; "
                              "types are inferred (use float(x) or int(x) to convert)")
@@ -206,8 +217,8 @@ class _Parser:
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
         if isinstance(node, ast.Return):
-            raise self.error(node, "kernels return nothing: write results into an "
-                             "array parameter (and use break or if/else to stop early)")
+            raise self.error(node, "a kernel returns once, as its last statement "
+                             "(return total); to stop early use break or if/else")
         what = type(node).__name__
         raise self.error(node, f"'{what}' statements are not supported in kernels")
 
@@ -469,25 +480,43 @@ class _Parser:
         raise self.error(node, f"attribute '.{node.attr}' is not supported in kernels")
 
 
-def parallel_plan(body: list[ir.Stmt], params: list[str]) -> bool:
-    """Whether the kernel's last top-level statement is a parallel loop.
+def parallel_plan(body: list[ir.Stmt], params: list[str],
+                  result: ir.Expr | None = None) -> tuple[bool, dict[str, str]]:
+    """Whether the kernel's last top-level statement is a parallel loop, and the
+    names that loop reduces (name -> operator).
 
     The rule: the body is zero or more statements that store to no array, then one
-    ``for`` over range. Its iterations run in parallel unless the loop body breaks
-    out of that loop or assigns a name that is also assigned before the loop or is
-    a parameter (a value carried from one iteration to the next); then the whole
-    kernel runs serially, in order, exactly as Python would.
+    ``for`` over range (then, optionally, ``return v``). Its iterations run in
+    parallel unless the loop body breaks out of that loop, or assigns a name that
+    is also assigned before the loop or is a parameter (a value carried from one
+    iteration to the next) *other than a reduction*: a name only updated with
+    ``+=``, ``*=``, ``|=``, ``&=``, ``^=`` or ``s = min(s, ...)`` / ``max`` (one
+    operator per name) and read nowhere else in the loop. Each thread then keeps a
+    partial of it. The returned value may read parameters, names assigned before
+    the loop and reductions. Otherwise the whole kernel runs serially, in order,
+    exactly as Python would.
     """
+    serial: tuple[bool, dict[str, str]] = (False, {})
     if not body or not isinstance(body[-1], ir.For):
-        return False
+        return serial
     prelude, loop = body[:-1], body[-1]
-    if any(ir.stores(s) for s in prelude):
-        return False
-    if ir.breaks_out(loop.body):
-        return False
+    if any(ir.stores(s) for s in prelude) or ir.breaks_out(loop.body):
+        return serial
     before = {n for s in prelude for n in ir.assigned(s)} | set(params)
     inside = {n for s in loop.body for n in ir.assigned(s)}
-    return not (before & inside) and loop.var not in before
+    if loop.var in before:
+        return serial
+    reductions = {}
+    for name in sorted(before & inside):
+        op = ir.reduction_op(loop.body, name)
+        if op is None:
+            return serial
+        reductions[name] = op
+    if result is not None and any(
+            isinstance(x, ir.Name) and (x.id in inside | {loop.var})
+            and x.id not in reductions for x in ir.subexprs(result)):
+        return serial  # the value depends on the last iteration: Python's order
+    return True, reductions
 
 
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:

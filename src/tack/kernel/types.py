@@ -29,6 +29,7 @@ class TypedKernel:
     scalars: dict[str, ScalarType]  # scalar parameters: the kind passed
     locals: dict[str, ScalarType]  # every local name (scalar parameters included)
     debug: bool
+    result: ir.Expr | None = None  # the returned value, typed
 
 
 def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
@@ -67,7 +68,7 @@ class Typer:
 
     # ---- statements ------------------------------------------------------------
 
-    def run(self, body: list[ir.Stmt]) -> None:
+    def run(self, body: list[ir.Stmt], result: ir.Expr | None = None) -> None:
         for _ in range(64):
             before = dict(self.env)
             self.block(body)
@@ -75,6 +76,8 @@ class Typer:
                 break
         self.final = True
         self.block(body)
+        if result is not None:
+            self.expr(result)
 
     def block(self, body: list[ir.Stmt]) -> None:
         for s in body:
@@ -291,7 +294,8 @@ def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
     """The typed IR of kir for one signature (see tack._tack.Kernel)."""
     arrays, scalars = signature_types(kir, signature)
     body = copy.deepcopy(kir.body)
+    result = copy.deepcopy(kir.result)
     typer = Typer(kir, arrays, scalars)
-    typer.run(body)
+    typer.run(body, result)
     return TypedKernel(ir=kir, body=body, arrays=arrays, scalars=scalars,
-                       locals=typer.env, debug=debug)
+                       locals=typer.env, debug=debug, result=result)
