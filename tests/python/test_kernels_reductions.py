@@ -34,17 +34,15 @@ def total(x):
 
 
 def chunked_sum(values, init, dtype=np.float64):
-    """The documented association: chunks of ceil(n / 256) trips, each summed in
-    order from -0.0, then folded into init in chunk order (in dtype arithmetic)."""
+    """The documented association: chunks of ceil(n / 256) trips, each summed as 8
+    interleaved partials (interleaved_sum), then folded into init in chunk order
+    (in dtype arithmetic)."""
     values = [dtype(v) for v in values]
     n = len(values)
     chunk = -(-n // REDUCE_CHUNKS)
     acc = dtype(init)
     for c in range(0, n, chunk):
-        part = dtype(-0.0)
-        for v in values[c:c + chunk]:
-            part = dtype(part + v)
-        acc = dtype(acc + part)
+        acc = dtype(acc + dtype(interleaved_sum(values[c:c + chunk], -0.0, dtype)))
     return float(acc)
 
 
@@ -204,3 +202,94 @@ def test_return_errors():
 
     with pytest.raises(tack.KernelError, match="last statement"):
         tack.kernel(early)
+
+
+def interleaved_sum(values, init, dtype=np.float64, partials=8):
+    """The documented association of an inner loop's float sum: trip k of the
+    whole blocks of 8 goes to partial k % 8, the remainder to partial 0, and the
+    partials fold pairwise ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) into init."""
+    values = [dtype(v) for v in values]
+    p = [dtype(-0.0)] * partials
+    whole = len(values) // partials * partials
+    for k in range(whole):
+        p[k % partials] = dtype(p[k % partials] + values[k])
+    for k in range(whole, len(values)):
+        p[0] = dtype(p[0] + values[k])
+    while len(p) > 1:
+        p = [dtype(p[k] + p[k + 1]) for k in range(0, len(p), 2)]
+    return float(dtype(dtype(init) + p[0]))
+
+
+@tack.kernel
+def row_sums(a, out):
+    for r in range(a.shape[0]):
+        s = 0.0
+        for c in range(a.shape[1]):
+            s += a[r, c]
+        out[r] = s
+
+
+@tack.kernel
+def row_sums32(a, out):
+    for r in range(a.shape[0]):
+        s = tack.f32(1.0)
+        for c in range(a.shape[1]):
+            s += a[r, c] * 2.0
+        out[r] = s
+
+
+@pytest.mark.parametrize("cols", [0, 1, 7, 8, 9, 64, 1001])
+def test_inner_loop_sum_uses_interleaved_partials(cols):
+    a = np.random.default_rng(cols).standard_normal((5, cols)).astype(np.float32)
+    out = tack.zeros(5, dtype=tack.f64)
+    row_sums(tack.array(a), out)
+    for r in range(5):
+        assert out.numpy()[r] == interleaved_sum(a[r].astype(np.float64), 0.0)
+    out32 = tack.zeros(5, dtype=tack.f32)
+    row_sums32(tack.array(a), out32)
+    for r in range(5):
+        assert out32.numpy()[r] == np.float32(interleaved_sum(
+            a[r] * np.float32(2.0), 1.0, np.float32))
+
+
+def test_inner_loop_min_max_and_exact_forms():
+    @tack.kernel
+    def stats(a, out):
+        for r in range(a.shape[0]):
+            lo = math.inf
+            hi = -math.inf
+            exact = 0.0
+            for c in range(a.shape[1]):
+                lo = min(lo, a[r, c])
+                hi = max(hi, a[r, c])
+                exact = exact + a[r, c]  # not +=: Python's order
+            out[r, 0] = lo
+            out[r, 1] = hi
+            out[r, 2] = exact
+
+    a = np.random.default_rng(9).standard_normal((4, 37)) * 1e8
+    a[:, ::3] += 1e-8
+    out = tack.zeros((4, 3), dtype=tack.f64)
+    stats(tack.array(a), out)
+    want = np.zeros((4, 3))
+    stats.__wrapped__(a, want)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_inner_loop_with_break_keeps_pythons_order():
+    @tack.kernel
+    def until_negative(a, out):
+        for r in range(a.shape[0]):
+            s = 0.0
+            for c in range(a.shape[1]):
+                if a[r, c] < -2.0:
+                    break
+                s += a[r, c]
+            out[r] = s
+
+    a = np.random.default_rng(2).standard_normal((6, 50)) * 1e6
+    out = tack.zeros(6, dtype=tack.f64)
+    until_negative(tack.array(a), out)
+    want = np.zeros(6)
+    until_negative.__wrapped__(a, want)
+    np.testing.assert_array_equal(out.numpy(), want)

@@ -143,6 +143,10 @@ class CEmitter:
             const = "const " if s.const else ""
             init = self.ex(s.init) if s.init is not None else "0"
             self.emit(f"{const}{CTYPE[s.ty]} {s.name} = {init};", depth)
+        elif isinstance(s, lir.ArrayLocal):
+            init = self.ex(s.init)
+            self.emit(f"{CTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
+                      depth)
         elif isinstance(s, lir.ArrayDecl):
             t = s.elem.ctype
             self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)
@@ -207,15 +211,40 @@ class CEmitter:
             return
         for r in p.reductions:
             self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
-        self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
-                  f"{p.index}++) {{", 1)
-        self.block(p.iteration, 2)
-        self.emit("}", 1)
+        if p.split:
+            self.split_loop()
+        else:
+            self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
+                      f"{p.index}++) {{", 1)
+            self.block(p.iteration, 2)
+            self.emit("}", 1)
         if p.reductions:
             self.emit("tk_red *tk_slot = (tk_red *)tk_ctx->partials + "
                       "tk_begin / tk_ctx->chunk;", 1)
             for r in p.reductions:
                 self.emit(f"tk_slot->{r.name} = {r.name};", 1)
+
+    def split_loop(self) -> None:
+        """The chunk's trips with its float reductions in interleaved partials."""
+        p = self.plan
+        k, u, w = p.index, p.lane, p.width
+        for sp in p.split:
+            self.stmt(lir.ArrayLocal(sp.ty, sp.array, w, sp.identity), 1)
+        # A counted block loop: GCC vectorises it (a "kb + w <= end" test under
+        # -fwrapv it cannot count, and it does not).
+        self.emit(f"const int64_t tk_nb = (tk_end - tk_begin) / {w};", 1)
+        self.emit("for (int64_t tk_b = 0; tk_b < tk_nb; tk_b++) {", 1)
+        self.emit(f"for (int64_t {u} = 0; {u} < {w}; {u}++) {{", 2)
+        self.emit(f"const int64_t {k} = tk_begin + tk_b * {w} + {u};", 3)
+        self.block(p.iteration_split, 3)
+        self.emit("}", 2)
+        self.emit("}", 1)
+        self.emit(f"for (int64_t {k} = tk_begin + tk_nb * {w}; {k} < tk_end; {k}++) {{",
+                  1)
+        self.block(p.iteration_rest, 2)
+        self.emit("}", 1)
+        for sp in p.split:
+            self.stmt(sp.fold, 1)
 
     def finish(self) -> None:
         """tack_kernel_finish: the setup again, the partials folded in chunk order,

@@ -156,6 +156,16 @@ class Decl(Stmt):
 
 
 @dataclass
+class ArrayLocal(Stmt):
+    """A local array of n scalars of type ty, each set to init."""
+
+    ty: ScalarType
+    name: str
+    n: int
+    init: Expr
+
+
+@dataclass
 class ArrayDecl(Stmt):
     """An array parameter's data pointer; const: the kernel never stores to it."""
 
@@ -260,6 +270,21 @@ PART = "tk_part"
 
 
 @dataclass
+class Split:
+    """A float reduction of the parallel loop kept, within a chunk, as
+    PARTIALS interleaved partials in the local array ``array`` (each starting at
+    identity): whole blocks of trips run ``iteration_split`` with trip
+    begin + PARTIALS * b + lane updating partial lane, the rest run
+    ``iteration_rest`` (partial 0), then ``fold`` adds the partials to the
+    reduction in a fixed order."""
+
+    array: str
+    ty: ScalarType
+    identity: Expr
+    fold: Stmt
+
+
+@dataclass
 class Plan:
     """One specialization, lowered.
 
@@ -289,6 +314,11 @@ class Plan:
     uses_half: bool = False
     uses_atomics: bool = False
     reductions: list[Reduction] = field(default_factory=list)
+    split: list[Split] = field(default_factory=list)
+    lane: str = "tk_u"
+    width: int = 8
+    iteration_split: list[Stmt] = field(default_factory=list)
+    iteration_rest: list[Stmt] = field(default_factory=list)
     # the returned value (serial kernels store it at the end of serial; parallel
     # ones after folding the partials): its kind (kernel.h's TACK_KERNEL_RESULT_*)
     result: SetResult | None = None

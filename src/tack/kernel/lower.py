@@ -24,6 +24,9 @@ from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
 from tack.kernel.types import TypedKernel
 
 SUFFIX = {BOOL: "b", INT: "i", F32: "f", F64: "d"}
+# Interleaved partials of an inner loop's float reduction: one AVX-512 vector of
+# float32, two of float64.
+PARTIALS = 8
 CTX = lir.Ref("tk_ctx")
 ZERO = lir.Lit(0, INT)
 
@@ -69,6 +72,8 @@ class Lowering:
         self.debug = tk.debug
         self.counter = 0
         self.uses_half = False
+        # inside a split inner loop: reduction name -> its partial (tk_r[u])
+        self.partial: dict[str, lir.Index] = {}
 
     def half(self, name: str, args: list[lir.Expr]) -> lir.Expr:
         """A float16 helper (prelude.h compiles them only for kernels that use
@@ -228,7 +233,7 @@ class Lowering:
             v = e.value  # type: ignore[union-attr]
             return lir.Lit(v, BOOL if isinstance(v, bool) else t)
         if isinstance(e, ir.Name):
-            return lir.Ref(var_name(e.id))
+            return self.partial.get(e.id) or lir.Ref(var_name(e.id))
         if isinstance(e, ir.Element):
             return self.load(e)
         if isinstance(e, ir.Shape):
@@ -330,7 +335,13 @@ class Lowering:
         if isinstance(s, ir.Assign):
             if isinstance(s.target, ir.Name):
                 ty = self.tk.locals[s.target.id]
-                out.append(lir.Assign(var_name(s.target.id), self.ex(s.value, ty)))
+                part = self.partial.get(s.target.id)
+                if part is not None:  # an inner loop's split reduction
+                    out.append(lir.Store(part.base.name, part.index,  # type: ignore
+                                         self.ex(s.value, ty)))
+                else:
+                    out.append(lir.Assign(var_name(s.target.id),
+                                          self.ex(s.value, ty)))
             else:
                 el = s.target
                 arr = self.tk.arrays[el.array]
@@ -377,7 +388,74 @@ class Lowering:
                 value, arr.load_type, self.tk.locals[s.result.id]))
         return lir.If(self.checks(el), [stmt]) if self.debug else stmt
 
+    def inner_reductions(self, s: ir.For) -> dict[str, str]:
+        """The float reductions (+ * min max) of an inner loop that may be split
+        into PARTIALS interleaved partials: the loop neither breaks nor continues,
+        and each name is only updated as a reduction (ir.reduction_op)."""
+        if self.debug or self.partial or _jumps(s.body):
+            return {}
+        out = {}
+        for name in sorted({n for st in s.body for n in ir.assigned(st)}):
+            op = ir.reduction_op(s.body, name)
+            if op in ("+", "*", "min", "max") and name != s.var \
+                    and self.tk.locals[name].is_float:
+                out[name] = op
+        return out
+
+    def split_loop(self, s: ir.For, red: dict[str, str]) -> list[lir.Stmt]:
+        """An inner loop whose float reductions run as PARTIALS interleaved partials
+        (trip k updates partial k % PARTIALS within whole blocks; the remainder
+        updates partial 0), folded into the name by a fixed pairwise tree. The
+        association is fixed, so the result is deterministic; unrolled over the
+        partials, the compiler can vectorise the loop."""
+        a, b, st, nt = (self.fresh(x) for x in "absn")
+        kb, u, kr = self.fresh("kb"), self.fresh("u"), self.fresh("kr")
+        out: list[lir.Stmt] = [
+            lir.Decl(INT, a, self.ex(s.start, INT), const=True),
+            lir.Decl(INT, b, self.ex(s.stop, INT), const=True),
+            lir.Decl(INT, st, self.ex(s.step, INT), const=True),
+            lir.Decl(INT, nt, lir.Helper("trips", [lir.Ref(a), lir.Ref(b),
+                                                   lir.Ref(st)]), const=True)]
+        parts = {}
+        for name, op in red.items():
+            t = self.tk.locals[name]
+            parts[name] = self.fresh("r")
+            out.append(lir.ArrayLocal(t, parts[name], PARTIALS, self.identity(op, t)))
+        var_ty = self.tk.locals[s.var]
+
+        def trip(k: lir.Expr, slot: lir.Expr) -> list[lir.Stmt]:
+            value = lir.Bin("+", lir.Ref(a), lir.Bin("*", k, lir.Ref(st)))
+            self.partial = {n: lir.Index(lir.Ref(p), slot) for n, p in parts.items()}
+            body = [lir.Assign(var_name(s.var), self.conv(value, INT, var_ty))]
+            body += self.block(s.body)
+            self.partial = {}
+            return body
+
+        width = lir.Lit(PARTIALS, INT)
+        whole = lir.Bin("*", lir.Bin("/", lir.Ref(nt), width), width)
+        out.append(lir.Loop(kb, ZERO, lir.Bin("/", lir.Ref(nt), width), [
+            lir.Loop(u, ZERO, width, trip(lir.Bin("+", lir.Bin("*", lir.Ref(kb), width),
+                                                  lir.Ref(u)), lir.Ref(u)))]))
+        out.append(lir.Loop(kr, whole, lir.Ref(nt), trip(lir.Ref(kr), ZERO)))
+        out += [self.fold(name, op, parts[name]) for name, op in red.items()]
+        return [lir.Scope(out)]
+
+    def fold(self, name: str, op: str, part: str) -> lir.Stmt:
+        """name = name op (((p0 op p1) op (p2 op p3)) op ((p4 op p5) op (p6 op p7)))
+        for the PARTIALS partials in the local array part: a fixed pairwise tree."""
+        t = self.tk.locals[name]
+        level: list[lir.Expr] = [lir.Index(lir.Ref(part), lir.Lit(k, INT))
+                                 for k in range(PARTIALS)]
+        while len(level) > 1:
+            level = [self.combine(op, t, level[k], level[k + 1])
+                     for k in range(0, len(level), 2)]
+        return lir.Assign(var_name(name), self.combine(op, t, lir.Ref(var_name(name)),
+                                                       level[0]))
+
     def for_loop(self, s: ir.For) -> list[lir.Stmt]:
+        red = self.inner_reductions(s)
+        if red:
+            return self.split_loop(s, red)
         a, b, k = self.fresh("a"), self.fresh("b"), self.fresh("k")
         var_ty = self.tk.locals[s.var]
         inner: list[lir.Stmt] = [lir.Decl(INT, a, self.ex(s.start, INT), const=True),
@@ -516,10 +594,37 @@ class Lowering:
         start = lir.Bin("+", lir.Ref("tk_start"),
                         k if step_one else lir.Bin("*", k, lir.Ref("tk_step")))
         var_ty = tk.locals[loop.var]
-        plan.iteration = self.declare(inside) + [
+        head = self.declare(inside) + [
             lir.Assign(var_name(loop.var), self.conv(start, INT, var_ty))]
-        plan.iteration += self.fail_check() + self.block(loop.body)
+        plan.iteration = head + self.fail_check() + self.block(loop.body)
+        split = {} if self.debug else {
+            n: op for n, op in tk.ir.reductions.items()
+            if op in ("+", "*", "min", "max") and tk.locals[n].is_float}
+        if split:
+            # The chunk's float reductions as interleaved partials, like an inner
+            # loop's (split_loop): trip begin + k updates partial k % PARTIALS.
+            parts = {n: self.fresh("r") for n in sorted(split)}
+            plan.width = PARTIALS
+            for n, part in parts.items():
+                t = tk.locals[n]
+                plan.split.append(lir.Split(part, t, self.identity(split[n], t),
+                                            self.fold(n, split[n], part)))
+            for slot, into in ((lir.Ref(plan.lane), "iteration_split"),
+                               (ZERO, "iteration_rest")):
+                self.partial = {n: lir.Index(lir.Ref(p), slot) for n, p in parts.items()}
+                setattr(plan, into, head + self.block(loop.body))
+            self.partial = {}
         return plan
+
+
+def _jumps(body: list[ir.Stmt]) -> bool:
+    """A break or continue that belongs to the loop owning body."""
+    for s in body:
+        if isinstance(s, (ir.Break, ir.Continue)):
+            return True
+        if isinstance(s, ir.If) and _jumps(s.body + s.orelse):
+            return True
+    return False
 
 
 def lower(tk: TypedKernel) -> lir.Plan:
