@@ -30,3 +30,13 @@ def check_both(k: Any, *args: Any, exact: bool = True) -> None:
             np.testing.assert_array_equal(g, w)
         else:
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=0)
+
+
+def read_only(n: int, dtype: Any) -> tack.Array:
+    """A read-only Tack array of n zeros (a DLPack import of a read-only NumPy
+    array)."""
+    host = np.zeros(n, dtype=dtype)
+    host.flags.writeable = False
+    ro = tack.from_dlpack(host)
+    assert not ro.writable
+    return ro

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_helpers import check_both
+from kernel_helpers import check_both, read_only
 
 import tack
 
@@ -114,9 +114,7 @@ def test_wrong_dtype_or_use_is_a_kernel_error():
 
 
 def test_atomics_on_a_read_only_array_are_refused():
-    host = np.zeros(4, dtype=np.int32)
-    host.flags.writeable = False
-    ro = tack.from_dlpack(host)
+    ro = read_only(4, np.int32)
 
     @tack.kernel
     def bump(h):

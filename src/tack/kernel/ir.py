@@ -217,6 +217,17 @@ class Call(Expr):
     args: list[Expr]
 
 
+@dataclass
+class FuncCall(Expr):
+    """A call of a @tack.func: args are expressions for scalar parameters and
+    Names of arrays for array parameters. key (set by the typer) names the typed
+    instance it calls."""
+
+    func: Any  # tack.kernel.func.Func
+    args: list[Expr]
+    key: tuple[Any, ...] | None = field(default=None, compare=False)
+
+
 # ---- statements ----------------------------------------------------------------
 
 
@@ -241,6 +252,20 @@ class Atomic(Stmt):
     element: Element
     value: Expr
     result: Name | None = None
+
+
+@dataclass
+class CallStmt(Stmt):
+    """A func called for its effect (its value, if any, is dropped)."""
+
+    call: FuncCall
+
+
+@dataclass
+class Return(Stmt):
+    """return [value] inside a func (a kernel's final return is KernelIR.result)."""
+
+    value: Expr | None
 
 
 @dataclass
@@ -319,9 +344,16 @@ def walk(body: list[Stmt]) -> Iterator[Stmt]:
 
 
 def stores(s: Stmt) -> bool:
-    """Whether s (or a statement inside it) stores to an array element."""
-    return any((isinstance(t, Assign) and isinstance(t.target, Element))
-               or isinstance(t, Atomic) for t in walk([s]))
+    """Whether s (or a statement inside it) stores to an array element, itself or
+    through a func it calls."""
+    for t in walk([s]):
+        if (isinstance(t, Assign) and isinstance(t.target, Element)) \
+                or isinstance(t, Atomic):
+            return True
+        if any(isinstance(x, FuncCall) and x.func.ir().stored
+               for e in stmt_exprs(t) for x in subexprs(e)):
+            return True
+    return False
 
 
 def assigned(s: Stmt) -> set[str]:
@@ -361,7 +393,7 @@ def subexprs(e: Expr) -> Iterator[Expr]:
         kids = list(e.operands if isinstance(e, Compare) else e.values)
     elif isinstance(e, IfExp):
         kids = [e.test, e.body, e.orelse]
-    elif isinstance(e, Call):
+    elif isinstance(e, (Call, FuncCall)):
         kids = list(e.args)
     for k in kids:
         yield from subexprs(k)
@@ -378,6 +410,10 @@ def stmt_exprs(s: Stmt) -> list[Expr]:
         return [s.test]
     if isinstance(s, For):
         return [s.start, s.stop, s.step]
+    if isinstance(s, CallStmt):
+        return [s.call]
+    if isinstance(s, Return):
+        return [s.value] if s.value is not None else []
     return []
 
 

@@ -58,6 +58,11 @@ def arr_name(name: str) -> str:
     return "p_" + mangle(name)
 
 
+def func_name(tf: TypedKernel) -> str:
+    """The generated name of a func instance."""
+    return f"{tf.cname}_{mangle(tf.ir.name)}"
+
+
 def ext_name(name: str, axis: int) -> str:
     return f"{arr_name(name)}_n{axis}"
 
@@ -264,7 +269,24 @@ class Lowering:
                             self.ex(e.orelse, t))
         if isinstance(e, ir.Call):
             return builtins.REGISTRY[e.func].lower(self, e)
+        if isinstance(e, ir.FuncCall):
+            return self.func_call(e)
         raise AssertionError(type(e))
+
+    def func_call(self, e: ir.FuncCall) -> lir.Expr:
+        """The call of a func instance: the context, then per parameter its data
+        pointer and extents (arrays) or its value in the callee's type."""
+        assert e.key is not None
+        tf = self.tk.funcs[e.key]
+        args: list[lir.Expr] = [CTX]
+        for p, a in zip(tf.ir.params, e.args, strict=True):
+            if p in tf.arrays:
+                assert isinstance(a, ir.Name)
+                args.append(lir.Ref(arr_name(a.id)))
+                args += [lir.Ref(ext_name(a.id, k)) for k in range(tf.arrays[p].ndim)]
+            else:
+                args.append(self.ex(a, tf.locals[p]))
+        return lir.Call(func_name(tf), args)
 
     def compare(self, op: str, a: ir.Expr, b: ir.Expr, ct: ScalarType) -> lir.Expr:
         ua, ub = ct == INT and self.is_u64(a), ct == INT and self.is_u64(b)
@@ -352,6 +374,13 @@ class Lowering:
         elif isinstance(s, ir.Atomic):
             out.append(self.atomic(s))
             out += self.fail_check()
+        elif isinstance(s, ir.CallStmt):
+            out.append(lir.Eval(self.func_call(s.call)))
+            out += self.fail_check()
+        elif isinstance(s, ir.Return):
+            r = self.tk.returns
+            out.append(lir.Return(None if s.value is None or r is None
+                                  else self.ex(s.value, r)))
         elif isinstance(s, ir.If):
             out.append(lir.If(self.truth(s.test), self.block(s.body),
                               self.block(s.orelse)))
@@ -558,12 +587,41 @@ class Lowering:
             return lir.SetResult("i", lir.Cast(INT, self.ex(e))), 3
         return lir.SetResult("i", self.ex(e)), 1
 
+    def function(self) -> lir.Function:
+        """This func instance as a generated function."""
+        tk = self.tk
+        params = []
+        body: list[lir.Stmt] = []
+        for p in tk.ir.params:
+            if p in tk.arrays:
+                arr = tk.arrays[p]
+                params.append(lir.Param(arr_name(p), elem=arr.facts, ndim=arr.ndim,
+                                        const=p not in tk.ir.stored))
+                size: lir.Expr = lir.Lit(1, INT)
+                for axis in range(arr.ndim):
+                    n = lir.Ref(ext_name(p, axis))
+                    size = n if axis == 0 else lir.Bin("*", size, n)
+                body += [lir.Decl(INT, size_name(p), size, True),
+                         lir.Unused([arr_name(p), size_name(p)])]
+            else:
+                params.append(lir.Param(var_name(p), ty=tk.locals[p]))
+        body += self.declare([n for n in tk.locals if n not in tk.scalars])
+        body += self.block(tk.body)
+        if tk.returns is not None:  # a path that falls off the end gives 0
+            body.append(lir.Return(lir.Cast(tk.returns, ZERO)))
+        return lir.Function(func_name(tk), tk.returns, params, body)
+
     def plan(self) -> lir.Plan:
         plan = self._plan()
+        for tf in self.tk.funcs.values():
+            sub = Lowering(tf)
+            plan.functions.append(sub.function())
+            self.uses_half |= sub.uses_half
         plan.result, plan.result_kind = self.result()
         plan.reductions = self.reductions() if plan.parallel else []
         plan.uses_half = self.uses_half
-        plan.uses_atomics = any(isinstance(s, ir.Atomic) for s in ir.walk(self.tk.body))
+        plan.uses_atomics = any(isinstance(s, ir.Atomic) for tk in [self.tk, *(
+            self.tk.funcs.values())] for s in ir.walk(tk.body))
         return plan
 
     def _plan(self) -> lir.Plan:

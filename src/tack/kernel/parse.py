@@ -21,6 +21,7 @@ from typing import Any
 from tack._tack import KernelError
 from tack.kernel import builtins as kbuiltins
 from tack.kernel import ir
+from tack.kernel.func import Func
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -43,8 +44,10 @@ def kernel_error(msg: str, filename: str, lines: list[str], lineno: int,
 
 
 class _Parser:
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], func: bool = False) -> None:
         self.fn = fn
+        self.func = func  # a @tack.func body: return anywhere, no parallel loop
+        self.whole_value: ast.expr | None = None  # the call a statement is made of
         self.name = fn.__name__
         try:
             self.filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -125,7 +128,7 @@ class _Parser:
                                                                 ast.Constant):
             body = body[1:]  # the docstring
         result = None
-        if body and isinstance(body[-1], ast.Return):
+        if not self.func and body and isinstance(body[-1], ast.Return):
             ret = body[-1]
             body = body[:-1]
             if ret.value is not None:
@@ -136,7 +139,8 @@ class _Parser:
         for p in self.array_params:
             if p in self.locals:
                 raise self.error(fdef, f"array parameter '{p}' cannot be reassigned")
-        parallel, reductions = parallel_plan(stmts, self.params, result)
+        parallel, reductions = (False, {}) if self.func else parallel_plan(
+            stmts, self.params, result)
         return ir.KernelIR(
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
@@ -175,7 +179,9 @@ class _Parser:
             atomic = self.atomic(node.value, node.targets[0])
             if atomic is not None:
                 return atomic
-            return ir.Assign(line, self.target(node.targets[0]), self.expr(node.value))
+            target = self.target(node.targets[0])
+            self.whole_value = node.value
+            return ir.Assign(line, target, self.expr(node.value))
         if isinstance(node, ast.AugAssign):
             target = self.target(node.target)
             op = BINOPS.get(type(node.op))
@@ -214,8 +220,19 @@ class _Parser:
             atomic = self.atomic(node.value, None)
             if atomic is not None:
                 return atomic
+            if isinstance(node.value, ast.Call) and isinstance(
+                    self.resolve(node.value.func), Func):
+                self.whole_value = node.value
+                call = self.expr(node.value)
+                assert isinstance(call, ir.FuncCall)
+                return ir.CallStmt(line, call)
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
+        if isinstance(node, ast.Return) and self.func:
+            if isinstance(node.value, (ast.Tuple, ast.List)):
+                raise self.error(node, "a func returns one scalar")
+            return ir.Return(line, None if node.value is None else
+                             self.expr(node.value))
         if isinstance(node, ast.Return):
             raise self.error(node, "a kernel returns once, as its last statement "
                              "(return total); to stop early use break or if/else")
@@ -405,6 +422,8 @@ class _Parser:
                 raise self.error(node, "len() takes one array parameter")
             self.use_array(node.args[0].id, node)
             return ir.Shape(line, node.args[0].id, 0)
+        if isinstance(target, Func):
+            return self.func_call(node, target)
         b = kbuiltins.lookup(target) if target is not None else None
         if b is None:
             src = ast.unparse(node.func)
@@ -421,6 +440,31 @@ class _Parser:
             raise self.error(node, f"{b.name}() takes {kbuiltins.arity_text(b)} "
                              f"arguments in a kernel, got {len(args)}")
         return ir.Call(line, b.name, args)
+
+    def func_call(self, node: ast.Call, f: Func) -> ir.FuncCall:
+        whole, self.whole_value = self.whole_value is node, None
+        fir = f.ir()
+        name = f.fn.__name__
+        if len(node.args) != len(fir.params):
+            raise self.error(node, f"tack.func '{name}' takes {len(fir.params)} "
+                             f"arguments, got {len(node.args)}")
+        if fir.stored and not whole:
+            raise self.error(node, f"tack.func '{name}' stores to an array, so it is "
+                             "called as a statement of its own or as the whole value "
+                             "of an assignment (never twice by one expression)")
+        args: list[ir.Expr] = []
+        for p, a in zip(fir.params, node.args, strict=True):
+            if p in fir.array_params:
+                if not isinstance(a, ast.Name):
+                    raise self.error(a, f"parameter '{p}' of tack.func '{name}' is an "
+                                     "array: pass an array parameter by name")
+                self.use_array(a.id, a)
+                if p in fir.stored:
+                    self.stored.add(a.id)
+                args.append(ir.Name(a.lineno, a.id))
+            else:
+                args.append(self.expr(a))
+        return ir.FuncCall(node.lineno, f, args)
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
         line = node.lineno
@@ -522,3 +566,8 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
     """The IR of fn; raises KernelError at the first unsupported construct."""
     return _Parser(fn).parse()
+
+
+def parse_func(fn: Callable[..., Any]) -> ir.KernelIR:
+    """The IR of a @tack.func body (see tack.kernel.func)."""
+    return _Parser(fn, func=True).parse()
