@@ -73,4 +73,5 @@ from tack.kernel.intrinsics import (  # noqa: E402, F401  (names used inside ker
     atomic_max,
     atomic_min,
     atomic_sub,
+    local_array,
 )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 import tack
 
@@ -40,3 +41,10 @@ def read_only(n: int, dtype: Any) -> tack.Array:
     ro = tack.from_dlpack(host)
     assert not ro.writable
     return ro
+
+
+@pytest.fixture(autouse=True)
+def private_kernel_cache(tmp_path_factory: pytest.TempPathFactory,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel cache of the test session's own (autouse where imported)."""
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))

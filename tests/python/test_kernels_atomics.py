@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_helpers import check_both, read_only
+from kernel_helpers import check_both, private_kernel_cache, read_only  # noqa: F401
 
 import tack
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
-    monkeypatch.setenv("TACK_NUM_THREADS", "4")
 
 
 @tack.kernel

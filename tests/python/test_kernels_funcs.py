@@ -8,15 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from kernel_helpers import check_both, read_only
+from kernel_helpers import check_both, private_kernel_cache, read_only  # noqa: F401
 
 import tack
 from tack.kernel import generate_source
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
 
 
 @tack.func

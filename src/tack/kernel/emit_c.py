@@ -149,6 +149,8 @@ class CEmitter:
             init = self.ex(s.init)
             self.emit(f"{CTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
                       depth)
+        elif isinstance(s, lir.LocalBuffer):
+            self.emit(f"{s.elem.ctype} {s.name}[{s.n}];", depth)
         elif isinstance(s, lir.ArrayDecl):
             t = s.elem.ctype
             self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)

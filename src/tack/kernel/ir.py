@@ -255,6 +255,15 @@ class Atomic(Stmt):
 
 
 @dataclass
+class LocalArray(Stmt):
+    """name = tack.local_array(shape, dtype): (re)creates a zero-filled array."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass
 class CallStmt(Stmt):
     """A func called for its effect (its value, if any, is dropped)."""
 
@@ -322,6 +331,8 @@ class KernelIR:
     result: Expr | None = None  # the value of a final ``return``
     # names the parallel loop reduces, with their operator (+ * | & ^ min max)
     reductions: dict[str, str] = field(default_factory=dict)
+    # tack.local_array names: (shape, dtype)
+    local_arrays: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
 
 # ---- walkers ---------------------------------------------------------------------
@@ -364,6 +375,8 @@ def assigned(s: Stmt) -> set[str]:
             out.add(t.target.id)
         elif isinstance(t, Atomic) and t.result is not None:
             out.add(t.result.id)
+        elif isinstance(t, LocalArray):
+            out.add(t.name)
         elif isinstance(t, For):
             out.add(t.var)
     return out
@@ -468,3 +481,14 @@ def reduction_op(body: list[Stmt], name: str) -> str | None:
     if len(ops) != 1 or reads(body, name) != updates:
         return None
     return ops.pop()
+
+
+def stored_arrays(body: list[Stmt]) -> set[str]:
+    """The arrays body stores to directly (element assignments and atomics)."""
+    out = set()
+    for s in walk(body):
+        if isinstance(s, Assign) and isinstance(s.target, Element):
+            out.add(s.target.array)
+        elif isinstance(s, Atomic):
+            out.add(s.element.array)
+    return out

@@ -174,6 +174,16 @@ class ArrayLocal(Stmt):
 
 
 @dataclass
+class LocalBuffer(Stmt):
+    """A local array of n elements of elem, uninitialised (tack.local_array fills
+    it with zeros where Python creates it)."""
+
+    elem: DtypeFacts
+    name: str
+    n: int
+
+
+@dataclass
 class ArrayDecl(Stmt):
     """An array parameter's data pointer; const: the kernel never stores to it."""
 

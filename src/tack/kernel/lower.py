@@ -377,6 +377,11 @@ class Lowering:
         elif isinstance(s, ir.CallStmt):
             out.append(lir.Eval(self.func_call(s.call)))
             out += self.fail_check()
+        elif isinstance(s, ir.LocalArray):
+            k = self.fresh("z")
+            zero = lir.Cast(ir.DTYPES[s.dtype], ZERO)
+            out.append(lir.Loop(k, ZERO, lir.Lit(math.prod(s.shape), INT), [
+                lir.Store(arr_name(s.name), lir.Ref(k), zero)]))
         elif isinstance(s, ir.Return):
             r = self.tk.returns
             out.append(lir.Return(None if s.value is None or r is None
@@ -539,8 +544,21 @@ class Lowering:
                 out.append(lir.Unused([var_name(p)]))
         return out
 
-    def declare(self, names: list[str]) -> list[lir.Stmt]:
-        return [lir.Decl(self.tk.locals[n], var_name(n)) for n in sorted(names)]
+    def declare(self, names: list[str] | set[str]) -> list[lir.Stmt]:
+        """Declarations of locals, and of the local arrays among names (storage,
+        extents and size)."""
+        out: list[lir.Stmt] = []
+        for n in sorted(names):
+            if n in self.tk.ir.local_arrays:
+                shape, dt = self.tk.ir.local_arrays[n]
+                out.append(lir.LocalBuffer(ir.DTYPES[dt], arr_name(n), math.prod(shape)))
+                out += [lir.Decl(INT, ext_name(n, axis), lir.Lit(d, INT), True)
+                        for axis, d in enumerate(shape)]
+                out += [lir.Decl(INT, size_name(n), lir.Lit(math.prod(shape), INT), True),
+                        lir.Unused([size_name(n)])]
+            else:
+                out.append(lir.Decl(self.tk.locals[n], var_name(n)))
+        return out
 
     def identity(self, op: str, t: ScalarType) -> lir.Expr:
         """The value a reduction's partial starts from: op(identity, x) == x."""
@@ -605,7 +623,8 @@ class Lowering:
                          lir.Unused([arr_name(p), size_name(p)])]
             else:
                 params.append(lir.Param(var_name(p), ty=tk.locals[p]))
-        body += self.declare([n for n in tk.locals if n not in tk.scalars])
+        body += self.declare([n for n in tk.locals if n not in tk.scalars]
+                             + list(tk.ir.local_arrays))
         body += self.block(tk.body)
         if tk.returns is not None:  # a path that falls off the end gives 0
             body.append(lir.Return(lir.Cast(tk.returns, ZERO)))
@@ -633,13 +652,13 @@ class Lowering:
                         arrays=arrays, setup=self.params(), parallel=tk.ir.parallel,
                         restrict=len(arrays) >= 2 and any(not a.const for a in arrays))
         if not tk.ir.parallel:
-            plan.setup += self.declare(all_locals)
+            plan.setup += self.declare(all_locals + list(tk.ir.local_arrays))
             plan.serial = self.block(tk.body)
             return plan
         prelude, loop = tk.body[:-1], tk.body[-1]
         assert isinstance(loop, ir.For)
         before = sorted({n for s in prelude for n in ir.assigned(s)} - scalars)
-        inside = [n for n in all_locals if n not in before]
+        inside = [n for n in [*all_locals, *tk.ir.local_arrays] if n not in before]
         plan.setup += self.declare(before) + self.block(prelude)
         plan.setup += [lir.Line(loop.line),
                        lir.Decl(INT, "tk_start", self.ex(loop.start, INT), True),

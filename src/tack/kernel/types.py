@@ -324,6 +324,7 @@ class Typer:
         tf = self.funcs.get(key)
         if tf is None:
             body = copy.deepcopy(fir.body)
+            arrays = {**arrays, **local_array_types(fir)}
             typer = Typer(fir, arrays, scalars, self.debug, self.funcs)
             typer.run(body)
             tf = TypedKernel(ir=fir, body=body, arrays=arrays, scalars=scalars,
@@ -346,6 +347,11 @@ class Typer:
         return b.typing(e.args)
 
 
+def local_array_types(kir: ir.KernelIR) -> dict[str, ir.ArrayType]:
+    return {n: ir.ArrayType(dt, len(shape)) for n, (shape, dt) in
+            kir.local_arrays.items()}
+
+
 def _func_key(e: ir.FuncCall, arrays: dict[str, ir.ArrayType],
               scalars: dict[str, ScalarType]) -> tuple[Any, ...]:
     return (id(e.func), tuple(sorted(arrays.items())), tuple(scalars.items()))
@@ -357,6 +363,7 @@ def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
                debug: bool) -> TypedKernel:
     """The typed IR of kir for one signature (see tack._tack.Kernel)."""
     arrays, scalars = signature_types(kir, signature)
+    arrays.update(local_array_types(kir))
     body = copy.deepcopy(kir.body)
     result = copy.deepcopy(kir.result)
     typer = Typer(kir, arrays, scalars, debug)
