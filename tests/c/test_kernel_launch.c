@@ -211,3 +211,29 @@ TACK_TEST(noalias_flag_runs_the_restrict_body_when_there_is_one)
     tack_kernel_get_stats(&s0);
     CHECK_EQ_INT(s0.restrict_launches, s1.restrict_launches);
 }
+
+TACK_TEST(specialization_key_words_come_from_the_runtime)
+{
+    static double m1[4], m2[4];
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    tack_array *a = array_on(cpu, m1);
+    tack_array *g = array_on(fake_device(&tack__backend_cuda, 3), m2);
+    CHECK_EQ_INT(tack_kernel_key_array(a),
+                 TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_FLOAT64 << 8 | 1u);
+    uint32_t tail[2];
+    const tack_array *none[2] = {NULL, NULL};
+    tack_kernel_key_tail(2, none, true, tail);
+    CHECK_EQ_INT(tail[0], 1);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    const tack_array *on_cpu[2] = {NULL, a};
+    tack_kernel_key_tail(2, on_cpu, false, tail);
+    CHECK_EQ_INT(tail[0], 0);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    const tack_array *on_gpu[2] = {g, NULL};
+    tack_kernel_key_tail(2, on_gpu, false, tail);
+    CHECK_EQ_INT(tail[1], kDLCUDA);
+    tack_array_release(a);
+    tack_array_release(g);
+    tack_device_release(cpu);
+}

@@ -5,7 +5,8 @@ the same memory) runs the ordinary body, with Python's results."""
 from __future__ import annotations
 
 import numpy as np
-from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse)
+import pytest
+from kernel_helpers import private_kernel_cache, read_only  # noqa: F401
 
 import tack
 from tack.kernel import generate_source
@@ -84,3 +85,16 @@ def test_read_only_arrays_may_overlap():
     add(a, a, out)
     assert restrict_launches() == before + 1
     assert out.numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_dispatch_checks_run_before_any_compile():
+    @tack.kernel
+    def writes(out):
+        for i in range(out.shape[0]):
+            out[i] = 1.0
+
+    before = tack._tack._kernel_stats()["compiles"]
+    with pytest.raises(ValueError, match="'out'"):
+        writes(read_only(4, np.float64))
+    assert tack._tack._kernel_stats()["compiles"] == before
+    assert writes._nspecializations == 0
