@@ -155,6 +155,19 @@ TACK_API void tack_kernel_key_tail(int nparams, const tack_array *const *arrays,
                                    bool debug, uint32_t tail[2]);
 
 /*
+ * The by-value parameter block of one launch: what a GPU launch passes as its
+ * kernel's only argument. For each parameter in order: an array's data pointer (8
+ * bytes) and then its ndim extents (int64 each); a scalar's 8 bytes (an int64 for
+ * int and bool keys, a double for float keys). Every field is 8 bytes, so the block
+ * has no padding and its layout follows from the key alone (a generated kernel
+ * declares the same struct). key: the nparams argument words of the key.
+ */
+TACK_API size_t tack_kernel_params_size(int nparams, const uint32_t *key);
+/* Packs args into block (tack_kernel_params_size(nparams, key) bytes, 8-aligned). */
+TACK_API void tack_kernel_params_pack(int nparams, const uint32_t *key,
+                                      const tack_kernel_arg *args, void *block);
+
+/*
  * Whether the arrays of one launch keep the promise of a restrict body: no array
  * bound to a parameter the kernel may store to shares a byte with another array
  * argument (the same array passed twice included). arrays[k] is NULL for a scalar;

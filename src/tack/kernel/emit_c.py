@@ -7,17 +7,30 @@ so it compiles in tens of milliseconds. ``#line`` directives map compiler messag
 back to the kernel's Python lines; every string that reaches the source (the file
 path, array names) goes through ``c_string``.
 
-What a CUDA (or HIP) emitter adds beside this one, reusing lower.py and prelude.h
-unchanged:
-- type spellings without <stdint.h> under NVRTC (typedefs for int64_t and friends),
-  ``bool`` for tk_bool, and TK_INLINE as ``__device__ __forceinline__``;
-- the entry point: one ``extern "C" __global__`` function that reads its arguments
-  from the by-value parameter block, runs ``plan.setup``, computes ``plan.index``
-  from the block and thread indices, and runs ``plan.iteration`` when it is below
-  ``plan.trips`` (the trip count comes from the same expression, evaluated on the
-  host side's launch or by a one-thread pre-pass); a serial plan runs in one thread;
-- TK_FAILED as a volatile load of the context's flag;
-- math names: the same C99 names (CUDA's libdevice has sqrtf, tgamma, ...).
+What a CUDA (or HIP) emitter adds beside this one, reusing ir.py, builtins.py,
+types.py, lower.py, lir.py and prelude.h unchanged (one more file of this size):
+- the preamble: typedefs for int64_t and friends (NVRTC has no <stdint.h>), the
+  INT64_C/INT64_MIN/NAN/HUGE_VAL macros, ``typedef bool tk_bool``, TK_INLINE as
+  ``__device__ __forceinline__``, TK_FAILED as a volatile load of the context's
+  flag, and the context struct in device memory;
+- atomics_cuda.h beside atomics_cpu.h: the same tk_atomic_<op>_<dtype> names over
+  atomicAdd/atomicSub/atomicMin/atomicMax/atomicCAS (float min/max and 64-bit
+  float add as CAS loops where the architecture lacks them);
+- the entry point: one ``extern "C" __global__`` function per plan that unpacks its
+  arguments (from a parameter block passed by value; the CPU reads tk_args), runs
+  ``plan.setup``, computes ``plan.index`` from the block and thread indices and runs
+  ``plan.iteration`` when it is below the trip count (``plan.trips``, evaluated by a
+  one-thread pre-pass or on the host); a serial plan runs in one thread;
+- restrict spelled ``__restrict__`` on the entry point's pointer parameters;
+- reductions: each block folds its threads' values in a fixed tree (shared
+  memory) into one partial per block, and ``finish`` runs as a one-thread kernel
+  over the partials in block order (``plan.reductions`` gives identity and
+  combine; ``plan.split`` may be ignored on a GPU, or kept per thread);
+- functions: ``__device__`` for every ``plan.functions`` entry (TK_INLINE does it);
+- ``lir.Let`` as a statement expression (NVCC accepts GNU statement expressions)
+  or as a lambda;
+- math names: the same C99 names (CUDA's libdevice has sqrtf, tgamma, ...), and
+  ``--fmad=false`` to keep one rounding per operation.
 """
 
 from __future__ import annotations
