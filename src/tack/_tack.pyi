@@ -1,7 +1,9 @@
 """Type stubs for the C extension tack._tack."""
 
+import builtins
+import types
 from collections.abc import Sequence
-from typing import Any, SupportsIndex, TypeAlias
+from typing import Any, SupportsIndex, TypeAlias, final
 
 import numpy as np
 
@@ -12,6 +14,7 @@ _Shape: TypeAlias = SupportsIndex | Sequence[SupportsIndex]
 _DTypeLike: TypeAlias = "dtype | str | type | np.dtype[Any] | None"
 _DeviceLike: TypeAlias = "Device | str | None"
 
+@final
 class dtype:
     @property
     def name(self) -> str: ...
@@ -54,6 +57,7 @@ f16: dtype
 f32: dtype
 f64: dtype
 
+@final
 class Device:
     @property
     def name(self) -> str: ...
@@ -66,9 +70,10 @@ class Device:
     @property
     def dlpack_device(self) -> tuple[int, int]: ...
     @property
-    def shares_external_context(self) -> bool: ...
+    def shares_external_context(self) -> builtins.bool: ...
     def synchronize(self) -> None: ...
 
+@final
 class Array:
     @property
     def shape(self) -> tuple[int, ...]: ...
@@ -81,19 +86,24 @@ class Array:
     @property
     def nbytes(self) -> int: ...
     @property
-    def writable(self) -> bool: ...
+    def writable(self) -> builtins.bool: ...
     @property
     def device(self) -> Device: ...
     @property
     def ptr(self) -> int: ...
     def numpy(self) -> np.ndarray[Any, Any]: ...
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]: ...
+    def __array__(
+        self, dtype: Any = None, copy: builtins.bool | None = None
+    ) -> np.ndarray[Any, Any]: ...
     def reshape(self, *shape: SupportsIndex | Sequence[SupportsIndex]) -> Array: ...
-    def fill(self, value: Any) -> None: ...
-    def to_device(self, device: _DeviceLike) -> Array: ...
+    def fill(self, value: Any, /) -> None: ...
+    def to_device(self, device: _DeviceLike, *, stream: Any = None) -> Array: ...
     def export_memory(self) -> Any: ...  # tack.ExportedMemory
-    def __getitem__(self, index: SupportsIndex | tuple[SupportsIndex, ...]) -> Any: ...
-    def __setitem__(self, index: SupportsIndex | tuple[SupportsIndex, ...], value: Any) -> None: ...
+    def __getitem__(self, key: SupportsIndex | tuple[SupportsIndex, ...], /) -> Any: ...
+    def __setitem__(
+        self, key: SupportsIndex | tuple[SupportsIndex, ...], value: Any, /
+    ) -> None: ...
+    def __class_getitem__(cls, item: Any, /) -> types.GenericAlias: ...
     def __len__(self) -> int: ...
     # DLPack (dlpack_py.c)
     def __dlpack__(
@@ -102,24 +112,30 @@ class Array:
         stream: int | None = None,
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
-        copy: bool | None = None,
+        copy: builtins.bool | None = None,
     ) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
     __dlpack_c_exchange_api__: Any
     __c_dlpack_exchange_api__: int
 
 def empty(
-    shape: _Shape, dtype: _DTypeLike = None, device: _DeviceLike = None, exportable: bool = False
+    shape: _Shape,
+    dtype: _DTypeLike = None,
+    device: _DeviceLike = None,
+    exportable: builtins.bool = False,
 ) -> Array: ...
 def zeros(
-    shape: _Shape, dtype: _DTypeLike = None, device: _DeviceLike = None, exportable: bool = False
+    shape: _Shape,
+    dtype: _DTypeLike = None,
+    device: _DeviceLike = None,
+    exportable: builtins.bool = False,
 ) -> Array: ...
 def full(
     shape: _Shape,
     fill_value: Any,
     dtype: _DTypeLike = None,
     device: _DeviceLike = None,
-    exportable: bool = False,
+    exportable: builtins.bool = False,
 ) -> Array: ...
 def array(obj: Any, dtype: _DTypeLike = None, device: _DeviceLike = None) -> Array: ...
 def copyto(dst: Array, src: Any) -> None: ...
@@ -129,14 +145,26 @@ def get_default_device() -> Device: ...
 def synchronize() -> None: ...
 
 # DLPack and raw pointers (dlpack_py.c)
-def from_dlpack(x: Any, /, *, device: _DeviceLike = None, copy: bool | None = False) -> Array: ...
+def from_dlpack(
+    x: Any, /, *, device: _DeviceLike = None, copy: builtins.bool | None = False
+) -> Array: ...
 def array_from_ptr(
-    ptr: Any, shape: Any, dtype: Any = None, writable: bool = False
+    ptr: Any, shape: Any, dtype: Any, writable: builtins.bool = False
 ) -> Array: ...
 
+@final
 class Kernel:
     """A compiled kernel; make one with @tack.kernel."""
 
+    def __new__(
+        cls,
+        name: str,
+        params: tuple[str, ...],
+        stored: tuple[builtins.bool, ...],
+        compile: Any,
+        debug: builtins.bool | None = None,
+    ) -> Kernel: ...
+    __wrapped__: Any
     @property
     def name(self) -> str: ...
     @property

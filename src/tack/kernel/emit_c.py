@@ -35,7 +35,9 @@ types.py, lower.py, lir.py and prelude.h unchanged (one more file of this size):
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from importlib import resources
 
 from tack._tack import _KERNEL_ABI
@@ -62,9 +64,17 @@ TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
-def header(name: str) -> str:
-    """A helper header installed with the package (prelude.h, atomics_cpu.h)."""
-    return resources.files("tack.kernel").joinpath(name).read_text("utf-8")
+@functools.cache
+def header(name: str, half: bool = True) -> str:
+    """A helper header installed with the package (prelude.h, atomics_cpu.h), as it
+    is pasted into a source: without its comments (they are for readers of the
+    file), and without its float16 section unless half (smaller sources compile
+    sooner, and fit a nearly full cache folder)."""
+    text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
+    text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
+    if not half:
+        text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
+    return text
 
 
 def c_string(s: str) -> str:
@@ -336,7 +346,7 @@ class CEmitter:
         out.append(ABI)
         if p.uses_half:
             out.append("#define TK_HALF 1")
-        out.append(header("prelude.h"))
+        out.append(header("prelude.h", p.uses_half))
         if p.uses_atomics:
             out.append(header("atomics_cpu.h"))
         if p.result_kind:
