@@ -35,7 +35,6 @@ types.py, lower.py, lir.py and prelude.h unchanged (one more file of this size):
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from importlib import resources
@@ -64,16 +63,21 @@ TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
-@functools.cache
+_headers: dict[tuple[str, bool], str] = {}
+
+
 def header(name: str, half: bool = True) -> str:
     """A helper header installed with the package (prelude.h, atomics_cpu.h), as it
     is pasted into a source: without its comments (they are for readers of the
     file), and without its float16 section unless half (smaller sources compile
-    sooner, and fit a nearly full cache folder)."""
-    text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
-    text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
-    if not half:
-        text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
+    sooner, and fit a nearly full cache folder). Read once."""
+    text = _headers.get((name, half))
+    if text is None:
+        text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
+        text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
+        if not half:
+            text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
+        _headers[(name, half)] = text
     return text
 
 
