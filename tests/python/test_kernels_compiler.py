@@ -99,3 +99,19 @@ def test_mangled_names_are_distinct_and_ascii():
     out = tack.zeros(3, dtype=tack.f64)
     unicode_names(tack.array(np.arange(3.0)), out)
     assert out.numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_backend_selects_the_emitter():
+    @tack.kernel
+    def k(out):
+        for i in range(out.shape[0]):
+            out[i] = 1.0
+
+    sig = (("array", "float64", 1),)
+    with pytest.raises(tack.CompileError, match="device type 2"):
+        k.compile(sig, False, 2)  # kDLCUDA: no emitter yet
+    with pytest.raises(tack.CompileError, match="device type 2"):
+        k.compile(sig, False, 2)  # and again
+    out = tack.zeros(2, dtype=tack.f64)
+    k(out)  # the CPU specialization is another key
+    assert out.numpy().tolist() == [1.0, 1.0]
