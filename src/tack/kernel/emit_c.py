@@ -17,7 +17,7 @@ types.py, lower.py, lir.py and prelude.h unchanged (one more file of this size):
   atomicAdd/atomicSub/atomicMin/atomicMax/atomicCAS (float min/max and 64-bit
   float add as CAS loops where the architecture lacks them);
 - the entry point: one ``extern "C" __global__`` function per plan that unpacks its
-  arguments (from a parameter block passed by value; the CPU reads tk_args), runs
+  arguments from the parameter block (``tk_params``, as here, passed by value), runs
   ``plan.setup``, computes ``plan.index`` from the block and thread indices and runs
   ``plan.iteration`` when it is below the trip count (``plan.trips``, evaluated by a
   one-thread pre-pass or on the host); a serial plan runs in one thread;
@@ -44,13 +44,14 @@ from tack.kernel import lir
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
+KEY_ARRAY = 0x10000  # kernel.h's TACK_KERNEL_KEY_ARRAY
+FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double field
 
 ABI = f"""#include <stdint.h>
 #include <math.h>
 #define TK_EXPORT __attribute__((visibility("default")))
 #define TK_INLINE static inline __attribute__((always_inline))
 typedef _Bool tk_bool;
-typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_arg;
 typedef struct tk_ctx {{
     int failed;
     void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
@@ -129,7 +130,7 @@ class CEmitter:
         if isinstance(e, lir.Ref):
             return e.name
         if isinstance(e, lir.Arg):
-            return f"tk_args[{e.k}].{e.field}"
+            return f"tk_p->a{e.k}{'_n' if e.field == 'shape' else ''}"
         if isinstance(e, lir.Str):
             return c_string(e.text)
         if isinstance(e, lir.Cast):
@@ -227,7 +228,30 @@ class CEmitter:
 
     # ---- the kernel -------------------------------------------------------------------
 
+    def params_block(self) -> None:
+        """The parameter block's struct (kernel.h: 8-byte fields, no padding) and
+        the key words that give the runtime its layout."""
+        p = self.plan
+        fields = []
+        for k, word in enumerate(p.param_key):
+            if word & KEY_ARRAY:
+                fields.append(f"void *a{k};")
+                if word & 0xFF:
+                    fields.append(f"int64_t a{k}_n[{word & 0xFF}];")
+            else:
+                fields.append(f"{'double' if word in FLOAT_KEYS else 'int64_t'} a{k};")
+        self.lines.append(f"typedef struct {{ {' '.join(fields) or 'char tk_none;'} }} "
+                          "tk_params;")
+        self.lines.append(f"TK_EXPORT const int tack_kernel_nparams = {len(p.param_key)};")
+        words = ", ".join(f"{w}u" for w in p.param_key) or "0u"
+        self.lines.append(f"TK_EXPORT const uint32_t tack_kernel_param_key[] = {{{words}}};")
+
+    def unpack(self, depth: int = 1) -> None:
+        self.emit("const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;",
+                  depth)
+
     def arrays(self, depth: int) -> None:
+        self.unpack(depth)
         for a in self.plan.arrays:
             t = a.elem.ctype
             self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
@@ -284,7 +308,7 @@ class CEmitter:
         """tack_kernel_finish: the setup again, the partials folded in chunk order,
         then the returned value."""
         p = self.plan
-        self.lines.append("TK_EXPORT void tack_kernel_finish(const tk_arg *tk_args, "
+        self.lines.append("TK_EXPORT void tack_kernel_finish(const void *tk_pv, "
                           "tk_ctx *tk_ctx, int64_t tk_nchunks) {")
         self.emit("(void)tk_nchunks;", 1)
         self.arrays(1)
@@ -310,11 +334,13 @@ class CEmitter:
                 for a in self.plan.arrays]
         out.append("__attribute__((noinline)) static void tk_body_restrict("
                    f"{head[1:-1]}, {', '.join(ptrs)}) {{")
+        self.unpack()
         self.body()
         out.append("}")
         args = [f"({'const ' if a.const else ''}{a.elem.ctype} *){self.ex(a.init)}"
                 for a in self.plan.arrays]
         out.append(f"TK_EXPORT void tack_kernel_body_restrict{head} {{")
+        self.unpack()
         self.emit(f"tk_body_restrict({call}, {', '.join(args)});", 1)
         out.append("}")
 
@@ -360,10 +386,10 @@ class CEmitter:
             out.append(f"typedef struct {{ {fields} }} tk_red;")
             out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
                        "sizeof(tk_red);")
+        self.params_block()
         self.functions()
-        head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
-        body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
-                     "tk_ctx *tk_ctx)")
+        head = "(const void *tk_pv, tk_ctx *tk_ctx)"
+        body_head = "(int64_t tk_begin, int64_t tk_end, const void *tk_pv, tk_ctx *tk_ctx)"
         # trips: the setup, then the parallel loop's trip count (-1: serial).
         out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
         if p.parallel:
@@ -374,7 +400,7 @@ class CEmitter:
             self.emit(f"return {self.ex(p.trips)};", 1)
             self.ret = ""
         else:
-            self.emit("(void)tk_args; (void)tk_ctx; return -1;", 1)
+            self.emit("(void)tk_pv; (void)tk_ctx; return -1;", 1)
         out.append("}")
         # body: the setup again (it stores nothing), then trips [begin, end).
         out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
@@ -383,7 +409,7 @@ class CEmitter:
         self.body()
         out.append("}")
         if p.restrict:
-            self.restrict_body(body_head, "tk_begin, tk_end, tk_args, tk_ctx")
+            self.restrict_body(body_head, "tk_begin, tk_end, tk_pv, tk_ctx")
         if p.parallel and (p.reductions or p.result is not None):
             self.finish()
         return "\n".join(out) + "\n"
