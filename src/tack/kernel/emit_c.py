@@ -36,6 +36,7 @@ ABI = f"""#include <stdint.h>
 #define TK_EXPORT __attribute__((visibility("default")))
 #define TK_INLINE static inline __attribute__((always_inline))
 typedef _Bool tk_bool;
+typedef const char *tk_name;
 typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_arg;
 typedef struct tk_ctx {{
     int failed;
