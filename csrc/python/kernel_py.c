@@ -3,24 +3,33 @@
  * functions the kernel front end calls.
  *
  * A call goes straight from the interpreter into kernel_vectorcall: bind the
- * arguments, make the specialization key ((dtype, ndim) per array, kind per
- * scalar, then the debug mode: fixed by the decorator or, when it said nothing,
- * TACK_DEBUG read at this call), find it in a small table, run the runtime's checks
- * (devices, memory domains, read-only arrays bound to stored parameters), then launch
- * with the GIL released. Only a miss calls back into Python: the front end turns the
- * kernel into C for that key and builds it with _kernel_build. The table is touched
- * only with the GIL held; launches use only the runtime's kernel pointer, which lives
- * for the whole process.
+ * arguments, run the runtime's checks (devices, memory domains, read-only arrays
+ * bound to stored parameters), make the specialization key with the runtime's
+ * functions ((dtype, ndim) per array, kind per scalar, then the debug mode: fixed by
+ * the decorator or, when it said nothing, TACK_DEBUG read at this call; then the
+ * backend), find it in a small table, then launch with the GIL released (the
+ * restrict body when the runtime finds no stored array overlapping another) and
+ * convert what the kernel returns. Only a miss calls back into Python: the front end
+ * turns the kernel into C for that key and builds it with _kernel_build. The table is
+ * touched only with the GIL held; launches use only the runtime's kernel pointer, which
+ * lives for the whole process.
  */
 #include "tackpy.h"
 #include <string.h>
 
 #include <structmember.h>
 
-/* Scalar kinds in a key; arrays use 0x10000 | dtype << 8 | ndim. KEY_FLOAT32: a
- * NumPy float32 (or float16) scalar, which keeps its type in the kernel as in NumPy
- * 2; its value travels as a double (exact). */
-enum { KEY_INT = 1, KEY_FLOAT = 2, KEY_BOOL = 3, KEY_FLOAT32 = 4, KEY_ARRAY = 0x10000 };
+/* The key words (kernel.h); KEY_FLOAT32: a NumPy float32 (or float16) scalar, which
+ * keeps its type in the kernel as in NumPy 2; its value travels as a double (exact).
+ * A key row is nparams argument words, then the debug mode and the backend. */
+enum {
+    KEY_INT = TACK_KERNEL_KEY_INT,
+    KEY_FLOAT = TACK_KERNEL_KEY_FLOAT,
+    KEY_BOOL = TACK_KERNEL_KEY_BOOL,
+    KEY_FLOAT32 = TACK_KERNEL_KEY_FLOAT32,
+    KEY_ARRAY = TACK_KERNEL_KEY_ARRAY,
+    KEY_TAIL = 2
+};
 
 /* NumPy's float32 and float16 scalar types, by name: no NumPy import needed, and
  * the test costs only calls that pass such a scalar. */
@@ -45,7 +54,7 @@ typedef struct {
     int nparams;
     int debug; /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
     int nspecs, cap;
-    uint32_t *keys;        /* PyMem; nspecs rows of nparams + 1 (the debug mode last) */
+    uint32_t *keys;        /* PyMem; nspecs rows of nparams + KEY_TAIL words */
     tack_kernel **kernels; /* PyMem; nspecs; Borrowed: live for the process */
 } tackpy_Kernel;
 
@@ -204,8 +213,7 @@ read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg
     *array = NULL;
     if (Py_IS_TYPE(obj, kp->st->Array_type)) {
         tack_array *a = ((tackpy_Array *)obj)->arr;
-        *key = KEY_ARRAY | (uint32_t)tack_array_dtype(a) << 8 |
-               (uint32_t)tack_array_ndim(a);
+        *key = tack_kernel_key_array(a);
         arg->data = tack_array_data(a);
         arg->shape = tack_array_shape(a);
         *array = a;
@@ -309,7 +317,7 @@ debug_of_call(const tackpy_Kernel *kp)
 static tack_kernel *
 find_spec(tackpy_Kernel *kp, const uint32_t *key)
 {
-    size_t width = (size_t)kp->nparams + 1;
+    size_t width = (size_t)kp->nparams + KEY_TAIL;
     size_t row = width * sizeof(uint32_t);
     for (int s = 0; s < kp->nspecs; s++) {
         if (memcmp(kp->keys + (size_t)s * width, key, row) == 0) {
@@ -320,7 +328,9 @@ find_spec(tackpy_Kernel *kp, const uint32_t *key)
 }
 
 /* A miss: the front end compiles the specialization (it raises KernelError,
- * CompileError or TypeError, again on every later call with the same key). */
+ * CompileError or TypeError, again on every later call with the same key). Only the
+ * CPU has an emitter today, and only CPU arrays pass the dispatch checks, so the
+ * backend word of the key is not passed on yet. */
 static tack_kernel *
 compile_spec(tackpy_Kernel *kp, const uint32_t *key)
 {
@@ -343,7 +353,7 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     if (again) {
         return again;
     }
-    size_t width = (size_t)kp->nparams + 1;
+    size_t width = (size_t)kp->nparams + KEY_TAIL;
     if (kp->nspecs == kp->cap) {
         int cap = kp->cap ? kp->cap * 2 : 4;
         uint32_t *keys = PyMem_Realloc(kp->keys, (size_t)cap * width * sizeof *keys);
@@ -380,7 +390,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
         }
         argv = bound;
     }
-    uint32_t key[TACK_KERNEL_MAX_PARAMS + 1];
+    uint32_t key[TACK_KERNEL_MAX_PARAMS + KEY_TAIL];
     tack_kernel_arg targs[TACK_KERNEL_MAX_PARAMS];
     const tack_array *arrays[TACK_KERNEL_MAX_PARAMS];
     for (int k = 0; k < kp->nparams; k++) {
@@ -388,22 +398,26 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
             return NULL;
         }
     }
-    key[kp->nparams] = debug_of_call(kp);
+    /* Devices, memory domains and read-only arrays first: a launch that cannot run
+     * compiles nothing. */
+    tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
+                                                  kp->cparams, kp->stored);
+    if (status != TACK_OK) {
+        return tackpy_raise(kp->st, status);
+    }
+    tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
+                         key + kp->nparams);
     tack_kernel *kernel = find_spec(kp, key);
     if (!kernel && !(kernel = compile_spec(kp, key))) {
         return NULL;
     }
     tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
-    tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
-                                                  kp->cparams, kp->stored);
-    if (status == TACK_OK) {
-        unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
-                             ? TACK_KERNEL_NOALIAS
-                             : 0;
-        Py_BEGIN_ALLOW_THREADS
-            status = tack_kernel_launch_ex(kernel, targs, flags, &value);
-        Py_END_ALLOW_THREADS
-    }
+    unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
+                         ? TACK_KERNEL_NOALIAS
+                         : 0;
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_kernel_launch_ex(kernel, targs, flags, &value);
+    Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         return tackpy_raise(kp->st, status);
     }

@@ -75,6 +75,29 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
     return TACK_OK;
 }
 
+/* ---- the specialization key --------------------------------------------------- */
+
+uint32_t
+tack_kernel_key_array(const tack_array *array)
+{
+    return TACK_KERNEL_KEY_ARRAY | (uint32_t)array->dtype << 8 | (uint32_t)array->ndim;
+}
+
+void
+tack_kernel_key_tail(int nparams, const tack_array *const *arrays, bool debug,
+                     uint32_t tail[2])
+{
+    int backend = kDLCPU;
+    for (int k = 0; k < nparams; k++) {
+        if (arrays[k]) {
+            backend = arrays[k]->buffer->device->backend->dlpack_device_type;
+            break;
+        }
+    }
+    tail[0] = debug;
+    tail[1] = (uint32_t)backend;
+}
+
 static bool
 overlap(const tack_array *a, const tack_array *b)
 {

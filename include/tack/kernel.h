@@ -135,6 +135,26 @@ TACK_API tack_status tack_kernel_check_arrays(const char *kernel_name, int npara
                                               const bool *stored);
 
 /*
+ * The specialization key: one word per argument, then the debug mode, then the
+ * backend of the launch (the DLPack device type of its arrays' device: kDLCPU = 1
+ * when there is no array). A dispatcher keeps one compiled kernel per key; two
+ * launches with equal keys may share it, whatever their values and extents.
+ */
+enum {
+    TACK_KERNEL_KEY_INT = 1,     /* a Python int (int64) */
+    TACK_KERNEL_KEY_FLOAT = 2,   /* a Python float (float64) */
+    TACK_KERNEL_KEY_BOOL = 3,    /* a bool */
+    TACK_KERNEL_KEY_FLOAT32 = 4, /* a float32 scalar (kept as float32 in the kernel) */
+    TACK_KERNEL_KEY_ARRAY = 0x10000 /* | dtype << 8 | ndim */
+};
+/* The key word of an array argument. */
+TACK_API uint32_t tack_kernel_key_array(const tack_array *array);
+/* Writes the two words after the arguments' words: tail[0] the debug mode, tail[1]
+ * the backend of the first array (arrays[k] NULL for scalars). */
+TACK_API void tack_kernel_key_tail(int nparams, const tack_array *const *arrays,
+                                   bool debug, uint32_t tail[2]);
+
+/*
  * Whether the arrays of one launch keep the promise of a restrict body: no array
  * bound to a parameter the kernel may store to shares a byte with another array
  * argument (the same array passed twice included). arrays[k] is NULL for a scalar;

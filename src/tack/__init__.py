@@ -67,9 +67,11 @@ from tack._tack import (  # noqa: F401  names, errors, dtypes and their short al
     zeros,
 )
 from tack.kernel import kernel  # noqa: E402, F401  (tack.kernel: the decorator)
+from tack.kernel.func import func  # noqa: E402, F401  (tack.func: the decorator)
 from tack.kernel.intrinsics import (  # noqa: E402, F401  (names used inside kernels)
     atomic_add,
     atomic_max,
     atomic_min,
     atomic_sub,
+    local_array,
 )

@@ -211,3 +211,89 @@ TACK_TEST(noalias_flag_runs_the_restrict_body_when_there_is_one)
     tack_kernel_get_stats(&s0);
     CHECK_EQ_INT(s0.restrict_launches, s1.restrict_launches);
 }
+
+TACK_TEST(specialization_key_words_come_from_the_runtime)
+{
+    static double m1[4], m2[4];
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    tack_array *a = array_on(cpu, m1);
+    tack_array *g = array_on(fake_device(&tack__backend_cuda, 3), m2);
+    CHECK_EQ_INT(tack_kernel_key_array(a),
+                 TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_FLOAT64 << 8 | 1u);
+    uint32_t tail[2];
+    const tack_array *none[2] = {NULL, NULL};
+    tack_kernel_key_tail(2, none, true, tail);
+    CHECK_EQ_INT(tail[0], 1);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    const tack_array *on_cpu[2] = {NULL, a};
+    tack_kernel_key_tail(2, on_cpu, false, tail);
+    CHECK_EQ_INT(tail[0], 0);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    const tack_array *on_gpu[2] = {g, NULL};
+    tack_kernel_key_tail(2, on_gpu, false, tail);
+    CHECK_EQ_INT(tail[1], kDLCUDA);
+    tack_array_release(a);
+    tack_array_release(g);
+    tack_device_release(cpu);
+}
+
+/* A reduction in the generated-code ABI: the sum of a float64 array, one partial per
+ * chunk, folded by finish. */
+static const char sum_kernel_source[] =
+    "#include <stdint.h>\n"
+    "typedef struct { void *data; const int64_t *shape; int64_t i; double f; } "
+    "tk_arg;\n"
+    "typedef struct tk_ctx { int failed; void (*fail)(struct tk_ctx *, int, int, int,\n"
+    "    int64_t, int64_t, const char *); char *partials; int64_t chunk, result_i;\n"
+    "    double result_f; } tk_ctx;\n"
+    "#define E __attribute__((visibility(\"default\")))\n"
+    "E const int tack_kernel_abi = 2;\n"
+    "E const int tack_kernel_result_kind = 2;\n"
+    "E const int64_t tack_kernel_partial_size = sizeof(double);\n"
+    "E int64_t tack_kernel_trips(const tk_arg *a, tk_ctx *c) {\n"
+    "    (void)c; return a[0].shape[0]; }\n"
+    "E void tack_kernel_body(int64_t b, int64_t e, const tk_arg *a, tk_ctx *c) {\n"
+    "    const double *x = a[0].data; double s = -0.0;\n"
+    "    for (int64_t i = b; i < e; i++) s += x[i];\n"
+    "    ((double *)c->partials)[b / c->chunk] = s + (double)(e - b) * 1e6;\n"
+    "}\n"
+    "E void tack_kernel_finish(const tk_arg *a, tk_ctx *c, int64_t n) {\n"
+    "    (void)a; double s = 0; for (int64_t k = 0; k < n; k++)\n"
+    "    s += ((double *)c->partials)[k]; c->result_f = s; c->result_i = n; }\n";
+
+TACK_TEST(reduction_partials_per_fixed_chunk_and_the_returned_value)
+{
+    setenv("TACK_NUM_THREADS", "3", 1);
+    fresh_cache_dir();
+    tack_kernel *k;
+    char *log;
+    CHECK_OK(tack_kernel_build("sum", "t.py", sum_kernel_source, &k, &log));
+    enum { N = 1000 };
+    static double x[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = (double)i;
+    }
+    int64_t shape[1] = {N};
+    tack_kernel_arg args[1] = {{x, shape, 0, 0}};
+    for (int round = 0; round < 3; round++) {
+        tack_kernel_value v = {TACK_KERNEL_RESULT_NONE, -1, -1.0};
+        CHECK_OK(tack_kernel_launch_ex(k, args, 0, &v));
+        CHECK_EQ_INT(v.kind, TACK_KERNEL_RESULT_FLOAT);
+        /* every trip counted once (the 1e6 per trip), in chunks of ceil(N / 256) */
+        CHECK_EQ_DBL(v.f, (double)N * (N - 1) / 2 + (double)N * 1e6);
+        CHECK_EQ_INT(v.i, (N + 3) / 4); /* nchunks: chunk = 4 */
+    }
+    /* No trips: finish folds nothing. */
+    shape[0] = 0;
+    tack_kernel_value v;
+    CHECK_OK(tack_kernel_launch_ex(k, args, 0, &v));
+    CHECK_EQ_DBL(v.f, 0.0);
+    CHECK_EQ_INT(v.i, 0);
+    /* The partials' allocation fails cleanly. */
+    shape[0] = N;
+    tack_test_counting_allocator(1);
+    CHECK_STATUS(tack_kernel_launch_ex(k, args, 0, &v), TACK_ERR_NO_MEMORY);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0);
+    tack_set_allocator(NULL);
+}

@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_helpers import check_both
+from kernel_helpers import check_both, private_kernel_cache, read_only  # noqa: F401
 
 import tack
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
-    monkeypatch.setenv("TACK_NUM_THREADS", "4")
 
 
 @tack.kernel
@@ -114,9 +108,7 @@ def test_wrong_dtype_or_use_is_a_kernel_error():
 
 
 def test_atomics_on_a_read_only_array_are_refused():
-    host = np.zeros(4, dtype=np.int32)
-    host.flags.writeable = False
-    ro = tack.from_dlpack(host)
+    ro = read_only(4, np.int32)
 
     @tack.kernel
     def bump(h):

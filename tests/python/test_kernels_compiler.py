@@ -8,15 +8,11 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse)
 
 import tack
 from tack.kernel import builtins, generate_source, ir, lir
 from tack.kernel.lower import mangle
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
 
 
 def triple(x):  # a Python function registered as a builtin by the test below

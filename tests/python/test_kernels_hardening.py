@@ -10,16 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse)
 
 import tack
 from tack.kernel import generate_source
 
 GLOBAL_TOO_BIG = 2**64
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
 
 
 KERNEL_FILE = '''

@@ -14,15 +14,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse)
 
 import tack
 
 REDUCE_CHUNKS = 256  # launch.c: a reduction's trips are cut into at most this many
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
 
 
 @tack.kernel

@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_helpers import private_kernel_cache, read_only  # noqa: F401
 
 import tack
 from tack.kernel import generate_source
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))
 
 
 def restrict_launches() -> int:
@@ -89,3 +85,16 @@ def test_read_only_arrays_may_overlap():
     add(a, a, out)
     assert restrict_launches() == before + 1
     assert out.numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_dispatch_checks_run_before_any_compile():
+    @tack.kernel
+    def writes(out):
+        for i in range(out.shape[0]):
+            out[i] = 1.0
+
+    before = tack._tack._kernel_stats()["compiles"]
+    with pytest.raises(ValueError, match="'out'"):
+        writes(read_only(4, np.float64))
+    assert tack._tack._kernel_stats()["compiles"] == before
+    assert writes._nspecializations == 0

@@ -119,6 +119,8 @@ class CEmitter:
         if isinstance(e, lir.Math):
             name = e.name if e.generic or e.ty != F32 else e.name + "f"
             return f"{name}({', '.join(self.ex(a) for a in e.args)})"
+        if isinstance(e, lir.Call):
+            return f"{e.name}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, lir.Index):
             return f"{self.ex(e.base)}[{self.ex(e.index)}]"
         if isinstance(e, lir.Addr):
@@ -148,6 +150,8 @@ class CEmitter:
             init = self.ex(s.init)
             self.emit(f"{CTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
                       depth)
+        elif isinstance(s, lir.LocalBuffer):
+            self.emit(f"{s.elem.ctype} {s.name}[{s.n}];", depth)
         elif isinstance(s, lir.ArrayDecl):
             t = s.elem.ctype
             self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)
@@ -185,6 +189,9 @@ class CEmitter:
             self.emit(f"{s.kind};", depth)
         elif isinstance(s, lir.SetResult):
             self.emit(f"tk_ctx->result_{s.field} = {self.ex(s.value)};", depth)
+        elif isinstance(s, lir.Return):
+            value = "" if s.value is None else f" {self.ex(s.value)}"
+            self.emit(f"return{value};", depth)
         elif isinstance(s, lir.FailCheck):
             self.emit(f"if (TK_FAILED) return{self.ret};", depth)
         elif isinstance(s, lir.Unused):
@@ -285,6 +292,31 @@ class CEmitter:
         self.emit(f"tk_body_restrict({call}, {', '.join(args)});", 1)
         out.append("}")
 
+    def signature(self, f: lir.Function) -> str:
+        params = ["tk_ctx *tk_ctx"]
+        for p in f.params:
+            if p.elem is not None:
+                params.append(f"{'const ' if p.const else ''}{p.elem.ctype} *{p.name}")
+                params += [f"int64_t {p.name}_n{axis}" for axis in range(p.ndim)]
+            else:
+                assert p.ty is not None
+                params.append(f"{CTYPE[p.ty]} {p.name}")
+        ret = CTYPE[f.returns] if f.returns is not None else "void"
+        return f"TK_INLINE {ret} {f.name}({', '.join(params)})"
+
+    def functions(self) -> None:
+        """The @tack.func instances: prototypes, then definitions (always inlined)."""
+        fs = self.plan.functions
+        for f in fs:
+            self.lines.append(self.signature(f) + ";")
+        for f in fs:
+            self.lines.append(self.signature(f) + " {")
+            self.ret = " 0" if f.returns is not None else ""
+            self.emit("(void)tk_ctx;", 1)
+            self.block(f.body, 1)
+            self.lines.append("}")
+        self.ret = ""
+
     def generate(self) -> str:
         p = self.plan
         out = self.lines
@@ -302,6 +334,7 @@ class CEmitter:
             out.append(f"typedef struct {{ {fields} }} tk_red;")
             out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
                        "sizeof(tk_red);")
+        self.functions()
         head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
         body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
                      "tk_ctx *tk_ctx)")

@@ -48,3 +48,11 @@ def atomic_max(a: Any, *index_and_value: Any) -> Any:
     if v > old:
         a[_key(tuple(idx))] = v
     return old
+
+
+def local_array(shape: Any, dtype: Any) -> Any:
+    """A zero-filled array of a constant shape, private to each iteration of the
+    kernel's parallel loop (plain Python: a NumPy array)."""
+    import numpy as np
+
+    return np.zeros(shape, dtype=np.dtype(dtype.numpy_str))

@@ -217,6 +217,17 @@ class Call(Expr):
     args: list[Expr]
 
 
+@dataclass
+class FuncCall(Expr):
+    """A call of a @tack.func: args are expressions for scalar parameters and
+    Names of arrays for array parameters. key (set by the typer) names the typed
+    instance it calls."""
+
+    func: Any  # tack.kernel.func.Func
+    args: list[Expr]
+    key: tuple[Any, ...] | None = field(default=None, compare=False)
+
+
 # ---- statements ----------------------------------------------------------------
 
 
@@ -241,6 +252,29 @@ class Atomic(Stmt):
     element: Element
     value: Expr
     result: Name | None = None
+
+
+@dataclass
+class LocalArray(Stmt):
+    """name = tack.local_array(shape, dtype): (re)creates a zero-filled array."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass
+class CallStmt(Stmt):
+    """A func called for its effect (its value, if any, is dropped)."""
+
+    call: FuncCall
+
+
+@dataclass
+class Return(Stmt):
+    """return [value] inside a func (a kernel's final return is KernelIR.result)."""
+
+    value: Expr | None
 
 
 @dataclass
@@ -297,6 +331,8 @@ class KernelIR:
     result: Expr | None = None  # the value of a final ``return``
     # names the parallel loop reduces, with their operator (+ * | & ^ min max)
     reductions: dict[str, str] = field(default_factory=dict)
+    # tack.local_array names: (shape, dtype)
+    local_arrays: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
 
 
 # ---- walkers ---------------------------------------------------------------------
@@ -319,9 +355,16 @@ def walk(body: list[Stmt]) -> Iterator[Stmt]:
 
 
 def stores(s: Stmt) -> bool:
-    """Whether s (or a statement inside it) stores to an array element."""
-    return any((isinstance(t, Assign) and isinstance(t.target, Element))
-               or isinstance(t, Atomic) for t in walk([s]))
+    """Whether s (or a statement inside it) stores to an array element, itself or
+    through a func it calls."""
+    for t in walk([s]):
+        if (isinstance(t, Assign) and isinstance(t.target, Element)) \
+                or isinstance(t, Atomic):
+            return True
+        if any(isinstance(x, FuncCall) and x.func.ir().stored
+               for e in stmt_exprs(t) for x in subexprs(e)):
+            return True
+    return False
 
 
 def assigned(s: Stmt) -> set[str]:
@@ -332,6 +375,8 @@ def assigned(s: Stmt) -> set[str]:
             out.add(t.target.id)
         elif isinstance(t, Atomic) and t.result is not None:
             out.add(t.result.id)
+        elif isinstance(t, LocalArray):
+            out.add(t.name)
         elif isinstance(t, For):
             out.add(t.var)
     return out
@@ -361,7 +406,7 @@ def subexprs(e: Expr) -> Iterator[Expr]:
         kids = list(e.operands if isinstance(e, Compare) else e.values)
     elif isinstance(e, IfExp):
         kids = [e.test, e.body, e.orelse]
-    elif isinstance(e, Call):
+    elif isinstance(e, (Call, FuncCall)):
         kids = list(e.args)
     for k in kids:
         yield from subexprs(k)
@@ -378,6 +423,10 @@ def stmt_exprs(s: Stmt) -> list[Expr]:
         return [s.test]
     if isinstance(s, For):
         return [s.start, s.stop, s.step]
+    if isinstance(s, CallStmt):
+        return [s.call]
+    if isinstance(s, Return):
+        return [s.value] if s.value is not None else []
     return []
 
 
@@ -432,3 +481,14 @@ def reduction_op(body: list[Stmt], name: str) -> str | None:
     if len(ops) != 1 or reads(body, name) != updates:
         return None
     return ops.pop()
+
+
+def stored_arrays(body: list[Stmt]) -> set[str]:
+    """The arrays body stores to directly (element assignments and atomics)."""
+    out = set()
+    for s in walk(body):
+        if isinstance(s, Assign) and isinstance(s.target, Element):
+            out.add(s.target.array)
+        elif isinstance(s, Atomic):
+            out.add(s.element.array)
+    return out

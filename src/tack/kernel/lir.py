@@ -106,6 +106,14 @@ class Math(Expr):
 
 
 @dataclass
+class Call(Expr):
+    """A call of a generated function (a @tack.func instance)."""
+
+    name: str
+    args: list[Expr]
+
+
+@dataclass
 class Index(Expr):
     """base[index]: an element of an array or of an argument's extents."""
 
@@ -163,6 +171,16 @@ class ArrayLocal(Stmt):
     name: str
     n: int
     init: Expr
+
+
+@dataclass
+class LocalBuffer(Stmt):
+    """A local array of n elements of elem, uninitialised (tack.local_array fills
+    it with zeros where Python creates it)."""
+
+    elem: DtypeFacts
+    name: str
+    n: int
 
 
 @dataclass
@@ -240,6 +258,13 @@ class SetResult(Stmt):
 
 
 @dataclass
+class Return(Stmt):
+    """Leaves a generated function, with a value or none."""
+
+    value: Expr | None = None
+
+
+@dataclass
 class FailCheck(Stmt):
     """Debug mode: stop this function once any thread has failed."""
 
@@ -252,6 +277,29 @@ class Unused(Stmt):
 
 
 # ---- the kernel -------------------------------------------------------------------
+
+
+@dataclass
+class Param:
+    """A generated function's parameter: an array (its data pointer ``name`` and
+    ``ndim`` extents ``name_n<axis>``) or a scalar of type ``ty``."""
+
+    name: str
+    ty: ScalarType | None = None
+    elem: DtypeFacts | None = None
+    ndim: int = 0
+    const: bool = False  # an array the function never stores to
+
+
+@dataclass
+class Function:
+    """A @tack.func instance: inlined into every caller. Its first parameter is the
+    launch context (debug-mode failures)."""
+
+    name: str
+    returns: ScalarType | None
+    params: list[Param]
+    body: list[Stmt]
 
 
 @dataclass
@@ -313,6 +361,7 @@ class Plan:
     serial: list[Stmt] = field(default_factory=list)
     uses_half: bool = False
     uses_atomics: bool = False
+    functions: list[Function] = field(default_factory=list)  # callees first
     reductions: list[Reduction] = field(default_factory=list)
     split: list[Split] = field(default_factory=list)
     lane: str = "tk_u"

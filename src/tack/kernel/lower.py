@@ -58,6 +58,11 @@ def arr_name(name: str) -> str:
     return "p_" + mangle(name)
 
 
+def func_name(tf: TypedKernel) -> str:
+    """The generated name of a func instance."""
+    return f"{tf.cname}_{mangle(tf.ir.name)}"
+
+
 def ext_name(name: str, axis: int) -> str:
     return f"{arr_name(name)}_n{axis}"
 
@@ -264,7 +269,24 @@ class Lowering:
                             self.ex(e.orelse, t))
         if isinstance(e, ir.Call):
             return builtins.REGISTRY[e.func].lower(self, e)
+        if isinstance(e, ir.FuncCall):
+            return self.func_call(e)
         raise AssertionError(type(e))
+
+    def func_call(self, e: ir.FuncCall) -> lir.Expr:
+        """The call of a func instance: the context, then per parameter its data
+        pointer and extents (arrays) or its value in the callee's type."""
+        assert e.key is not None
+        tf = self.tk.funcs[e.key]
+        args: list[lir.Expr] = [CTX]
+        for p, a in zip(tf.ir.params, e.args, strict=True):
+            if p in tf.arrays:
+                assert isinstance(a, ir.Name)
+                args.append(lir.Ref(arr_name(a.id)))
+                args += [lir.Ref(ext_name(a.id, k)) for k in range(tf.arrays[p].ndim)]
+            else:
+                args.append(self.ex(a, tf.locals[p]))
+        return lir.Call(func_name(tf), args)
 
     def compare(self, op: str, a: ir.Expr, b: ir.Expr, ct: ScalarType) -> lir.Expr:
         ua, ub = ct == INT and self.is_u64(a), ct == INT and self.is_u64(b)
@@ -352,6 +374,18 @@ class Lowering:
         elif isinstance(s, ir.Atomic):
             out.append(self.atomic(s))
             out += self.fail_check()
+        elif isinstance(s, ir.CallStmt):
+            out.append(lir.Eval(self.func_call(s.call)))
+            out += self.fail_check()
+        elif isinstance(s, ir.LocalArray):
+            k = self.fresh("z")
+            zero = lir.Cast(ir.DTYPES[s.dtype], ZERO)
+            out.append(lir.Loop(k, ZERO, lir.Lit(math.prod(s.shape), INT), [
+                lir.Store(arr_name(s.name), lir.Ref(k), zero)]))
+        elif isinstance(s, ir.Return):
+            r = self.tk.returns
+            out.append(lir.Return(None if s.value is None or r is None
+                                  else self.ex(s.value, r)))
         elif isinstance(s, ir.If):
             out.append(lir.If(self.truth(s.test), self.block(s.body),
                               self.block(s.orelse)))
@@ -510,8 +544,21 @@ class Lowering:
                 out.append(lir.Unused([var_name(p)]))
         return out
 
-    def declare(self, names: list[str]) -> list[lir.Stmt]:
-        return [lir.Decl(self.tk.locals[n], var_name(n)) for n in sorted(names)]
+    def declare(self, names: list[str] | set[str]) -> list[lir.Stmt]:
+        """Declarations of locals, and of the local arrays among names (storage,
+        extents and size)."""
+        out: list[lir.Stmt] = []
+        for n in sorted(names):
+            if n in self.tk.ir.local_arrays:
+                shape, dt = self.tk.ir.local_arrays[n]
+                out.append(lir.LocalBuffer(ir.DTYPES[dt], arr_name(n), math.prod(shape)))
+                out += [lir.Decl(INT, ext_name(n, axis), lir.Lit(d, INT), True)
+                        for axis, d in enumerate(shape)]
+                out += [lir.Decl(INT, size_name(n), lir.Lit(math.prod(shape), INT), True),
+                        lir.Unused([size_name(n)])]
+            else:
+                out.append(lir.Decl(self.tk.locals[n], var_name(n)))
+        return out
 
     def identity(self, op: str, t: ScalarType) -> lir.Expr:
         """The value a reduction's partial starts from: op(identity, x) == x."""
@@ -558,12 +605,42 @@ class Lowering:
             return lir.SetResult("i", lir.Cast(INT, self.ex(e))), 3
         return lir.SetResult("i", self.ex(e)), 1
 
+    def function(self) -> lir.Function:
+        """This func instance as a generated function."""
+        tk = self.tk
+        params = []
+        body: list[lir.Stmt] = []
+        for p in tk.ir.params:
+            if p in tk.arrays:
+                arr = tk.arrays[p]
+                params.append(lir.Param(arr_name(p), elem=arr.facts, ndim=arr.ndim,
+                                        const=p not in tk.ir.stored))
+                size: lir.Expr = lir.Lit(1, INT)
+                for axis in range(arr.ndim):
+                    n = lir.Ref(ext_name(p, axis))
+                    size = n if axis == 0 else lir.Bin("*", size, n)
+                body += [lir.Decl(INT, size_name(p), size, True),
+                         lir.Unused([arr_name(p), size_name(p)])]
+            else:
+                params.append(lir.Param(var_name(p), ty=tk.locals[p]))
+        body += self.declare([n for n in tk.locals if n not in tk.scalars]
+                             + list(tk.ir.local_arrays))
+        body += self.block(tk.body)
+        if tk.returns is not None:  # a path that falls off the end gives 0
+            body.append(lir.Return(lir.Cast(tk.returns, ZERO)))
+        return lir.Function(func_name(tk), tk.returns, params, body)
+
     def plan(self) -> lir.Plan:
         plan = self._plan()
+        for tf in self.tk.funcs.values():
+            sub = Lowering(tf)
+            plan.functions.append(sub.function())
+            self.uses_half |= sub.uses_half
         plan.result, plan.result_kind = self.result()
         plan.reductions = self.reductions() if plan.parallel else []
         plan.uses_half = self.uses_half
-        plan.uses_atomics = any(isinstance(s, ir.Atomic) for s in ir.walk(self.tk.body))
+        plan.uses_atomics = any(isinstance(s, ir.Atomic) for tk in [self.tk, *(
+            self.tk.funcs.values())] for s in ir.walk(tk.body))
         return plan
 
     def _plan(self) -> lir.Plan:
@@ -575,13 +652,13 @@ class Lowering:
                         arrays=arrays, setup=self.params(), parallel=tk.ir.parallel,
                         restrict=len(arrays) >= 2 and any(not a.const for a in arrays))
         if not tk.ir.parallel:
-            plan.setup += self.declare(all_locals)
+            plan.setup += self.declare(all_locals + list(tk.ir.local_arrays))
             plan.serial = self.block(tk.body)
             return plan
         prelude, loop = tk.body[:-1], tk.body[-1]
         assert isinstance(loop, ir.For)
         before = sorted({n for s in prelude for n in ir.assigned(s)} - scalars)
-        inside = [n for n in all_locals if n not in before]
+        inside = [n for n in [*all_locals, *tk.ir.local_arrays] if n not in before]
         plan.setup += self.declare(before) + self.block(prelude)
         plan.setup += [lir.Line(loop.line),
                        lir.Decl(INT, "tk_start", self.ex(loop.start, INT), True),

@@ -18,9 +18,11 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from tack import _tack
 from tack._tack import KernelError
 from tack.kernel import builtins as kbuiltins
-from tack.kernel import ir
+from tack.kernel import intrinsics, ir
+from tack.kernel.func import Func
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -33,6 +35,7 @@ UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+LOCAL_ARRAY_MAX = 1 << 16
 _MISSING = object()
 
 
@@ -43,8 +46,10 @@ def kernel_error(msg: str, filename: str, lines: list[str], lineno: int,
 
 
 class _Parser:
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], func: bool = False) -> None:
         self.fn = fn
+        self.func = func  # a @tack.func body: return anywhere, no parallel loop
+        self.whole_value: ast.expr | None = None  # the call a statement is made of
         self.name = fn.__name__
         try:
             self.filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -73,6 +78,7 @@ class _Parser:
             self.scope.update(closure.nonlocals)
         self.params: list[str] = []
         self.locals: set[str] = set()
+        self.local_arrays: dict[str, tuple[tuple[int, ...], str]] = {}
         self.array_params: set[str] = set()
         self.stored: set[str] = set()
         self.first_use: dict[str, int] = {}
@@ -120,12 +126,17 @@ class _Parser:
                         self.locals.add(t.id)
             elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
                 self.locals.add(stmt.target.id)
+        for stmt in ast.walk(fdef):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                spec = self.local_array_spec(stmt.value)
+                if spec is not None:
+                    self.declare_local_array(stmt, spec)
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value,
                                                                 ast.Constant):
             body = body[1:]  # the docstring
         result = None
-        if body and isinstance(body[-1], ast.Return):
+        if not self.func and body and isinstance(body[-1], ast.Return):
             ret = body[-1]
             body = body[:-1]
             if ret.value is not None:
@@ -136,13 +147,49 @@ class _Parser:
         for p in self.array_params:
             if p in self.locals:
                 raise self.error(fdef, f"array parameter '{p}' cannot be reassigned")
-        parallel, reductions = parallel_plan(stmts, self.params, result)
+        parallel, reductions = (False, {}) if self.func else parallel_plan(
+            stmts, self.params, result)
         return ir.KernelIR(
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
             parallel=parallel, first_use=dict(self.first_use),
             lookup=self.lookup, file_lines=self.file_lines, result=result,
-            reductions=reductions)
+            reductions=reductions, local_arrays=dict(self.local_arrays))
+
+    def local_array_spec(self, value: ast.expr) -> tuple[ast.Call, Any] | None:
+        """(call, dtype object) when value is a tack.local_array(...) call."""
+        if not (isinstance(value, ast.Call)
+                and self.resolve(value.func) is intrinsics.local_array):
+            return None
+        if value.keywords or len(value.args) != 2:
+            raise self.error(value, "tack.local_array(shape, dtype) takes a constant "
+                             "shape and a dtype, positionally")
+        dtype = self.resolve(value.args[1])
+        if not isinstance(dtype, _tack.dtype) or dtype.ncomponents != 1:
+            raise self.error(value.args[1], "the dtype of tack.local_array is a scalar "
+                             "Tack dtype such as tack.f32 or tack.i64")
+        return value, dtype
+
+    def declare_local_array(self, stmt: ast.Assign, spec: tuple[ast.Call, Any]) -> None:
+        call, dtype = spec
+        target = stmt.targets[0]
+        if not isinstance(target, ast.Name) or target.id in self.params:
+            raise self.error(stmt, "tack.local_array(...) is assigned to a local name")
+        dims = call.args[0].elts if isinstance(call.args[0], ast.Tuple) \
+            else [call.args[0]]
+        if not dims or not all(isinstance(d, ast.Constant) and type(d.value) is int
+                               and d.value > 0 for d in dims):
+            raise self.error(call, "the shape of tack.local_array is a tuple of "
+                             "constant positive ints, such as (3,) or (4, 4)")
+        shape = tuple(int(d.value) for d in dims)  # type: ignore[union-attr]
+        if math.prod(shape) > LOCAL_ARRAY_MAX:
+            raise self.error(call, f"tack.local_array holds at most "
+                             f"{LOCAL_ARRAY_MAX} elements (it lives on the stack)")
+        spec2 = (shape, dtype.name)
+        if self.local_arrays.setdefault(target.id, spec2) != spec2:
+            raise self.error(stmt, f"local array '{target.id}' is created with two "
+                             "shapes or dtypes")
+        self.locals.discard(target.id)
 
     def lookup(self, name: str) -> Any:
         """A global or closure value, read now (at specialization time)."""
@@ -175,7 +222,14 @@ class _Parser:
             atomic = self.atomic(node.value, node.targets[0])
             if atomic is not None:
                 return atomic
-            return ir.Assign(line, self.target(node.targets[0]), self.expr(node.value))
+            if self.local_array_spec(node.value) is not None:
+                name = node.targets[0]
+                assert isinstance(name, ast.Name)
+                shape, dtype = self.local_arrays[name.id]
+                return ir.LocalArray(line, name.id, shape, dtype)
+            target = self.target(node.targets[0])
+            self.whole_value = node.value
+            return ir.Assign(line, target, self.expr(node.value))
         if isinstance(node, ast.AugAssign):
             target = self.target(node.target)
             op = BINOPS.get(type(node.op))
@@ -214,8 +268,19 @@ class _Parser:
             atomic = self.atomic(node.value, None)
             if atomic is not None:
                 return atomic
+            if isinstance(node.value, ast.Call) and isinstance(
+                    self.resolve(node.value.func), Func):
+                self.whole_value = node.value
+                call = self.expr(node.value)
+                assert isinstance(call, ir.FuncCall)
+                return ir.CallStmt(line, call)
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
+        if isinstance(node, ast.Return) and self.func:
+            if isinstance(node.value, (ast.Tuple, ast.List)):
+                raise self.error(node, "a func returns one scalar")
+            return ir.Return(line, None if node.value is None else
+                             self.expr(node.value))
         if isinstance(node, ast.Return):
             raise self.error(node, "a kernel returns once, as its last statement "
                              "(return total); to stop early use break or if/else")
@@ -240,7 +305,8 @@ class _Parser:
                              "parameter, one index per axis and a value")
         name = value.args[0].id
         self.use_array(name, value)
-        self.stored.add(name)
+        if name not in self.local_arrays:
+            self.stored.add(name)
         element = ir.Element(value.lineno, name,
                              [self.expr(i) for i in value.args[1:-1]])
         line = value.lineno
@@ -287,6 +353,9 @@ class _Parser:
 
     def target(self, node: ast.expr) -> ir.Name | ir.Element:
         if isinstance(node, ast.Name):
+            if node.id in self.local_arrays:
+                raise self.error(node, f"local array '{node.id}' is assigned only by "
+                                 "tack.local_array(...); store to its elements")
             if node.id in self.array_params:
                 raise self.error(node, f"array parameter '{node.id}' cannot be "
                                  "reassigned")
@@ -295,7 +364,8 @@ class _Parser:
         if isinstance(node, (ast.Subscript, ast.Attribute)):
             el = self.expr(node)
             if isinstance(el, ir.Element):
-                self.stored.add(el.array)
+                if el.array not in self.local_arrays:
+                    self.stored.add(el.array)
                 return el
         if isinstance(node, (ast.Tuple, ast.List)):
             raise self.error(node, "tuple assignment is not supported in kernels; "
@@ -306,6 +376,8 @@ class _Parser:
     # ---- expressions -----------------------------------------------------------
 
     def use_array(self, name: str, node: ast.AST) -> None:
+        if name in self.local_arrays:
+            return
         if name not in self.params:
             raise self.error(node, f"'{name}' is not an array parameter of the kernel")
         if name in self.locals:
@@ -405,6 +477,8 @@ class _Parser:
                 raise self.error(node, "len() takes one array parameter")
             self.use_array(node.args[0].id, node)
             return ir.Shape(line, node.args[0].id, 0)
+        if isinstance(target, Func):
+            return self.func_call(node, target)
         b = kbuiltins.lookup(target) if target is not None else None
         if b is None:
             src = ast.unparse(node.func)
@@ -421,6 +495,31 @@ class _Parser:
             raise self.error(node, f"{b.name}() takes {kbuiltins.arity_text(b)} "
                              f"arguments in a kernel, got {len(args)}")
         return ir.Call(line, b.name, args)
+
+    def func_call(self, node: ast.Call, f: Func) -> ir.FuncCall:
+        whole, self.whole_value = self.whole_value is node, None
+        fir = f.ir()
+        name = f.fn.__name__
+        if len(node.args) != len(fir.params):
+            raise self.error(node, f"tack.func '{name}' takes {len(fir.params)} "
+                             f"arguments, got {len(node.args)}")
+        if fir.stored and not whole:
+            raise self.error(node, f"tack.func '{name}' stores to an array, so it is "
+                             "called as a statement of its own or as the whole value "
+                             "of an assignment (never twice by one expression)")
+        args: list[ir.Expr] = []
+        for p, a in zip(fir.params, node.args, strict=True):
+            if p in fir.array_params:
+                if not isinstance(a, ast.Name):
+                    raise self.error(a, f"parameter '{p}' of tack.func '{name}' is an "
+                                     "array: pass an array parameter by name")
+                self.use_array(a.id, a)
+                if p in fir.stored and a.id not in self.local_arrays:
+                    self.stored.add(a.id)
+                args.append(ir.Name(a.lineno, a.id))
+            else:
+                args.append(self.expr(a))
+        return ir.FuncCall(node.lineno, f, args)
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
         line = node.lineno
@@ -506,6 +605,9 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
     inside = {n for s in loop.body for n in ir.assigned(s)}
     if loop.var in before:
         return serial
+    declared = {s.name for s in ir.walk(prelude) if isinstance(s, ir.LocalArray)}
+    if declared & ir.stored_arrays(loop.body):
+        return serial  # one local array shared by every iteration
     reductions = {}
     for name in sorted(before & inside):
         op = ir.reduction_op(loop.body, name)
@@ -522,3 +624,8 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
     """The IR of fn; raises KernelError at the first unsupported construct."""
     return _Parser(fn).parse()
+
+
+def parse_func(fn: Callable[..., Any]) -> ir.KernelIR:
+    """The IR of a @tack.func body (see tack.kernel.func)."""
+    return _Parser(fn, func=True).parse()

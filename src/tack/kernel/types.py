@@ -11,7 +11,7 @@ assigned to it (bool < int64 < float32 < float64).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tack._tack import KernelError
@@ -30,6 +30,11 @@ class TypedKernel:
     locals: dict[str, ScalarType]  # every local name (scalar parameters included)
     debug: bool
     result: ir.Expr | None = None  # the returned value, typed
+    # the typed @tack.func instances this specialization calls (shared with them),
+    # by FuncCall.key
+    funcs: dict[tuple[Any, ...], TypedKernel] = field(default_factory=dict)
+    returns: ScalarType | None = None  # a func instance: the type it returns
+    cname: str = ""  # a func instance: its name in the generated source
 
 
 def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
@@ -55,11 +60,16 @@ def join_local(a: ScalarType | None, b: ScalarType) -> ScalarType:
 
 class Typer:
     def __init__(self, kir: ir.KernelIR, arrays: dict[str, ir.ArrayType],
-                 scalars: dict[str, ScalarType]) -> None:
+                 scalars: dict[str, ScalarType], debug: bool = False,
+                 funcs: dict[tuple[Any, ...], TypedKernel] | None = None) -> None:
         self.kir = kir
         self.arrays = arrays
         self.env: dict[str, ScalarType] = dict(scalars)
         self.final = False
+        self.debug = debug
+        self.funcs = {} if funcs is None else funcs
+        self.returns: ScalarType | None = None  # a func: what its returns meet in
+        self.bare_return = False
 
     def error(self, line: int, msg: str) -> KernelError:
         lines = self.kir.file_lines
@@ -88,7 +98,19 @@ class Typer:
             self.env[name] = join_local(self.env.get(name), t)
 
     def stmt(self, s: ir.Stmt) -> None:
-        if isinstance(s, ir.Assign):
+        if isinstance(s, ir.CallStmt):
+            self.func_call(s.call)
+        elif isinstance(s, ir.Return):
+            if s.value is None:
+                self.bare_return = True
+            else:
+                t = self.expr(s.value)
+                if t is not None:
+                    self.returns = join_local(self.returns, t)
+            if self.final and self.bare_return and self.returns is not None:
+                raise self.error(s.line, f"tack.func '{self.kir.name}' returns a "
+                                 "value on one path and none on another")
+        elif isinstance(s, ir.Assign):
             t = self.expr(s.value)
             if isinstance(s.target, ir.Name):
                 if s.target.id in self.arrays:
@@ -209,6 +231,12 @@ class Typer:
             return promote(a, b, is_weak(e.body), is_weak(e.orelse))
         if isinstance(e, ir.Call):
             return self.call(e)
+        if isinstance(e, ir.FuncCall):
+            t = self.func_call(e)
+            if t is None and self.final:
+                raise self.error(e.line, f"tack.func '{e.func.fn.__name__}' returns no "
+                                 "value; call it as a statement")
+            return t
         raise self.error(e.line, f"internal: unknown node {type(e).__name__}")
 
     def global_value(self, e: ir.Global) -> ScalarType:
@@ -277,6 +305,36 @@ class Typer:
             return r if r.is_float else F64
         return INT if r == BOOL else r
 
+    def func_call(self, e: ir.FuncCall) -> ScalarType | None:
+        """Types the func instance e calls (once per argument types) and gives what it
+        returns (None: no value, or argument types not known yet)."""
+        fir = e.func.ir()
+        arrays: dict[str, ir.ArrayType] = {}
+        scalars: dict[str, ScalarType] = {}
+        for p, a in zip(fir.params, e.args, strict=True):
+            if p in fir.array_params:
+                assert isinstance(a, ir.Name)
+                arrays[p] = self.array(a.id, a.line)
+            else:
+                t = self.expr(a)
+                if t is None:
+                    return None
+                scalars[p] = t
+        key = _func_key(e, arrays, scalars)
+        tf = self.funcs.get(key)
+        if tf is None:
+            body = copy.deepcopy(fir.body)
+            arrays = {**arrays, **local_array_types(fir)}
+            typer = Typer(fir, arrays, scalars, self.debug, self.funcs)
+            typer.run(body)
+            tf = TypedKernel(ir=fir, body=body, arrays=arrays, scalars=scalars,
+                             locals=typer.env, debug=self.debug, funcs=self.funcs,
+                             returns=typer.returns,
+                             cname=f"tk_f{len(self.funcs)}")
+            self.funcs[key] = tf
+        e.key = key
+        return tf.returns
+
     def call(self, e: ir.Call) -> ScalarType | None:
         ts = [self.expr(a) for a in e.args]
         if None in ts:
@@ -289,13 +347,27 @@ class Typer:
         return b.typing(e.args)
 
 
+def local_array_types(kir: ir.KernelIR) -> dict[str, ir.ArrayType]:
+    return {n: ir.ArrayType(dt, len(shape)) for n, (shape, dt) in
+            kir.local_arrays.items()}
+
+
+def _func_key(e: ir.FuncCall, arrays: dict[str, ir.ArrayType],
+              scalars: dict[str, ScalarType]) -> tuple[Any, ...]:
+    return (id(e.func), tuple(sorted(arrays.items())), tuple(scalars.items()))
+
+
+
+
 def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
                debug: bool) -> TypedKernel:
     """The typed IR of kir for one signature (see tack._tack.Kernel)."""
     arrays, scalars = signature_types(kir, signature)
+    arrays.update(local_array_types(kir))
     body = copy.deepcopy(kir.body)
     result = copy.deepcopy(kir.result)
-    typer = Typer(kir, arrays, scalars)
+    typer = Typer(kir, arrays, scalars, debug)
     typer.run(body, result)
     return TypedKernel(ir=kir, body=body, arrays=arrays, scalars=scalars,
-                       locals=typer.env, debug=debug, result=result)
+                       locals=typer.env, debug=debug, result=result,
+                       funcs=typer.funcs)
