@@ -151,3 +151,13 @@ tackpy_raise_int(tackpy_state *st, tack_status status)
     tackpy_raise(st, status);
     return -1;
 }
+
+PyObject *
+tackpy_raise_compile(tackpy_state *st, tack_status status, const char *log)
+{
+    if (status == TACK_ERR_COMPILE && log) {
+        return tackpy_raise_kind(st, TACK_KIND_COMPILE, "%s:\n%s", tack_last_error(),
+                                 log);
+    }
+    return tackpy_raise(st, status);
+}

@@ -69,6 +69,9 @@ int tackpy_raise_int(tackpy_state *st, tack_status status);
 /* Raises the class of kind with a formatted message; returns NULL. */
 PyObject *tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt,
                             ...);
+/* As tackpy_raise; a TACK_ERR_COMPILE with a compiler log (may be NULL) raises
+ * CompileError with the message, a colon and the log. */
+PyObject *tackpy_raise_compile(tackpy_state *st, tack_status status, const char *log);
 
 /* ---- dtype_type.c ------------------------------------------------------------- */
 int tackpy_dtype_init(PyObject *module, tackpy_state *st);
@@ -154,6 +157,14 @@ PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
 int tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames, const char *const *names, int npos_max,
                       int nrequired, PyObject **out);
+
+/* ---- nvrtc_py.c -------------------------------------------------------------------
+ */
+PyObject *tackpy_nvrtc_compile_fn(PyObject *module, PyObject *const *args,
+                                  Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tackpy_nvrtc_version_fn(PyObject *module, PyObject *unused);
+PyObject *tackpy_nvrtc_supports_fn(PyObject *module, PyObject *arg);
+PyObject *tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused);
 
 /* ---- kernel_py.c ------------------------------------------------------------------
  */

@@ -41,6 +41,9 @@ tack_status tack__fail(tack_status st, const char *fmt, ...) TACK__PRINTF(2, 3);
 void *tack__alloc(size_t nbytes, size_t alignment);
 void *tack__calloc(size_t nbytes);
 void tack__free(void *ptr);
+/* The n bytes at s and a terminator, in a new buffer (release with tack__free());
+ * NULL when allocation fails. */
+char *tack__strndup(const char *s, size_t n);
 /* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
 tack_status tack__new(size_t nbytes, void **out);
 
@@ -221,5 +224,14 @@ tack__entry tack__cache_lookup(const char *dir, const char *key, const char *sou
  * partial file). Failure only loses the entry; the caller keeps its kernel. */
 void tack__cache_commit(const char *dir, const char *key, const char *so_path,
                         const char *source, size_t source_len);
+/* The same for an entry whose object file ends in ext (".cubin", ".ptx") instead of
+ * ".so": the same meta file, trust rules and atomic publication. */
+tack__entry tack__cache_lookup_ext(const char *dir, const char *key, const char *ext,
+                                   const char *source, size_t source_len, int *fd);
+void tack__cache_commit_ext(const char *dir, const char *key, const char *ext,
+                            const char *so_path, const char *source, size_t source_len);
+/* Reads the rest of the open file fd (size bytes) into a new buffer (release with
+ * tack__free()); NULL when it is short or allocation fails. */
+char *tack__cache_read(int fd, size_t size);
 
 #endif /* TACK_INTERNAL_H */

@@ -84,17 +84,6 @@ tack_kernel_log_free(char *log)
     tack__free(log);
 }
 
-static char *
-dup_str(const char *s, size_t n)
-{
-    char *d = tack__alloc(n + 1, 0);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* ---- the compiler ------------------------------------------------------------- */
 
 typedef struct compiler {
@@ -336,9 +325,9 @@ load_object(const char *path, const char *source, size_t source_len, const char 
                           name, TACK_KERNEL_ABI);
     }
     tack_kernel *k = tack__calloc(sizeof *k);
-    char *name_copy = dup_str(name, strlen(name));
-    char *file_copy = dup_str(filename, strlen(filename));
-    char *src_copy = dup_str(source, source_len);
+    char *name_copy = tack__strndup(name, strlen(name));
+    char *file_copy = tack__strndup(filename, strlen(filename));
+    char *src_copy = tack__strndup(source, source_len);
     if (!k || !name_copy || !file_copy || !src_copy) {
         tack__free(k);
         tack__free(name_copy);
@@ -404,7 +393,7 @@ build_locked(const char *name, const char *filename, const char *source,
     compiler c = {0};
     tack_status st = compiler_find(&c);
     if (st != TACK_OK) {
-        *log = dup_str(tack_last_error(), strlen(tack_last_error()));
+        *log = tack__strndup(tack_last_error(), strlen(tack_last_error()));
         return st;
     }
     char key[33];
@@ -462,7 +451,7 @@ build_locked(const char *name, const char *filename, const char *source,
                                 "no usable kernel cache directory and no temporary "
                                 "one: %s; set TACK_CACHE_DIR to a private directory",
                                 strerror(errno));
-                *log = dup_str(tack_last_error(), strlen(tack_last_error()));
+                *log = tack__strndup(tack_last_error(), strlen(tack_last_error()));
                 return st;
             }
         }
@@ -481,7 +470,7 @@ build_locked(const char *name, const char *filename, const char *source,
         }
         if (st != TACK_OK) {
             if (!*log) {
-                *log = dup_str(tack_last_error(), strlen(tack_last_error()));
+                *log = tack__strndup(tack_last_error(), strlen(tack_last_error()));
             }
             return st;
         }

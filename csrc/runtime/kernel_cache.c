@@ -178,6 +178,18 @@ read_all(int fd, size_t size, size_t *len)
     return buf;
 }
 
+char *
+tack__cache_read(int fd, size_t size)
+{
+    size_t len;
+    char *buf = read_all(fd, size, &len);
+    if (buf && len != size) {
+        tack__free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
 static bool
 hash_file(int fd, size_t size, char hex[33])
 {
@@ -207,7 +219,14 @@ open_in(const char *dir, const char *key, const char *ext)
 
 tack__entry
 tack__cache_lookup(const char *dir, const char *key, const char *source,
-                   size_t source_len, int *fd_out)
+                   size_t source_len, int *fd)
+{
+    return tack__cache_lookup_ext(dir, key, ".so", source, source_len, fd);
+}
+
+tack__entry
+tack__cache_lookup_ext(const char *dir, const char *key, const char *ext,
+                       const char *source, size_t source_len, int *fd_out)
 {
     int meta = open_in(dir, key, ".meta");
     if (meta < 0) {
@@ -237,7 +256,7 @@ tack__cache_lookup(const char *dir, const char *key, const char *source,
     if (len - header != source_len || memcmp(newline + 1, source, source_len) != 0) {
         goto done;
     }
-    so = open_in(dir, key, ".so");
+    so = open_in(dir, key, ext);
     char actual[33];
     if (so < 0 || !trusted_file(so, &sb) || (unsigned long long)sb.st_size != so_size ||
         !hash_file(so, (size_t)so_size, actual) || strcmp(actual, so_hash) != 0) {
@@ -277,10 +296,17 @@ void
 tack__cache_commit(const char *dir, const char *key, const char *so_path,
                    const char *source, size_t source_len)
 {
+    tack__cache_commit_ext(dir, key, ".so", so_path, source, source_len);
+}
+
+void
+tack__cache_commit_ext(const char *dir, const char *key, const char *ext,
+                       const char *so_path, const char *source, size_t source_len)
+{
     char meta_tmp[TACK__PATH_CAP], meta_path[TACK__PATH_CAP], so_final[TACK__PATH_CAP];
     if (!tack__path(meta_tmp, sizeof meta_tmp, "%s.meta", so_path) ||
         !tack__path(meta_path, sizeof meta_path, "%s/%s.meta", dir, key) ||
-        !tack__path(so_final, sizeof so_final, "%s/%s.so", dir, key)) {
+        !tack__path(so_final, sizeof so_final, "%s/%s%s", dir, key, ext)) {
         return;
     }
     int so = open(so_path, O_RDONLY | O_CLOEXEC);
