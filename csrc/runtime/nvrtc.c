@@ -152,7 +152,7 @@ loaded(void)
 {
     pthread_once(&load_once, load);
     if (lib.error[0]) {
-        return tack__fail(TACK_ERR_UNSUPPORTED, "%s", lib.error);
+        return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE, "%s", lib.error);
     }
     return TACK_OK;
 }

@@ -33,7 +33,7 @@ typedef enum tack_nvrtc_output {
 
 /*
  * Loads NVRTC if needed. Out: *major, *minor (its version), set only on success.
- * TACK_ERR_UNSUPPORTED when no library can be loaded (the message names what was
+ * TACK_ERR_DEVICE_UNAVAILABLE when no library can be loaded (the message names what was
  * tried).
  */
 TACK_API tack_status tack_nvrtc_version(int *major, int *minor);

@@ -66,13 +66,13 @@ TACK_TEST(nvrtc_path_from_env_that_does_not_load_is_unsupported)
 {
     setenv("TACK_NVRTC", "/nonexistent/libnvrtc.so.99", 1);
     int major, minor;
-    CHECK_STATUS(tack_nvrtc_version(&major, &minor), TACK_ERR_UNSUPPORTED);
+    CHECK_STATUS(tack_nvrtc_version(&major, &minor), TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(), "/nonexistent/libnvrtc.so.99") != NULL);
     void *image;
     size_t n;
     char *log;
     CHECK_STATUS(tack_nvrtc_compile(saxpy, "k", 90, TACK_NVRTC_PTX, &image, &n, &log),
-                 TACK_ERR_UNSUPPORTED);
+                 TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(log == NULL);
 }
 
@@ -80,7 +80,7 @@ TACK_TEST(nvrtc_path_to_another_library_is_refused)
 {
     setenv("TACK_NVRTC", "libm.so.6", 1);
     int major, minor;
-    CHECK_STATUS(tack_nvrtc_version(&major, &minor), TACK_ERR_UNSUPPORTED);
+    CHECK_STATUS(tack_nvrtc_version(&major, &minor), TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(), "has no nvrtc") != NULL);
 }
 
