@@ -22,11 +22,12 @@ from typing import Any, overload
 
 from tack._tack import CompileError, Kernel, KernelError, _kernel_build
 from tack.kernel.emit_c import emit_c
+from tack.kernel.emit_cuda import CudaKernel, emit_cuda
 from tack.kernel.lower import lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.types import specialize
 
-__all__ = ["Kernel", "generate_source", "kernel"]
+__all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
 
 
 def _debug_from_env() -> bool:
@@ -81,6 +82,13 @@ class _Compiler:
         with _deep_recursion(self.ir.name):
             return emit_c(lower(specialize(self.ir, signature, debug)))
 
+    def cuda(self, signature: tuple[Any, ...], debug: bool | None = None) -> CudaKernel:
+        """The CUDA source of a specialization and its launch facts."""
+        if debug is None:
+            debug = _debug_from_env() if self.debug is None else self.debug
+        with _deep_recursion(self.ir.name):
+            return emit_cuda(lower(specialize(self.ir, signature, debug)))
+
     def __call__(self, signature: tuple[Any, ...], debug: bool) -> Any:
         key = (signature, debug)
         with self.lock:
@@ -133,3 +141,11 @@ def generate_source(k: Kernel, signature: tuple[Any, ...],
     tests): e.g. (("array", "float32", 1), "int"). debug=None: the mode a call
     would use now."""
     return k.compile.source(signature, debug)
+
+
+def generate_cuda(k: Kernel, signature: tuple[Any, ...],
+                  debug: bool | None = None) -> CudaKernel:
+    """The CUDA source a kernel compiles to for a signature, with what its launch
+    needs (parameter block layout, names of the failure record, partial size; see
+    emit_cuda.py). debug=None: the mode a call would use now."""
+    return k.compile.cuda(signature, debug)

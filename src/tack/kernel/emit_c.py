@@ -7,17 +7,10 @@ so it compiles in tens of milliseconds. ``#line`` directives map compiler messag
 back to the kernel's Python lines; every string that reaches the source (the file
 path, array names) goes through ``c_string``.
 
-What a CUDA (or HIP) emitter adds beside this one, reusing lower.py and prelude.h
-unchanged:
-- type spellings without <stdint.h> under NVRTC (typedefs for int64_t and friends),
-  ``bool`` for tk_bool, and TK_INLINE as ``__device__ __forceinline__``;
-- the entry point: one ``extern "C" __global__`` function that reads its arguments
-  from the by-value parameter block, runs ``plan.setup``, computes ``plan.index``
-  from the block and thread indices, and runs ``plan.iteration`` when it is below
-  ``plan.trips`` (the trip count comes from the same expression, evaluated on the
-  host side's launch or by a one-thread pre-pass); a serial plan runs in one thread;
-- TK_FAILED as a volatile load of the context's flag;
-- math names: the same C99 names (CUDA's libdevice has sqrtf, tgamma, ...).
+emit_cuda.py is the CUDA emitter: a subclass that overrides only spellings (value
+types, literals, how arguments and names arrive: ``VTYPE``, ``ex``, ``prologue``,
+``FINISH``) and the entry points; the walk over statements, the functions and the
+reductions' fold are this file's.
 """
 
 from __future__ import annotations
@@ -81,16 +74,18 @@ def c_int(v: int) -> str:
     return f"INT64_C({v})"
 
 
-def c_type(t: ScalarType | DtypeFacts) -> str:
-    return t.ctype if isinstance(t, DtypeFacts) else CTYPE[t]
-
-
 class CEmitter:
+    # the spelling of the value types (a target with another bool overrides it)
+    VTYPE = CTYPE
+
     def __init__(self, plan: lir.Plan) -> None:
         self.plan = plan
         self.file = c_string(plan.filename)
         self.lines: list[str] = []
         self.ret = ""  # what "return" needs in the current function
+
+    def ctype(self, t: ScalarType | DtypeFacts) -> str:
+        return t.ctype if isinstance(t, DtypeFacts) else self.VTYPE[t]
 
     # ---- expressions ------------------------------------------------------------------
 
@@ -107,7 +102,7 @@ class CEmitter:
         if isinstance(e, lir.Str):
             return c_string(e.text)
         if isinstance(e, lir.Cast):
-            return f"(({c_type(e.to)})({self.ex(e.x)}))"
+            return f"(({self.ctype(e.to)})({self.ex(e.x)}))"
         if isinstance(e, lir.Bin):
             return f"({self.ex(e.a)} {e.op} {self.ex(e.b)})"
         if isinstance(e, lir.Un):
@@ -126,7 +121,7 @@ class CEmitter:
         if isinstance(e, lir.Addr):
             return f"&{self.ex(e.of)}"
         if isinstance(e, lir.Let):  # a GNU statement expression (GCC, Clang)
-            return (f"({{ const {CTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
+            return (f"({{ const {self.VTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
                     f"{self.ex(e.body)}; }})")
         raise AssertionError(type(e))
 
@@ -145,10 +140,10 @@ class CEmitter:
         elif isinstance(s, lir.Decl):
             const = "const " if s.const else ""
             init = self.ex(s.init) if s.init is not None else "0"
-            self.emit(f"{const}{CTYPE[s.ty]} {s.name} = {init};", depth)
+            self.emit(f"{const}{self.VTYPE[s.ty]} {s.name} = {init};", depth)
         elif isinstance(s, lir.ArrayLocal):
             init = self.ex(s.init)
-            self.emit(f"{CTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
+            self.emit(f"{self.VTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
                       depth)
         elif isinstance(s, lir.LocalBuffer):
             self.emit(f"{s.elem.ctype} {s.name}[{s.n}];", depth)
@@ -254,21 +249,27 @@ class CEmitter:
         for sp in p.split:
             self.stmt(sp.fold, 1)
 
-    def finish(self) -> None:
-        """tack_kernel_finish: the setup again, the partials folded in chunk order,
-        then the returned value."""
+    FINISH = ("TK_EXPORT void tack_kernel_finish(const tk_arg *tk_args, tk_ctx *tk_ctx, "
+              "int64_t tk_nchunks) {")
+
+    def prologue(self, depth: int) -> None:
+        """What every entry point starts with: the array pointers."""
+        self.arrays(depth)
+
+    def finish(self, count: str = "tk_nchunks") -> None:
+        """tack_kernel_finish (self.FINISH): the setup again, the count partials
+        folded in slot order, then the returned value."""
         p = self.plan
-        self.lines.append("TK_EXPORT void tack_kernel_finish(const tk_arg *tk_args, "
-                          "tk_ctx *tk_ctx, int64_t tk_nchunks) {")
-        self.emit("(void)tk_nchunks;", 1)
-        self.arrays(1)
+        self.lines.append(self.FINISH)
+        self.emit(f"(void){count};", 1)
+        self.prologue(1)
         self.block(p.setup, 1)
         if p.reductions:
-            self.emit("for (int64_t tk_c = 0; tk_c < tk_nchunks; tk_c++) {", 1)
+            self.emit(f"for (int64_t tk_c = 0; tk_c < {count}; tk_c++) {{", 1)
             self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + "
                       "tk_c;", 2)
             for r in p.reductions:
-                self.emit(f"{{ const {CTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
+                self.emit(f"{{ const {self.VTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
                           f"{r.name} = {self.ex(r.combine)}; }}", 2)
             self.emit("}", 1)
         if p.result is not None:
@@ -300,8 +301,8 @@ class CEmitter:
                 params += [f"int64_t {p.name}_n{axis}" for axis in range(p.ndim)]
             else:
                 assert p.ty is not None
-                params.append(f"{CTYPE[p.ty]} {p.name}")
-        ret = CTYPE[f.returns] if f.returns is not None else "void"
+                params.append(f"{self.VTYPE[p.ty]} {p.name}")
+        ret = self.VTYPE[f.returns] if f.returns is not None else "void"
         return f"TK_INLINE {ret} {f.name}({', '.join(params)})"
 
     def functions(self) -> None:
@@ -330,7 +331,7 @@ class CEmitter:
         if p.result_kind:
             out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
         if p.reductions:
-            fields = " ".join(f"{CTYPE[r.ty]} {r.name};" for r in p.reductions)
+            fields = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
             out.append(f"typedef struct {{ {fields} }} tk_red;")
             out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
                        "sizeof(tk_red);")

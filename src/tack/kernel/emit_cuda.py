@@ -1,0 +1,328 @@
+"""The lowered plan -> CUDA C++ source for NVRTC (one module per specialization).
+
+Like emit_c.py, this file only spells what lower.py decided; it reuses the C
+emitter's spelling of every node and changes only what CUDA spells differently
+(types without <stdint.h>, literals, the launch arguments, the failure record) and
+the entry points. The source includes no header at all, so NVRTC needs no include
+path; prelude.h is pasted with TK_INLINE as ``__device__ __forceinline__``.
+
+What the launch side does with a module (the contract; see docs/kernels.md):
+
+- Every entry point takes one by-value parameter block, ``tk_params``:
+  ``ctx`` (a device pointer to the 64-byte ``tk_ctx`` below, or NULL when
+  ``CudaKernel.needs_ctx`` is false), then ``a[nparams]``, the same 32-byte
+  ``tack_kernel_arg`` records the CPU launch builds (data: the device pointer;
+  shape: ignored; i and f: the scalars), then ``ext[]``: every array argument's
+  extents, in parameter order (``CudaKernel.ext_offsets``).
+- ``tack_kernel_body``: a parallel kernel runs trip k on the threads
+  k, k + G, k + 2G, ... of a grid of G threads (a 64-bit grid-stride loop), so any
+  grid is correct; every thread computes the trip count itself. When
+  ``CudaKernel.host_trips`` is true the trip count depends only on extents and
+  scalars and the CPU twin's ``tack_kernel_trips`` gives it on the host (to size
+  the grid); otherwise the one-thread ``tack_kernel_trips`` kernel writes it to
+  ``int64_t *out`` on the device. A serial kernel is launched as one thread
+  (``<<<1, 1>>>``) and runs in Python's order.
+- A kernel with reductions needs ``blockDim.x * partial_size`` bytes of dynamic
+  shared memory and ``ctx->partials``, a device buffer of ``gridDim.x *
+  partial_size`` bytes: each block combines its threads' partials in a fixed tree
+  order and stores them in slot blockIdx.x; then ``tack_kernel_finish(params,
+  nblocks)`` on one thread folds the slots in block order and stores the returned
+  value in ``ctx->result_i`` / ``result_f``. Results depend only on the launch
+  shape (grid and block size), never on timing.
+- Debug mode: the first failing thread claims ``ctx->claimed`` with atomicCAS,
+  fills why (kernel.h's tack_kernel_failure), line, axis, index, extent and name (an
+  index into ``CudaKernel.names``), then sets ``failed``; every thread stops at
+  its next check. After the launch completes the host reads the record and raises
+  exactly what the CPU launch raises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass
+
+from tack._tack import _KERNEL_ABI
+from tack.kernel import lir
+from tack.kernel.emit_c import CEmitter, header
+from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
+
+CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
+# Size and alignment of a value type in the reduction partials' struct.
+SIZE = {BOOL: 1, INT: 8, F32: 4, F64: 8}
+# The block of tk_params before a[]: the context pointer.
+PARAMS_HEADER = 8
+ARG_SIZE = 32
+CTX_SIZE = 64
+# prelude.h helpers that call the math library (fmod)
+LIBM_HELPERS = {"fmod", "fmodf", "ffloordiv", "ffloordivf"}
+
+ABI = f"""typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INT64_C(c) c##LL
+#define INT64_MAX 9223372036854775807LL
+#define INT64_MIN (-INT64_MAX - 1)
+#define UINT64_MAX 18446744073709551615ULL
+#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)
+#define NAN __longlong_as_double(0x7ff8000000000000LL)
+#define TK_INLINE __device__ __forceinline__
+typedef bool tk_bool;
+typedef int tk_name;
+typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_arg;
+static_assert(sizeof(tk_arg) == {ARG_SIZE}, "tack_kernel_arg layout");
+/* The launch's record in device memory: the first failure and the result. */
+struct tk_ctx {{
+    int failed, claimed, why, line, axis, name;
+    int64_t index, extent;
+    char *partials;
+    int64_t result_i;
+    double result_f;
+    __device__ void fail(tk_ctx *c, int w, int ln, int ax, int64_t i, int64_t n,
+                         tk_name nm) {{
+        if (atomicCAS(&c->claimed, 0, 1) == 0) {{
+            c->why = w; c->line = ln; c->axis = ax; c->index = i; c->extent = n;
+            c->name = nm;
+            __threadfence();
+            atomicExch(&c->failed, 1);
+        }}
+    }}
+}};
+static_assert(sizeof(tk_ctx) == {CTX_SIZE}, "tk_ctx layout");
+#define TK_FAILED (*(volatile int *)&tk_ctx->failed)
+extern "C" __device__ const int tack_kernel_abi = {_KERNEL_ABI};
+"""
+
+
+@dataclass
+class CudaKernel:
+    """One specialization's CUDA source and what its launch needs to know."""
+
+    source: str
+    names: list[str]  # tk_name n in a failure record is names[n]
+    nparams: int
+    ext_offsets: dict[int, int]  # argument k -> its first extent in ext[]
+    params_size: int  # bytes of tk_params
+    parallel: bool
+    host_trips: bool  # the trip count needs no array element (see the module doc)
+    partial_size: int  # bytes of one block's reduction partials; 0: none
+    result_kind: int
+    needs_ctx: bool
+    # calls CUDA's math library (libdevice, whose own code uses fma): the kernel's
+    # arithmetic outside those calls is never contracted
+    libm: bool
+
+
+def _walk(node: object):
+    """Every lir node below node (node included)."""
+    yield node
+    if isinstance(node, list):
+        for x in node:
+            yield from _walk(x)
+    elif is_dataclass(node) and not isinstance(node, (ScalarType, DtypeFacts)):
+        for f in fields(node):
+            yield from _walk(getattr(node, f.name))
+
+
+def _ndims(plan: lir.Plan) -> dict[int, int]:
+    """Argument k -> its array's ndim, from the extents lowering reads in setup."""
+    out = {a.init.k: 0 for a in plan.arrays if isinstance(a.init, lir.Arg)}
+    for n in _walk(plan.setup):
+        if (isinstance(n, lir.Index) and isinstance(n.base, lir.Arg)
+                and n.base.field == "shape" and isinstance(n.index, lir.Lit)):
+            out[n.base.k] = max(out.get(n.base.k, 0), int(n.index.value) + 1)
+    return out
+
+
+def _partial_size(reductions: list[lir.Reduction]) -> int:
+    size, align = 0, 1
+    for r in reductions:
+        s = SIZE[r.ty]
+        size = (size + s - 1) // s * s + s
+        align = max(align, s)
+    return (size + align - 1) // align * align if reductions else 0
+
+
+class CudaEmitter(CEmitter):
+    VTYPE = CTYPE
+    FINISH = ('extern "C" __global__ void tack_kernel_finish(const tk_params tk_p, '
+              'int64_t tk_nblocks) {')
+
+    def __init__(self, plan: lir.Plan) -> None:
+        super().__init__(plan)
+        self.names: list[str] = []
+        ndims = _ndims(plan)
+        self.ext: dict[int, int] = {}
+        off = 0
+        for k in sorted(ndims):
+            self.ext[k] = off
+            off += ndims[k]
+        self.next = off
+        self.nparams = 1 + max([n.k for n in _walk([plan.setup, plan.arrays, plan.serial,
+                                                     plan.iteration])
+                                if isinstance(n, lir.Arg)], default=-1)
+
+    # ---- spelling ---------------------------------------------------------------------
+
+    def ex(self, e: lir.Expr) -> str:
+        if isinstance(e, lir.Lit) and isinstance(e.value, bool):
+            return "true" if e.value else "false"
+        if isinstance(e, lir.Arg):
+            return f"tk_p.a[{e.k}].{e.field}"
+        if isinstance(e, lir.Str):
+            if e.text not in self.names:
+                self.names.append(e.text)
+            return str(self.names.index(e.text))
+        if isinstance(e, lir.Index) and isinstance(e.base, lir.Arg):
+            assert e.base.field == "shape"
+            return f"tk_p.ext[{self.ext[e.base.k]} + {self.ex(e.index)}]"
+        if isinstance(e, lir.Let):  # NVRTC has no statement expressions: a lambda
+            return (f"([&]() {{ const {self.VTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
+                    f"return {self.ex(e.body)}; }}())")
+        return super().ex(e)
+
+    # ---- the entry points -------------------------------------------------------------
+
+    def prologue(self, depth: int) -> None:
+        """The context and the array pointers, as every entry point starts."""
+        self.emit("struct tk_ctx *const tk_ctx = tk_p.ctx; (void)tk_ctx;", depth)
+        self.arrays(depth)
+
+    def thread(self) -> None:
+        """tk_thread: one thread's share of the parallel loop (trips index,
+        index + stride, ...), its reductions' partials left in *tk_out. A function
+        of its own, so a debug-mode stop (return) leaves only it."""
+        p = self.plan
+        out = "tk_red *tk_out" if p.reductions else "void *tk_out"
+        self.lines.append(f"static __device__ void tk_thread(const tk_params &tk_p, {out}) {{")
+        self.emit("(void)tk_out;", 1)
+        self.prologue(1)
+        self.block(p.setup, 1)
+        assert p.trips is not None
+        self.emit(f"const int64_t tk_n = {self.ex(p.trips)};", 1)
+        for r in p.reductions:
+            self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
+        self.emit("const int64_t tk_stride = (int64_t)gridDim.x * blockDim.x;", 1)
+        self.emit(f"for (int64_t {p.index} = (int64_t)blockIdx.x * blockDim.x + "
+                  f"threadIdx.x; {p.index} < tk_n; {p.index} += tk_stride) {{", 1)
+        self.block(p.iteration, 2)
+        self.emit("}", 1)
+        for r in p.reductions:
+            self.emit(f"tk_out->{r.name} = {r.name};", 1)
+        self.lines.append("}")
+
+    def combine(self, into: str, other: str, depth: int) -> None:
+        """into = combine(into, other), field by field (into comes first)."""
+        for r in self.plan.reductions:
+            t = self.VTYPE[r.ty]
+            self.emit(f"{{ {t} {r.name} = {into}.{r.name}; const {t} {lir.PART} = "
+                      f"{other}.{r.name}; {into}.{r.name} = {self.ex(r.combine)}; }}",
+                      depth)
+
+    def identity(self, into: str, depth: int) -> None:
+        for r in self.plan.reductions:
+            self.emit(f"{into}.{r.name} = {self.ex(r.identity)};", depth)
+
+    def parallel_body(self) -> None:
+        p = self.plan
+        self.thread()
+        self.lines.append('extern "C" __global__ void tack_kernel_body(const tk_params tk_p) {')
+        if not p.reductions:
+            self.emit("tk_thread(tk_p, 0);", 1)
+            self.lines.append("}")
+            return
+        # Each thread's partial into shared memory, then a tree in a fixed order:
+        # at width w, thread t (a multiple of 2w) takes in t + w, left before right.
+        self.emit("extern __shared__ double tk_shm[];", 1)
+        self.emit("tk_red *const tk_sh = (tk_red *)tk_shm;", 1)
+        self.emit("const unsigned tk_t = threadIdx.x;", 1)
+        self.emit("tk_red tk_mine;", 1)
+        self.identity("tk_mine", 1)
+        self.emit("tk_thread(tk_p, &tk_mine);", 1)
+        self.emit("tk_sh[tk_t] = tk_mine;", 1)
+        self.emit("__syncthreads();", 1)
+        self.emit("for (unsigned tk_w = 1; tk_w < blockDim.x; tk_w *= 2) {", 1)
+        self.emit("if (tk_t % (2 * tk_w) == 0 && tk_t + tk_w < blockDim.x) {", 2)
+        self.combine("tk_sh[tk_t]", "tk_sh[tk_t + tk_w]", 3)
+        self.emit("}", 2)
+        self.emit("__syncthreads();", 2)
+        self.emit("}", 1)
+        self.emit("if (tk_t == 0) ((tk_red *)tk_p.ctx->partials)[blockIdx.x] = tk_sh[0];",
+                  1)
+        self.lines.append("}")
+
+    def trips(self) -> None:
+        """tack_kernel_trips: the trip count, on one thread, into *tk_trips_out
+        (0 when the setup failed in debug mode)."""
+        p = self.plan
+        self.lines.append('extern "C" __global__ void tack_kernel_trips('
+                          "const tk_params tk_p, int64_t *tk_trips_out) {")
+        self.emit("*tk_trips_out = 0;", 1)
+        self.prologue(1)
+        self.block(p.setup, 1)
+        assert p.trips is not None
+        self.emit(f"*tk_trips_out = {self.ex(p.trips)};", 1)
+        self.lines.append("}")
+
+    def host_trips(self) -> bool:
+        """Whether the trip count needs only extents and scalars: the setup and
+        the count read no array element and update nothing."""
+        data = {a.name for a in self.plan.arrays}
+        for n in _walk([self.plan.setup, self.plan.trips]):
+            if isinstance(n, lir.Index) and isinstance(n.base, lir.Ref) \
+                    and n.base.name in data:
+                return False
+            if isinstance(n, lir.Helper) and n.name.startswith("atomic_"):
+                return False
+        return True
+
+    def generate(self) -> str:  # type: ignore[override]
+        p = self.plan
+        body: list[str] = []
+        self.lines = body
+        self.functions()
+        if p.parallel:
+            self.parallel_body()
+            self.trips()
+            if p.reductions or p.result is not None:
+                self.finish("tk_nblocks")
+        else:
+            self.lines.append('extern "C" __global__ void tack_kernel_body('
+                              "const tk_params tk_p) {")
+            self.emit("if (blockIdx.x != 0 || threadIdx.x != 0) return;", 1)
+            self.prologue(1)
+            self.body()
+            self.lines.append("}")
+        out = ["/* A tack kernel for CUDA; generated. */", ABI]
+        if p.uses_half:
+            out.append("#define TK_HALF 1")
+        out.append(header("prelude.h"))
+        if p.uses_atomics:
+            out.append(header("atomics_cuda.h"))
+        out.append(f"typedef struct {{ struct tk_ctx *ctx; tk_arg a[{max(self.nparams, 1)}]; "
+                   f"int64_t ext[{max(self.next, 1)}]; }} tk_params;")
+        if p.reductions:
+            fields_ = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
+            out.append(f"typedef struct {{ {fields_} }} tk_red;")
+            out.append(f"static_assert(sizeof(tk_red) == {_partial_size(p.reductions)}, "
+                       '"partial size");')
+        return "\n".join(out + body) + "\n"
+
+
+def emit_cuda(plan: lir.Plan) -> CudaKernel:
+    """The CUDA source of one lowered specialization, with its launch facts."""
+    em = CudaEmitter(plan)
+    source = em.generate()
+    nparams = max(em.nparams, 1)
+    return CudaKernel(
+        source=source, names=list(em.names), nparams=em.nparams, ext_offsets=dict(em.ext),
+        params_size=PARAMS_HEADER + ARG_SIZE * nparams + 8 * max(em.next, 1),
+        parallel=plan.parallel, host_trips=plan.parallel and em.host_trips(),
+        partial_size=_partial_size(plan.reductions), result_kind=plan.result_kind,
+        needs_ctx=plan.debug or bool(plan.reductions) or plan.result is not None,
+        libm=any(isinstance(n, lir.Math)
+                 or isinstance(n, lir.Helper) and n.name in LIBM_HELPERS
+                 for n in _walk([plan.setup, plan.iteration, plan.serial, plan.functions])))
