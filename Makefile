@@ -6,18 +6,25 @@ BUILD ?= build
 # meson-python's editable loader and meson itself are found on the venv's PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean
-.PHONY: fuzz fuzz-ci
+.PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
+.PHONY: fuzz fuzz-ci configure-c
 
 # A virtual environment with the build tools, the test peers and Tack itself,
 # installed editable: importing tack rebuilds the extension when C sources change.
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff "jax[cpu]" "vtk==9.7.1" pyvista
+	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff mypy "jax[cpu]" "vtk==9.7.1" pyvista
 	touch $@
 
-setup: $(VENV)/.ready
+# MPI for the distributed tests and example: mpi4py and MPICH's PyPI wheel (mpiexec runs
+# as root and oversubscribed without flags). A stamp of its own, so an existing
+# environment gains it on the next `make setup`.
+$(VENV)/.mpi-ready: $(VENV)/.ready
+	$(PY) -m pip install -q "mpi4py>=4.1" "mpich>=4.2"
+	touch $@
+
+setup: $(VENV)/.ready $(VENV)/.mpi-ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
 # The main example: VTK's image scalars computed by a Tack kernel without copies;
@@ -26,12 +33,34 @@ run: setup
 	$(PY) examples/vtk_interop.py --output radius.vti
 
 # C unit tests (plain build), then pytest.
-test: setup test-c sanitize valgrind lint fuzz-ci sanitize-py test-py
+test: setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
 
-test-c: $(VENV)/.ready
+# Configuring also writes the generated header $(BUILD)/c/include/tack/version.h.
+configure-c: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/c -Dpython=false -Dtests=true -Dwerror=true -Dbuildtype=debug >/dev/null
+
+test-c: configure-c
 	$(VENV)/bin/meson compile -C $(BUILD)/c >/dev/null
 	$(BUILD)/c/tests/c/tack_c_tests
+
+# The C host example, built the way a user builds it: libtack and its headers
+# installed into a prefix, the program compiled and linked through pkg-config.
+PREFIX := $(CURDIR)/$(BUILD)/prefix
+example-c: $(VENV)/.ready
+	$(VENV)/bin/meson setup --reconfigure $(BUILD)/lib -Dpython=false -Dshared_lib=true -Dwerror=true --prefix=$(PREFIX) --libdir=lib >/dev/null
+	$(VENV)/bin/meson install -C $(BUILD)/lib >/dev/null
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror examples/c/tack_host.c \
+		$$(PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig pkg-config --cflags --libs tack) \
+		-Wl,-rpath,$(PREFIX)/lib -o $(BUILD)/tack_host
+	$(BUILD)/tack_host
+
+# The stubs against the extension as built (stubtest), and the examples under
+# mypy --strict. mypy's settings are in pyproject.toml.
+MYPY_CACHE := $(BUILD)/mypy-cache
+typecheck: setup
+	$(PY) -m mypy.stubtest --mypy-config-file pyproject.toml --concise tack
+	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) examples
+	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
 test-py: setup
 	$(PY) -m pytest -q tests/python
@@ -54,17 +83,17 @@ sanitize-py: $(VENV)/.ready
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage TACK_SANITIZED=1 $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
+	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
 
 valgrind: test-c
-	TACK_TEST_NO_FORK=0 valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
+	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
 
 lint: test-c setup
 	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c
 	clang-tidy -quiet -p $(BUILD)/py csrc/python/*.c
-	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.c csrc/python/*.[ch] tests/c/*.[ch] tests/fuzz/*.c tests/python/producer/*.c
+	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.c csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
-	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude csrc/runtime csrc/backends
+	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends
 
 clean:
 	rm -rf $(BUILD)
@@ -80,7 +109,7 @@ fuzz-ci:
 	@grep -E "^Done|number_of_executed_units" $(BUILD)/fuzz/ci.log
 
 FUZZ_CORPUS ?= fuzz-corpus
-fuzz:
+fuzz: configure-c
 	mkdir -p $(BUILD)/fuzz $(FUZZ_CORPUS)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $(wildcard csrc/runtime/*.c) csrc/backends/gpu_driver.c $(wildcard csrc/backends/*/*.c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I$(BUILD)/c/include -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $(wildcard csrc/runtime/*.c) csrc/backends/gpu_driver.c $(wildcard csrc/backends/*/*.c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
 	ASAN_OPTIONS=allocator_may_return_null=1 $(BUILD)/fuzz/fuzz_dlpack_import -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(FUZZ_CORPUS) tests/fuzz/seeds

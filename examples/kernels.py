@@ -1,5 +1,7 @@
-"""Kernels on the CPU: the guide's fill_indices and radius_squared, checked
-against NumPy."""
+# mypy: allow-untyped-defs
+# (Kernels take no annotations: their types come from the arguments of each call.)
+"""Kernels on the CPU: fill_indices and radius_squared (the kernel of docs/kernels.md),
+checked against NumPy."""
 
 import numpy as np
 
@@ -27,7 +29,7 @@ def main() -> None:
     fill_indices(out)
     np.testing.assert_array_equal(out.numpy(), np.arange(8, dtype=np.float32))
 
-    # A 9 x 7 x 5 image, x fastest (VTK's point order), as in the guide.
+    # A 9 x 7 x 5 image, x fastest (VTK's point order), as in docs/kernels.md.
     values = tack.zeros(9 * 7 * 5, dtype=tack.f32)
     radius_squared(values, 9, 7)
     z, y, x = np.mgrid[:5, :7, :9]

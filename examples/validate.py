@@ -1,3 +1,5 @@
+# mypy: allow-untyped-defs
+# (Kernels take no annotations: their types come from the arguments of each call.)
 """Numerical checks of Tack on one backend, optionally with the VTK exchange.
 
     python examples/validate.py --arch cpu            arrays, kernels, DLPack
@@ -22,11 +24,12 @@ import numpy as np
 
 import tack
 
-CHECKS: list[tuple[str, Callable[[tack.Device], None]]] = []
+Check = Callable[[tack.Device], None]
+CHECKS: list[tuple[str, Check]] = []
 
 
-def check(name: str) -> Callable[[Callable[[tack.Device], None]], Callable]:
-    def register(fn: Callable[[tack.Device], None]) -> Callable:
+def check(name: str) -> Callable[[Check], Check]:
+    def register(fn: Check) -> Check:
         CHECKS.append((name, fn))
         return fn
 

@@ -1,3 +1,5 @@
+# mypy: allow-untyped-defs
+# (Kernels take no annotations: their types come from the arguments of each call.)
 """Share a VTK image's scalars with Tack on the CPU, compute on them, export them to VTK.
 
 A 9 x 7 x 5 vtkImageData gets a float array that VTK allocates. Tack wraps that
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 import numpy as np
 from vtk_render import write_png
@@ -35,13 +38,14 @@ def radius_squared(values, nx, ny):
         values[i] = x * x + y * y + z * z
 
 
-def expected_field() -> np.ndarray:
+def expected_field() -> np.ndarray[Any, np.dtype[np.float32]]:
     """The NumPy reference. A VTK structured image's x index varies fastest."""
     nx, ny, nz = DIMENSIONS
     z, y, x = np.mgrid[:nz, :ny, :nx]
     centre = [(n - 1) / 2 for n in DIMENSIONS]
     r2 = (x - centre[0]) ** 2 + (y - centre[1]) ** 2 + (z - centre[2]) ** 2
-    return r2.ravel().astype(np.float32)
+    field: np.ndarray[Any, np.dtype[np.float32]] = r2.ravel().astype(np.float32)
+    return field
 
 
 def run() -> vtkImageData:
@@ -74,7 +78,7 @@ def write_vti(image: vtkImageData, path: str) -> None:
     from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
 
     writer = vtkXMLImageDataWriter(file_name=path)
-    image >> writer
+    writer.SetInputData(image)
     # Write(), not writer(image): the call returns None and only logs a failure.
     if writer.Write() != 1:
         raise RuntimeError(f"VTK could not write {path}")

@@ -19,6 +19,7 @@ import sys
 
 from vtkmodules.vtkCommonCore import vtkLookupTable
 from vtkmodules.vtkCommonDataModel import vtkImageData
+from vtkmodules.vtkCommonExecutionModel import vtkAlgorithm
 
 
 def read_vti(path: str) -> vtkImageData:
@@ -26,7 +27,8 @@ def read_vti(path: str) -> vtkImageData:
 
     reader = vtkXMLImageDataReader(file_name=path)
     reader.Update()
-    return reader.GetOutput()
+    image: vtkImageData = reader.GetOutput()
+    return image
 
 
 def lookup_table(value_range: tuple[float, float]) -> vtkLookupTable:
@@ -58,9 +60,9 @@ def render_gl(vti_path: str, png_path: str, array: str) -> None:
     value_range = image.point_data[array].GetRange()
     table = lookup_table(value_range)
 
-    def actor(source, opacity: float = 1.0) -> vtkActor:
+    def actor(source: vtkAlgorithm, opacity: float = 1.0) -> vtkActor:
         mapper = vtkPolyDataMapper(lookup_table=table, scalar_range=value_range)
-        source >> mapper
+        mapper.SetInputConnection(source.GetOutputPort())
         result = vtkActor(mapper=mapper)
         result.property.opacity = opacity
         return result
@@ -98,7 +100,7 @@ def render_gl(vti_path: str, png_path: str, array: str) -> None:
     window.AddRenderer(renderer)
     window.Render()
     writer = vtkPNGWriter(file_name=png_path)
-    vtkWindowToImageFilter(input=window) >> writer
+    writer.SetInputConnection(vtkWindowToImageFilter(input=window).GetOutputPort())
     writer.Write()  # an image writer's Write() returns nothing
     if writer.GetErrorCode():
         raise RuntimeError(f"VTK could not write {png_path}")
@@ -121,7 +123,9 @@ def render_slice(vti_path: str, png_path: str, array: str) -> None:
     resize = vtkImageResize(output_dimensions=(40 * nx, 40 * ny, 1), interpolate=False)
     colours = vtkImageMapToColors(lookup_table=lookup_table(value_range))
     writer = vtkPNGWriter(file_name=png_path)
-    middle >> resize >> colours >> writer
+    resize.SetInputConnection(middle.GetOutputPort())
+    colours.SetInputConnection(resize.GetOutputPort())
+    writer.SetInputConnection(colours.GetOutputPort())
     writer.Write()  # an image writer's Write() returns nothing
     if writer.GetErrorCode():
         raise RuntimeError(f"VTK could not write {png_path}")

@@ -2,8 +2,8 @@
  * errors.c: Tack's exception classes and the one way a status becomes an exception.
  *
  * Each error kind has one class deriving from tack.TackError and from the builtin
- * the spec's error table names; DLPack refusals also derive from BufferError, so
- * Array API consumers that catch BufferError see them (DESIGN.md, "exception types").
+ * docs/errors.md lists for it; DLPack refusals also derive from BufferError, so
+ * Array API consumers that catch BufferError see them.
  */
 #include "tackpy.h"
 #include <stdarg.h>

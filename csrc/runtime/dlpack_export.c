@@ -5,7 +5,7 @@
  * the allocation hook); manager_ctx holds a reference to the exported array. The
  * deleter frees the block and releases the array. It is pure C and touches no Python
  * object, so it is safe without the GIL, from any thread and after the interpreter
- * has finalized (DESIGN.md, "deleters").
+ * has finalized (docs/dlpack.md, "Lifetime").
  *
  * The export never describes anything but C-contiguous elements from byte 0:
  * byte_offset is 0 and strides are always present for ndim > 0 (DLPack 1.2 forbids

@@ -26,7 +26,7 @@ typedef struct {
     bool host_memory;   /* the memory is host memory: the device id means nothing */
 } device_row;
 
-/* tack-interoperability-design, step 5. kDLMetal is deliberately absent. */
+/* Import step 5 of docs/dlpack.md. kDLMetal is deliberately absent. */
 static const device_row device_table[] = {
     {"cpu", kDLCPU, true, true},
     {"cpu", kDLCUDAHost, true, true},
@@ -611,7 +611,8 @@ tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options 
     if (!mt) {
         return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
     }
-    /* Legacy tensors import writable: the spec's stated policy (DESIGN.md). */
+    /* Legacy tensors import writable: DLPack shares memory both ways, and only a
+     * versioned tensor can opt out with READ_ONLY (docs/dlpack.md). */
     return import_tensor(&mt->dl_tensor, true, release_legacy, mt, opts, out);
 }
 

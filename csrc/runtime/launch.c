@@ -98,6 +98,43 @@ tack_kernel_key_tail(int nparams, const tack_array *const *arrays, bool debug,
     tail[1] = (uint32_t)backend;
 }
 
+/* ---- the parameter block -------------------------------------------------------- */
+
+size_t
+tack_kernel_params_size(int nparams, const uint32_t *key)
+{
+    size_t n = 0;
+    for (int k = 0; k < nparams; k++) {
+        n += 1 + ((key[k] & TACK_KERNEL_KEY_ARRAY) ? (key[k] & 0xffu) : 0);
+    }
+    return n * 8;
+}
+
+void
+tack_kernel_params_pack(int nparams, const uint32_t *key, const tack_kernel_arg *args,
+                        void *block)
+{
+    unsigned char *out = block;
+    for (int k = 0; k < nparams; k++) {
+        if (key[k] & TACK_KERNEL_KEY_ARRAY) {
+            uint64_t ptr = (uint64_t)(uintptr_t)args[k].data;
+            memcpy(out, &ptr, 8);
+            out += 8;
+            size_t ndim = key[k] & 0xffu;
+            memcpy(out, args[k].shape, ndim * 8);
+            out += ndim * 8;
+        }
+        else if (key[k] == TACK_KERNEL_KEY_FLOAT || key[k] == TACK_KERNEL_KEY_FLOAT32) {
+            memcpy(out, &args[k].f, 8);
+            out += 8;
+        }
+        else {
+            memcpy(out, &args[k].i, 8);
+            out += 8;
+        }
+    }
+}
+
 static bool
 overlap(const tack_array *a, const tack_array *b)
 {

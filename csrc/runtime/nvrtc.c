@@ -356,7 +356,8 @@ tack_nvrtc_compile(const char *source, const char *name, int arch,
     tack__hash_hex(&h, key);
 
     char dir[TACK__PATH_CAP];
-    bool persistent = tack__cache_dir(dir, sizeof dir);
+    char why[256];
+    bool persistent = tack__cache_dir(dir, sizeof dir, why, sizeof why);
     if (persistent) {
         int fd = -1;
         tack__entry e = tack__cache_lookup_ext(dir, key, ext, source, source_len, &fd);

@@ -1,4 +1,4 @@
-"""Runs examples/validate.py: the path the user guide gives for it.
+"""Runs examples/validate.py, so that it also runs from docs/examples/.
 
     python docs/examples/validate.py [arguments of examples/validate.py]
 """

@@ -1,4 +1,4 @@
-"""Runs examples/vtk_interop.py: the path the user guide gives for it.
+"""Runs examples/vtk_interop.py, so that it also runs from docs/examples/.
 
     python docs/examples/vtk_interop.py [arguments of examples/vtk_interop.py]
 """

@@ -11,7 +11,7 @@
  * return; on success it is called when the last array over the memory (reshape
  * views included) is released.
  *
- * Device rules of an import (tack-interoperability-design, step 5): the DLPack device
+ * Device rules of an import (docs/dlpack.md, import step 5): the DLPack device
  * type names the backend that can wrap the memory (kDLCPU, kDLCUDAHost, kDLROCMHost:
  * cpu; kDLCUDA, kDLCUDAManaged: cuda; kDLROCM: hip; kDLOneAPI: level_zero). kDLMetal
  * is refused up front (its data is a handle, not an address). Without a device, the
@@ -44,8 +44,8 @@ typedef struct tack_dlpack_export_options {
     tack_device *device;
     /* With limit_minor, the highest 1.x minor version the consumer understands: a
      * versioned export then reports min(max_minor, TACK_DLPACK_MINOR). The layout
-     * is the same for every 1.x, and a consumer that asked for 1.0 (as the
-     * interoperability design says) is told 1.0. Without it, TACK_DLPACK_MINOR. */
+     * is the same for every 1.x, and a consumer that asked for 1.0 is told 1.0
+     * (docs/dlpack.md, export). Without it, TACK_DLPACK_MINOR. */
     bool limit_minor;
     uint32_t max_minor;
 } tack_dlpack_export_options;

@@ -1,6 +1,7 @@
 /*
  * dlpack_abi.h: the DLPack 1.3 ABI, written by Tack from the standard's description
- * (dmlc/dlpack, include/dlpack/dlpack.h at v1.3) so that Tack needs no third-party
+ * (the official dlpack.h of release 1.3; a verbatim copy for the tests is in
+ * tests/c/vendor/dlpack-1.3/dlpack/dlpack.h) so that Tack needs no third-party
  * header. The names and layouts are the standard's; a C host that already included
  * the official dlpack.h gets its definitions, and the static asserts below check
  * that both agree on every size and offset that crosses a library boundary.
@@ -12,6 +13,17 @@
  *     deleter and flags first (frozen for every 1.x and beyond, so a consumer can
  *     always call the deleter), dl_tensor LAST.
  * Strides count elements, not bytes. byte_offset is unsigned and in bytes.
+ *
+ * Living beside the official header. A C or C++ host may include the official
+ * dlpack.h of any release from 1.0 on, before or after this one:
+ *   - official header first: its definitions win; what a 1.0 or 1.1 header lacks
+ *     (the typedef name DLManagedTensorVersioned, which those releases declare only
+ *     as a struct tag, and the exchange API types of 1.2) is added below;
+ *   - this header first: it defines the official header's include guard and every
+ *     macro that header provides, so an official dlpack.h included later is skipped
+ *     and the host sees the 1.3 definitions below, a superset of 1.0 and 1.1.
+ * tests/c/test_dlpack_header.c compiles both orders against the official 1.1 and
+ * 1.3 headers (vendored under tests/c/vendor/).
  */
 #ifndef TACK_DLPACK_ABI_H
 #define TACK_DLPACK_ABI_H
@@ -34,7 +46,30 @@ extern "C" {
 #define TACK_DLPACK_CAPSULE_VERSIONED_USED "used_dltensor_versioned"
 #define TACK_DLPACK_CAPSULE_EXCHANGE_API "dlpack_exchange_api"
 
-#ifndef DLPACK_DLPACK_H_ /* the official header's guard: its definitions win */
+#if !defined(DLPACK_DLPACK_H_)
+#define TACK__DLPACK_OWN 1
+#elif !defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION != 1
+#error \
+    "Tack needs the DLPack 1.x ABI; the dlpack.h included before tack/tack.h is older (0.x) or newer (2.x): include a 1.x release, or include tack/tack.h alone"
+#elif DLPACK_MINOR_VERSION < 2
+#define TACK__DLPACK_BEFORE_1_2 1
+#endif
+
+#ifdef TACK__DLPACK_OWN
+/* The official header's guard and macros, so that it is skipped when included after. */
+#define DLPACK_DLPACK_H_
+#ifdef __cplusplus
+#define DLPACK_EXTERN_C extern "C"
+#else
+#define DLPACK_EXTERN_C
+#endif
+#if defined(_WIN32) && defined(DLPACK_EXPORTS)
+#define DLPACK_DLL __declspec(dllexport)
+#elif defined(_WIN32)
+#define DLPACK_DLL __declspec(dllimport)
+#else
+#define DLPACK_DLL
+#endif
 
 #define DLPACK_MAJOR_VERSION 1
 #define DLPACK_MINOR_VERSION 3
@@ -48,9 +83,13 @@ typedef struct {
     uint32_t minor;
 } DLPackVersion;
 
-/* An int-sized enum in C (the static asserts hold us to 4 bytes); values 5 and 6
- * are retired. */
+/* An int-sized enum in C (the static asserts hold us to 4 bytes) and int32_t in C++,
+ * as in the official header; values 5 and 6 are retired. */
+#ifdef __cplusplus
+typedef enum : int32_t {
+#else
 typedef enum {
+#endif
     kDLCPU = 1,
     kDLCUDA = 2,
     kDLCUDAHost = 3,
@@ -126,6 +165,14 @@ typedef struct DLManagedTensorVersioned {
     DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 
+#endif /* TACK__DLPACK_OWN */
+
+#ifdef TACK__DLPACK_BEFORE_1_2
+/* 1.0 and 1.1 declare the versioned tensor only as a struct tag. */
+typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
+#endif
+
+#if defined(TACK__DLPACK_OWN) || defined(TACK__DLPACK_BEFORE_1_2)
 /* ---- the C exchange API (DLPack 1.2, published as a capsule since 1.3) ---------- */
 
 /* Every function returns 0 on success and -1 on failure. py_object is a PyObject*. */
@@ -153,8 +200,9 @@ typedef struct DLPackExchangeAPI {
     DLPackDLTensorFromPyObjectNoSync dltensor_from_py_object_no_sync; /* optional */
     DLPackCurrentWorkStream current_work_stream;
 } DLPackExchangeAPI;
-
-#endif /* DLPACK_DLPACK_H_ */
+#endif /* the exchange API */
+#undef TACK__DLPACK_OWN
+#undef TACK__DLPACK_BEFORE_1_2
 
 /* The layout is an ABI shared with every other DLPack library: hold it fixed. */
 #if defined(__cplusplus)

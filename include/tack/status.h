@@ -22,7 +22,7 @@ extern "C" {
 /*
  * Error kinds: the family of a failure, independent of where it happened. The Python
  * extension maps each kind to one exception class that derives from tack.TackError
- * and from the builtin named in the spec's error table.
+ * and from the builtin that docs/errors.md lists for the kind.
  */
 typedef enum tack_error_kind {
     TACK_KIND_NONE = 0,      /* success */

@@ -13,7 +13,6 @@
 #include "tack/dtype.h"
 #include "tack/kernel.h"
 #include "tack/status.h"
-
-#define TACK_VERSION "0.1.0"
+#include "tack/version.h"
 
 #endif /* TACK_H */

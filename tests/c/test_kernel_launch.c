@@ -297,3 +297,28 @@ TACK_TEST(reduction_partials_per_fixed_chunk_and_the_returned_value)
     CHECK_EQ_INT(tack_test_live_allocations(), 0);
     tack_set_allocator(NULL);
 }
+
+TACK_TEST(parameter_block_layout_follows_the_key)
+{
+    double data[6];
+    int64_t shape[2] = {2, 3};
+    uint32_t key[4] = {TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_FLOAT64 << 8 | 2u,
+                       TACK_KERNEL_KEY_INT, TACK_KERNEL_KEY_FLOAT,
+                       TACK_KERNEL_KEY_BOOL};
+    tack_kernel_arg args[4] = {{data, shape, 0, 0.0},
+                               {NULL, NULL, -7, 0.0},
+                               {NULL, NULL, 0, 2.5},
+                               {NULL, NULL, 1, 0.0}};
+    CHECK_EQ_INT(tack_kernel_params_size(4, key), 6 * 8);
+    uint64_t block[6];
+    tack_kernel_params_pack(4, key, args, block);
+    CHECK(block[0] == (uint64_t)(uintptr_t)data);
+    CHECK_EQ_INT((int64_t)block[1], 2);
+    CHECK_EQ_INT((int64_t)block[2], 3);
+    CHECK_EQ_INT((int64_t)block[3], -7);
+    double f;
+    memcpy(&f, &block[4], 8);
+    CHECK_EQ_DBL(f, 2.5);
+    CHECK_EQ_INT((int64_t)block[5], 1);
+    CHECK_EQ_INT(tack_kernel_params_size(0, key), 0);
+}

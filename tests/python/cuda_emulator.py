@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tack.kernel.emit_cuda import ARG_SIZE, CTX_SIZE, CudaKernel
+from tack.kernel.emit_cuda import CTX_SIZE, CudaKernel
 
 SHIM = r"""
 #include <atomic>
@@ -123,23 +123,23 @@ template <class F> static void tk_emu_grid(int grid, int block, F run) {
     }
 }
 static_assert(sizeof(tk_params) == PARAMS_SIZE, "the packed parameter block");
-extern "C" void tk_emu_body(const void *params, int grid, int block) {
+extern "C" void tk_emu_body(const void *params, void *ctx, int grid, int block) {
     tk_params p; std::memcpy(&p, params, sizeof p);
-    tk_emu_grid(grid, block, [&] { tack_kernel_body(p); });
+    tk_emu_grid(grid, block, [&] { tack_kernel_body(p, (struct tk_ctx *)ctx); });
 }
 """
 TRIPS = r"""
-extern "C" long long tk_emu_trips(const void *params) {
+extern "C" long long tk_emu_trips(const void *params, void *ctx) {
     tk_params p; std::memcpy(&p, params, sizeof p);
     long long n = -7;
-    tk_emu_grid(1, 1, [&] { tack_kernel_trips(p, (tk_int64 *)&n); });
+    tk_emu_grid(1, 1, [&] { tack_kernel_trips(p, (struct tk_ctx *)ctx, (tk_int64 *)&n); });
     return n;
 }
 """
 FINISH = r"""
-extern "C" void tk_emu_finish(const void *params, long long nblocks) {
+extern "C" void tk_emu_finish(const void *params, void *ctx, long long nblocks) {
     tk_params p; std::memcpy(&p, params, sizeof p);
-    tk_emu_grid(1, 1, [&] { tack_kernel_finish(p, nblocks); });
+    tk_emu_grid(1, 1, [&] { tack_kernel_finish(p, (struct tk_ctx *)ctx, nblocks); });
 }
 """
 
@@ -191,35 +191,37 @@ class Launch:
         self.ctx = np.zeros(CTX_SIZE, np.uint8)
         self.partials = np.zeros(max(grid * ck.partial_size, 8), np.uint8)
         struct.pack_into("Q", self.ctx, 40, self.partials.ctypes.data)
-        head = struct.pack("Q", self.ctx.ctypes.data if ck.needs_ctx else 0)
-        recs, ext = b"", [0] * ((ck.params_size - 8 - ARG_SIZE * ck.nparams) // 8)
-        for k, a in enumerate(args):
+        # The runtime's block (tack_kernel_params_pack): per parameter, an array's
+        # data pointer and extents, or a scalar's 8 bytes (int64, or double).
+        block = b""
+        for a in args:
             if isinstance(a, np.ndarray):
-                recs += struct.pack("QQqd", a.ctypes.data, 0, 0, 0.0)
-                for axis, n in enumerate(a.shape):
-                    ext[ck.ext_offsets[k] + axis] = n
+                block += struct.pack(f"Q{a.ndim}q", a.ctypes.data, *a.shape)
             elif isinstance(a, (float, np.floating)):
-                recs += struct.pack("QQqd", 0, 0, 0, float(a))
+                block += struct.pack("d", float(a))
             else:
-                recs += struct.pack("QQqd", 0, 0, int(a), 0.0)
-        self.params = head + recs + struct.pack(f"{len(ext)}q", *ext)
+                block += struct.pack("q", int(a))
+        self.params = block or bytes(8)
         assert len(self.params) == ck.params_size
+
+    def ctx_pointer(self) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self.ctx.ctypes.data if self.ck.needs_ctx else None)
 
     def run(self, lib: ctypes.CDLL) -> Record:
         buf = ctypes.create_string_buffer(self.params, len(self.params))
         if not self.ck.parallel:
-            lib.tk_emu_body(buf, 1, 1)
+            lib.tk_emu_body(buf, self.ctx_pointer(), 1, 1)
         else:
-            lib.tk_emu_body(buf, self.grid, self.block)
+            lib.tk_emu_body(buf, self.ctx_pointer(), self.grid, self.block)
             if hasattr(lib, "tk_emu_finish"):
                 nblocks = self.grid if self.ck.partial_size else 0
-                lib.tk_emu_finish(buf, ctypes.c_longlong(nblocks))
+                lib.tk_emu_finish(buf, self.ctx_pointer(), ctypes.c_longlong(nblocks))
         return self.record()
 
     def trips(self, lib: ctypes.CDLL) -> int:
         buf = ctypes.create_string_buffer(self.params, len(self.params))
         lib.tk_emu_trips.restype = ctypes.c_longlong
-        return int(lib.tk_emu_trips(buf))
+        return int(lib.tk_emu_trips(buf, self.ctx_pointer()))
 
     def record(self) -> Record:
         failed, _, why, line, axis, name = struct.unpack_from("6i", self.ctx, 0)

@@ -25,10 +25,11 @@ def ptx_of(source: str) -> str:
     return _tack._nvrtc_compile(source, 90, ptx=True).rstrip(b"\0").decode()
 
 
-def entry_param_bytes(ptx: str, entry: str) -> int:
-    m = re.search(rf"\.entry {entry}\(\s*\.param \.align \d+ \.b8 \w+\[(\d+)\]", ptx)
-    assert m, f"no entry {entry} with one by-value block in the PTX"
-    return int(m.group(1))
+def entry_params(ptx: str, entry: str) -> list[str]:
+    """The .param declarations of one entry point of the PTX."""
+    m = re.search(rf"\.entry {entry}\((.*?)\)", ptx, re.S)
+    assert m, f"no entry {entry} in the PTX"
+    return [p.strip() for p in m.group(1).split(",")]
 
 
 @tack.kernel
@@ -38,17 +39,19 @@ def scale_rows(out, a, s, n):
             out[i, j] = a[i] * s + n
 
 
-def test_parameter_block_holds_the_args_then_every_extent():
+def test_parameter_block_is_the_runtimes_block_then_the_context():
     ck = generate_cuda(scale_rows, (("array", "float32", 2), F64_1, "float", "int"),
                        debug=False)
-    # ctx pointer, four 32-byte tack_kernel_arg records, then out's 2 and a's 1 extent
-    assert ck.nparams == 4
-    assert ck.ext_offsets == {0: 0, 1: 2}
-    assert ck.params_size == 8 + 4 * 32 + 3 * 8
-    assert "tk_p.ext[2 + INT64_C(0)]" in ck.source  # a's extent after out's two
+    # tack_kernel_params_pack: out's pointer and 2 extents, a's pointer and extent,
+    # the float as a double, the int as an int64: 7 words
+    assert ck.params_size == 7 * 8
+    assert ("typedef struct { void *p0; int64_t p0_n[2]; void *p1; int64_t p1_n[1]; "
+            "double p2; int64_t p3; } tk_params;") in ck.source
     ptx = ptx_of(ck.source)
-    assert entry_param_bytes(ptx, "tack_kernel_body") == ck.params_size
-    assert entry_param_bytes(ptx, "tack_kernel_trips") == ck.params_size
+    for entry in ("tack_kernel_body", "tack_kernel_trips"):
+        params = entry_params(ptx, entry)
+        assert re.fullmatch(rf".param .align 8 .b8 \w+\[{ck.params_size}\]", params[0])
+        assert re.fullmatch(r".param .u64 .ptr .align 1 \w+|.param .u64 \w+", params[1])
     assert ck.parallel and ck.host_trips and not ck.needs_ctx
 
 

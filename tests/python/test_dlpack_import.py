@@ -1,4 +1,4 @@
-"""tack.from_dlpack: the spec's seven steps, against NumPy, JAX and the counting
+"""tack.from_dlpack: the seven import steps of docs/dlpack.md, against NumPy, JAX and the counting
 producer (which makes every malformed tensor the issue lists and counts deleter
 calls: each must be called exactly once, on success and on every refusal)."""
 

@@ -1,4 +1,4 @@
-"""Exception classes: one base, and the builtin the spec's error table names."""
+"""Exception classes: one base, and the builtin docs/errors.md names for each kind."""
 
 import pytest
 

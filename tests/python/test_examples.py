@@ -37,7 +37,7 @@ def test_example_runs(tmp_path: Path, script: str, banner: str):
     ],
 )
 def test_the_guides_example_paths_run(tmp_path: Path, args: list, banner: str):
-    """The user guide runs the examples from docs/examples/."""
+    """The examples also run from docs/examples/."""
     root = EXAMPLES.parent
     argv = [a.format(tmp=tmp_path) for a in args]
     env = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"))

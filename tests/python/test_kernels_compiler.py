@@ -12,6 +12,7 @@ from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse)
 
 import tack
 from tack.kernel import builtins, generate_source, ir, lir
+from tack.kernel.emit_c import header as pasted_header
 from tack.kernel.lower import mangle
 
 
@@ -71,10 +72,12 @@ def test_source_carries_the_runtime_abi_and_the_prelude_header():
     assert f"tack_kernel_abi = {tack._tack._KERNEL_ABI};" in src
     header = resources.files("tack.kernel").joinpath("prelude.h").read_text()
     assert "TK_INLINE int64_t tk_floordiv" in header
-    assert header in src
-    assert "#define TK_HALF" not in src
+    assert pasted_header("prelude.h", half=False) in src  # pasted, less comments
+    assert "tk_floordiv" in pasted_header("prelude.h", half=False)
+    assert "#define TK_HALF" not in src and "tk_h2f" not in src
     half = generate_source(k, (("array", "float16", 1),))
     assert "#define TK_HALF 1" in half
+    assert pasted_header("prelude.h", half=True) in half and "tk_h2f" in half
 
 
 def test_mangled_names_are_distinct_and_ascii():

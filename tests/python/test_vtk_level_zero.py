@@ -173,7 +173,7 @@ def test_a_vtk_module_with_only_level_zero_handles_does_not_replace_the_exchange
 
 
 def test_without_vtk_the_exchange_is_a_runtime_error(tmp_path):
-    """With vtkmodules unimportable, array_to_vtk reports a missing VTK as the spec's
+    """With vtkmodules unimportable, array_to_vtk reports a missing VTK as
     RuntimeError (after checking the layout)."""
     import os
     import subprocess

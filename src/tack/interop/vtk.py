@@ -2,8 +2,8 @@
 
 ``vtk_to_array`` gives a Tack array over a vtkDataArray's memory, ``array_to_vtk`` a new
 vtkDataArray over a Tack array's memory; neither copies. Where VTK has
-``vtkmodules.util.dlpack_support`` (device arrays through Viskores) both go through it,
-as the interoperability design says; where it does not -- every released VTK, the 9.7.1
+``vtkmodules.util.dlpack_support`` (device arrays through Viskores) both go through it;
+where it does not -- every released VTK, the 9.7.1
 wheel included -- Tack's own implementation of that module for host memory,
 ``tack.interop.vtk_dlpack``, does the same job. docs/vtk.md has the lifetime rules.
 
@@ -14,6 +14,7 @@ VTK's context (``init_level_zero()``).
 
 from __future__ import annotations
 
+import importlib
 import operator
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -110,8 +111,10 @@ def array_to_vtk(
         array = array.reshape(shape)
     support = _vtk_dlpack_support()
     if support is not None:
-        return support.dlpack_to_vtk(array, name=name)
-    return vtk_dlpack._to_vtk(array, name)
+        result: vtkDataArray = support.dlpack_to_vtk(array, name=name)
+    else:
+        result = vtk_dlpack._to_vtk(array, name)
+    return result
 
 
 def _vtk_layout(shape: tuple[int, ...], lanes: int, n_components: int | None) -> tuple[int, int]:
@@ -180,10 +183,11 @@ def _private_copy(array: Any) -> Any:
 def _vtk_module() -> ModuleType | None:
     """VTK's ``vtkmodules.util.dlpack_support`` as it is, or None where it is absent."""
     try:
-        from vtkmodules.util import dlpack_support
+        # Imported by name: VTK builds without the module (9.7 wheels) have no stub
+        # for it either.
+        return importlib.import_module("vtkmodules.util.dlpack_support")
     except ImportError:
         return None
-    return dlpack_support
 
 
 def _vtk_dlpack_support() -> ModuleType | None:

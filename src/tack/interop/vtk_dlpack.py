@@ -179,7 +179,8 @@ def dlpack_to_vtk(source: Any, name: str | None = None) -> vtkDataArray:
             "the tensor is read-only, and a vtkDataArray cannot be: VTK would be "
             "free to write to it; export a writable tensor or a copy"
         )
-    return _to_vtk(array, name)
+    result: vtkDataArray = _to_vtk(array, name)
+    return result
 
 
 # --- Shared with tack.interop.vtk ------------------------------------------------------

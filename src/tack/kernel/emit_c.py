@@ -16,6 +16,7 @@ reductions' fold are this file's.
 from __future__ import annotations
 
 import math
+import re
 from importlib import resources
 
 from tack._tack import _KERNEL_ABI
@@ -43,9 +44,22 @@ TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
-def header(name: str) -> str:
-    """A helper header installed with the package (prelude.h, atomics_cpu.h)."""
-    return resources.files("tack.kernel").joinpath(name).read_text("utf-8")
+_headers: dict[tuple[str, bool], str] = {}
+
+
+def header(name: str, half: bool = True) -> str:
+    """A helper header installed with the package (prelude.h, atomics_cpu.h), as it
+    is pasted into a source: without its comments (they are for readers of the
+    file), and without its float16 section unless half (smaller sources compile
+    sooner, and fit a nearly full cache folder). Read once."""
+    text = _headers.get((name, half))
+    if text is None:
+        text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
+        text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
+        if not half:
+            text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
+        _headers[(name, half)] = text
+    return text
 
 
 def c_string(s: str) -> str:
@@ -325,7 +339,7 @@ class CEmitter:
         out.append(ABI)
         if p.uses_half:
             out.append("#define TK_HALF 1")
-        out.append(header("prelude.h"))
+        out.append(header("prelude.h", p.uses_half))
         if p.uses_atomics:
             out.append(header("atomics_cpu.h"))
         if p.result_kind:

@@ -8,24 +8,23 @@ path; prelude.h is pasted with TK_INLINE as ``__device__ __forceinline__``.
 
 What the launch side does with a module (the contract; see docs/kernels.md):
 
-- Every entry point takes one by-value parameter block, ``tk_params``:
-  ``ctx`` (a device pointer to the 64-byte ``tk_ctx`` below, or NULL when
-  ``CudaKernel.needs_ctx`` is false), then ``a[nparams]``, the same 32-byte
-  ``tack_kernel_arg`` records the CPU launch builds (data: the device pointer;
-  shape: ignored; i and f: the scalars), then ``ext[]``: every array argument's
-  extents, in parameter order (``CudaKernel.ext_offsets``).
+- Every entry point takes the runtime's by-value parameter block (kernel.h's
+  tack_kernel_params_pack: per parameter in order, an array's data pointer then its
+  extents, or a scalar's 8 bytes; ``CudaKernel.params_size`` bytes), then a device
+  pointer to the 64-byte ``tk_ctx`` below (NULL allowed when
+  ``CudaKernel.needs_ctx`` is false).
 - ``tack_kernel_body``: a parallel kernel runs trip k on the threads
   k, k + G, k + 2G, ... of a grid of G threads (a 64-bit grid-stride loop), so any
   grid is correct; every thread computes the trip count itself. When
   ``CudaKernel.host_trips`` is true the trip count depends only on extents and
   scalars and the CPU twin's ``tack_kernel_trips`` gives it on the host (to size
-  the grid); otherwise the one-thread ``tack_kernel_trips`` kernel writes it to
-  ``int64_t *out`` on the device. A serial kernel is launched as one thread
+  the grid); otherwise the one-thread ``tack_kernel_trips(params, ctx, int64_t
+  *out)`` writes it on the device. A serial kernel is launched as one thread
   (``<<<1, 1>>>``) and runs in Python's order.
 - A kernel with reductions needs ``blockDim.x * partial_size`` bytes of dynamic
   shared memory and ``ctx->partials``, a device buffer of ``gridDim.x *
   partial_size`` bytes: each block combines its threads' partials in a fixed tree
-  order and stores them in slot blockIdx.x; then ``tack_kernel_finish(params,
+  order and stores them in slot blockIdx.x; then ``tack_kernel_finish(params, ctx,
   nblocks)`` on one thread folds the slots in block order and stores the returned
   value in ``ctx->result_i`` / ``result_f``. Results depend only on the launch
   shape (grid and block size), never on timing.
@@ -48,9 +47,6 @@ from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
 # Size and alignment of a value type in the reduction partials' struct.
 SIZE = {BOOL: 1, INT: 8, F32: 4, F64: 8}
-# The block of tk_params before a[]: the context pointer.
-PARAMS_HEADER = 8
-ARG_SIZE = 32
 CTX_SIZE = 64
 # prelude.h helpers that call the math library (fmod)
 LIBM_HELPERS = {"fmod", "fmodf", "ffloordiv", "ffloordivf"}
@@ -72,8 +68,6 @@ typedef unsigned long long uint64_t;
 #define TK_INLINE __device__ __forceinline__
 typedef bool tk_bool;
 typedef int tk_name;
-typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_arg;
-static_assert(sizeof(tk_arg) == {ARG_SIZE}, "tack_kernel_arg layout");
 /* The launch's record in device memory: the first failure and the result. */
 struct tk_ctx {{
     int failed, claimed, why, line, axis, name;
@@ -103,9 +97,7 @@ class CudaKernel:
 
     source: str
     names: list[str]  # tk_name n in a failure record is names[n]
-    nparams: int
-    ext_offsets: dict[int, int]  # argument k -> its first extent in ext[]
-    params_size: int  # bytes of tk_params
+    params_size: int  # bytes of the parameter block (tack_kernel_params_size)
     parallel: bool
     host_trips: bool  # the trip count needs no array element (see the module doc)
     partial_size: int  # bytes of one block's reduction partials; 0: none
@@ -127,13 +119,18 @@ def _walk(node: object):
             yield from _walk(getattr(node, f.name))
 
 
-def _ndims(plan: lir.Plan) -> dict[int, int]:
-    """Argument k -> its array's ndim, from the extents lowering reads in setup."""
-    out = {a.init.k: 0 for a in plan.arrays if isinstance(a.init, lir.Arg)}
-    for n in _walk(plan.setup):
+def _params(plan: lir.Plan) -> dict[int, tuple[str, int]]:
+    """Parameter k -> ("array", ndim), ("i", 0) or ("f", 0), from how the lowering
+    reads the arguments (every parameter is read in setup, every extent too)."""
+    out: dict[int, tuple[str, int]] = {}
+    for n in _walk([plan.arrays, plan.setup]):
+        if isinstance(n, lir.Arg):
+            kind = "array" if n.field in ("data", "shape") else n.field
+            out.setdefault(n.k, (kind, 0))
         if (isinstance(n, lir.Index) and isinstance(n.base, lir.Arg)
                 and n.base.field == "shape" and isinstance(n.index, lir.Lit)):
-            out[n.base.k] = max(out.get(n.base.k, 0), int(n.index.value) + 1)
+            k = n.base.k
+            out[k] = ("array", max(out.get(k, ("array", 0))[1], int(n.index.value) + 1))
     return out
 
 
@@ -148,22 +145,14 @@ def _partial_size(reductions: list[lir.Reduction]) -> int:
 
 class CudaEmitter(CEmitter):
     VTYPE = CTYPE
-    FINISH = ('extern "C" __global__ void tack_kernel_finish(const tk_params tk_p, '
-              'int64_t tk_nblocks) {')
+    HEAD = "const tk_params tk_p, struct tk_ctx *tk_ctx"
+    FINISH = f'extern "C" __global__ void tack_kernel_finish({HEAD}, int64_t tk_nblocks) {{'
 
     def __init__(self, plan: lir.Plan) -> None:
         super().__init__(plan)
         self.names: list[str] = []
-        ndims = _ndims(plan)
-        self.ext: dict[int, int] = {}
-        off = 0
-        for k in sorted(ndims):
-            self.ext[k] = off
-            off += ndims[k]
-        self.next = off
-        self.nparams = 1 + max([n.k for n in _walk([plan.setup, plan.arrays, plan.serial,
-                                                     plan.iteration])
-                                if isinstance(n, lir.Arg)], default=-1)
+        self.params = _params(plan)
+        assert sorted(self.params) == list(range(len(self.params)))
 
     # ---- spelling ---------------------------------------------------------------------
 
@@ -171,14 +160,14 @@ class CudaEmitter(CEmitter):
         if isinstance(e, lir.Lit) and isinstance(e.value, bool):
             return "true" if e.value else "false"
         if isinstance(e, lir.Arg):
-            return f"tk_p.a[{e.k}].{e.field}"
+            return f"tk_p.p{e.k}"
         if isinstance(e, lir.Str):
             if e.text not in self.names:
                 self.names.append(e.text)
             return str(self.names.index(e.text))
         if isinstance(e, lir.Index) and isinstance(e.base, lir.Arg):
             assert e.base.field == "shape"
-            return f"tk_p.ext[{self.ext[e.base.k]} + {self.ex(e.index)}]"
+            return f"tk_p.p{e.base.k}_n[{self.ex(e.index)}]"
         if isinstance(e, lir.Let):  # NVRTC has no statement expressions: a lambda
             return (f"([&]() {{ const {self.VTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
                     f"return {self.ex(e.body)}; }}())")
@@ -187,9 +176,27 @@ class CudaEmitter(CEmitter):
     # ---- the entry points -------------------------------------------------------------
 
     def prologue(self, depth: int) -> None:
-        """The context and the array pointers, as every entry point starts."""
-        self.emit("struct tk_ctx *const tk_ctx = tk_p.ctx; (void)tk_ctx;", depth)
+        """The array pointers, as every entry point starts."""
+        self.emit("(void)tk_ctx;", depth)
         self.arrays(depth)
+
+    def block_struct(self) -> str:
+        """tk_params: the runtime's parameter block, one 8-byte field at a time."""
+        fields_ = []
+        for k, (kind, ndim) in sorted(self.params.items()):
+            if kind == "array":
+                fields_.append(f"void *p{k};")
+                if ndim:
+                    fields_.append(f"int64_t p{k}_n[{ndim}];")
+            else:
+                fields_.append(f"{'int64_t' if kind == 'i' else 'double'} p{k};")
+        body = " ".join(fields_) or "int64_t tk_unused;"
+        return (f"typedef struct {{ {body} }} tk_params;\n"
+                f'static_assert(sizeof(tk_params) == {self.params_size()}, "params");')
+
+    def params_size(self) -> int:
+        words = sum(1 + ndim for _, ndim in self.params.values())
+        return 8 * max(words, 1)
 
     def thread(self) -> None:
         """tk_thread: one thread's share of the parallel loop (trips index,
@@ -197,7 +204,8 @@ class CudaEmitter(CEmitter):
         of its own, so a debug-mode stop (return) leaves only it."""
         p = self.plan
         out = "tk_red *tk_out" if p.reductions else "void *tk_out"
-        self.lines.append(f"static __device__ void tk_thread(const tk_params &tk_p, {out}) {{")
+        self.lines.append("static __device__ void tk_thread(const tk_params &tk_p, "
+                          f"struct tk_ctx *tk_ctx, {out}) {{")
         self.emit("(void)tk_out;", 1)
         self.prologue(1)
         self.block(p.setup, 1)
@@ -229,9 +237,9 @@ class CudaEmitter(CEmitter):
     def parallel_body(self) -> None:
         p = self.plan
         self.thread()
-        self.lines.append('extern "C" __global__ void tack_kernel_body(const tk_params tk_p) {')
+        self.lines.append(f'extern "C" __global__ void tack_kernel_body({self.HEAD}) {{')
         if not p.reductions:
-            self.emit("tk_thread(tk_p, 0);", 1)
+            self.emit("tk_thread(tk_p, tk_ctx, 0);", 1)
             self.lines.append("}")
             return
         # Each thread's partial into shared memory, then a tree in a fixed order:
@@ -241,7 +249,7 @@ class CudaEmitter(CEmitter):
         self.emit("const unsigned tk_t = threadIdx.x;", 1)
         self.emit("tk_red tk_mine;", 1)
         self.identity("tk_mine", 1)
-        self.emit("tk_thread(tk_p, &tk_mine);", 1)
+        self.emit("tk_thread(tk_p, tk_ctx, &tk_mine);", 1)
         self.emit("tk_sh[tk_t] = tk_mine;", 1)
         self.emit("__syncthreads();", 1)
         self.emit("for (unsigned tk_w = 1; tk_w < blockDim.x; tk_w *= 2) {", 1)
@@ -250,8 +258,7 @@ class CudaEmitter(CEmitter):
         self.emit("}", 2)
         self.emit("__syncthreads();", 2)
         self.emit("}", 1)
-        self.emit("if (tk_t == 0) ((tk_red *)tk_p.ctx->partials)[blockIdx.x] = tk_sh[0];",
-                  1)
+        self.emit("if (tk_t == 0) ((tk_red *)tk_ctx->partials)[blockIdx.x] = tk_sh[0];", 1)
         self.lines.append("}")
 
     def trips(self) -> None:
@@ -259,7 +266,7 @@ class CudaEmitter(CEmitter):
         (0 when the setup failed in debug mode)."""
         p = self.plan
         self.lines.append('extern "C" __global__ void tack_kernel_trips('
-                          "const tk_params tk_p, int64_t *tk_trips_out) {")
+                          f"{self.HEAD}, int64_t *tk_trips_out) {{")
         self.emit("*tk_trips_out = 0;", 1)
         self.prologue(1)
         self.block(p.setup, 1)
@@ -290,8 +297,7 @@ class CudaEmitter(CEmitter):
             if p.reductions or p.result is not None:
                 self.finish("tk_nblocks")
         else:
-            self.lines.append('extern "C" __global__ void tack_kernel_body('
-                              "const tk_params tk_p) {")
+            self.lines.append(f'extern "C" __global__ void tack_kernel_body({self.HEAD}) {{')
             self.emit("if (blockIdx.x != 0 || threadIdx.x != 0) return;", 1)
             self.prologue(1)
             self.body()
@@ -302,8 +308,7 @@ class CudaEmitter(CEmitter):
         out.append(header("prelude.h"))
         if p.uses_atomics:
             out.append(header("atomics_cuda.h"))
-        out.append(f"typedef struct {{ struct tk_ctx *ctx; tk_arg a[{max(self.nparams, 1)}]; "
-                   f"int64_t ext[{max(self.next, 1)}]; }} tk_params;")
+        out.append(self.block_struct())
         if p.reductions:
             fields_ = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
             out.append(f"typedef struct {{ {fields_} }} tk_red;")
@@ -316,10 +321,8 @@ def emit_cuda(plan: lir.Plan) -> CudaKernel:
     """The CUDA source of one lowered specialization, with its launch facts."""
     em = CudaEmitter(plan)
     source = em.generate()
-    nparams = max(em.nparams, 1)
     return CudaKernel(
-        source=source, names=list(em.names), nparams=em.nparams, ext_offsets=dict(em.ext),
-        params_size=PARAMS_HEADER + ARG_SIZE * nparams + 8 * max(em.next, 1),
+        source=source, names=list(em.names), params_size=em.params_size(),
         parallel=plan.parallel, host_trips=plan.parallel and em.host_trips(),
         partial_size=_partial_size(plan.reductions), result_kind=plan.result_kind,
         needs_ctx=plan.debug or bool(plan.reductions) or plan.result is not None,

@@ -1,0 +1,88 @@
+"""The repository explains itself: its licence is present, and what its comments and
+docs cite is in it.
+
+A reader who meets a file path or a document name in a comment or a note must be able
+to open it here. The third-party headers under tests/c/vendor/ are kept verbatim and
+are not scanned.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCANNED = ["csrc", "src", "include", "docs", "tests", "examples", "benchmarks"]
+SUFFIXES = {".c", ".h", ".py", ".pyi", ".md", ".in", ".build"}
+TOP_FILES = ["README.md", "meson.build", "Makefile", "pyproject.toml"]
+
+# A path inside the repository, as prose writes it: `docs/kernels.md`, csrc/runtime/jit.c,
+# or a glob such as tests/python/test_dlpack_*.py.
+REPO_PATH = re.compile(
+    r"(?<![\w./-])((?:csrc|src|include|docs|tests|examples|benchmarks)/[\w./*-]*[\w*])"
+)
+# A bare document name (a word ending in .md): a file at the root or in docs/.
+BARE_MD = re.compile(r"(?<![\w./-])([A-Za-z][\w-]*\.md)\b")
+# Documents that exist only outside the repository, by the names they were cited with.
+OUTSIDE = re.compile(
+    r"\bthe spec\b|\bspec's\b|\bspec document\b|interoperability[ -]design|"
+    r"sharing-arrays-guide|\buser guide\b|\bthe guide\b|Memory and Aliasing|"
+    r"Backend Implementations|lang/array\.py",
+    re.IGNORECASE,
+)
+
+
+def _files() -> list[Path]:
+    files = [ROOT / name for name in TOP_FILES]
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if "vendor" in path.parts or "__pycache__" in path.parts:
+                continue
+            if path.is_file() and path.suffix in SUFFIXES:
+                files.append(path)
+    return files
+
+
+FILES = _files()
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+def _exists(cited: str) -> bool:
+    # A file, a folder, or a glob that matches something.
+    return (ROOT / cited).exists() or any(ROOT.glob(cited))
+
+
+@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+def test_cited_files_are_in_the_repository(path: Path):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    missing = []
+    for match in REPO_PATH.finditer(text):
+        cited = match.group(1)
+        if not _exists(cited):
+            missing.append(cited)
+    for match in BARE_MD.finditer(text):
+        name = match.group(1)
+        if not ((ROOT / name).exists() or (ROOT / "docs" / name).exists()):
+            missing.append(name)
+    assert not missing, f"{path.relative_to(ROOT)} cites files not in the repository: {missing}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=_ids(FILES))
+def test_no_citations_of_documents_outside_the_repository(path: Path):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path == Path(__file__):
+        text = text.split("OUTSIDE = ", 1)[0]
+    found = [m.group(0) for m in OUTSIDE.finditer(text)]
+    assert not found, f"{path.relative_to(ROOT)} cites documents outside the repository: {found}"
+
+
+def test_licence_is_the_bsd_3_clause_text_the_metadata_names():
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert text.startswith("BSD 3-Clause License\n")
+    assert "Copyright (c) 2026, the Tack authors" in text
+    assert "3. Neither the name of the copyright holder" in text
+    assert 'license = {text = "BSD-3-Clause"}' in (ROOT / "pyproject.toml").read_text()
+    assert "license : 'BSD-3-Clause'" in (ROOT / "meson.build").read_text()
