@@ -190,6 +190,42 @@ tack_nvrtc_supports(int arch, int *yes)
     return TACK_OK;
 }
 
+tack_status
+tack_nvrtc_choose(int arch, tack_nvrtc_output *kind, int *target)
+{
+    if (!kind || !target) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT, "tack_nvrtc_choose: NULL output");
+    }
+    tack_status st = loaded();
+    if (st != TACK_OK) {
+        return st;
+    }
+    int below = 0;
+    for (int i = 0; i < lib.archs_n; i++) {
+        if (lib.archs_list[i] == arch) {
+            *kind = TACK_NVRTC_CUBIN;
+            *target = arch;
+            return TACK_OK;
+        }
+        if (lib.archs_list[i] < arch && lib.archs_list[i] > below) {
+            below = lib.archs_list[i];
+        }
+    }
+    if (below == 0) {
+        return tack__fail(
+            TACK_ERR_DEVICE_UNAVAILABLE,
+            "NVRTC %d.%d cannot compile for compute capability %d.%d (its "
+            "oldest is %d.%d); set TACK_NVRTC to an older CUDA toolkit's "
+            "libnvrtc",
+            lib.major, lib.minor, arch / 10, arch % 10,
+            lib.archs_n ? lib.archs_list[0] / 10 : 0,
+            lib.archs_n ? lib.archs_list[0] % 10 : 0);
+    }
+    *kind = TACK_NVRTC_PTX;
+    *target = below;
+    return TACK_OK;
+}
+
 void
 tack_nvrtc_free(void *p)
 {

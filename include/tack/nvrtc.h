@@ -46,6 +46,16 @@ TACK_API tack_status tack_nvrtc_version(int *major, int *minor);
 TACK_API tack_status tack_nvrtc_supports(int arch, int *yes);
 
 /*
+ * What to build for a GPU of compute capability arch with this NVRTC: a CUBIN for
+ * exactly arch when NVRTC can make one; otherwise PTX for the highest architecture
+ * it supports below arch (the driver finishes PTX for newer GPUs). Out: *kind and
+ * *target (the architecture to pass to tack_nvrtc_compile), set only on success.
+ * TACK_ERR_DEVICE_UNAVAILABLE when NVRTC supports nothing at or below arch (a GPU
+ * older than this NVRTC: use an older CUDA toolkit's NVRTC through TACK_NVRTC).
+ */
+TACK_API tack_status tack_nvrtc_choose(int arch, tack_nvrtc_output *kind, int *target);
+
+/*
  * Compiles source (a whole translation unit; name appears in messages) for arch.
  * Out: *image (Owned: release with tack_nvrtc_free()) and *nbytes, set only on
  * success; a PTX image ends with its terminator, included in *nbytes.

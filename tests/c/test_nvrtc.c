@@ -62,7 +62,7 @@ TACK_TEST(nvrtc_arguments_are_checked)
     CHECK_STATUS(tack_nvrtc_version(NULL, NULL), TACK_ERR_INVALID_ARGUMENT);
 }
 
-TACK_TEST(nvrtc_path_from_env_that_does_not_load_is_unsupported)
+TACK_TEST(nvrtc_path_from_env_that_does_not_load_is_device_unavailable)
 {
     setenv("TACK_NVRTC", "/nonexistent/libnvrtc.so.99", 1);
     int major, minor;
@@ -111,6 +111,29 @@ TACK_TEST(nvrtc_makes_a_cubin_and_ptx_for_one_architecture)
     tack_nvrtc_free(image);
     CHECK_EQ_INT(stats().compiles, 2);
     remove_cache_dir(dir);
+}
+
+TACK_TEST(nvrtc_chooses_a_cubin_or_falls_back_to_older_ptx)
+{
+    tack_nvrtc_output kind;
+    int target = 0;
+    CHECK_OK(tack_nvrtc_choose(90, &kind, &target));
+    CHECK_EQ_INT(kind, TACK_NVRTC_CUBIN);
+    CHECK_EQ_INT(target, 90);
+    /* A compute capability this NVRTC does not know (a GPU newer than it): PTX for
+     * the highest one below, which the driver can finish. */
+    CHECK_OK(tack_nvrtc_choose(91, &kind, &target));
+    CHECK_EQ_INT(kind, TACK_NVRTC_PTX);
+    CHECK_EQ_INT(target, 90);
+    CHECK_OK(tack_nvrtc_choose(9999, &kind, &target));
+    CHECK_EQ_INT(kind, TACK_NVRTC_PTX);
+    int yes = 0;
+    CHECK_OK(tack_nvrtc_supports(target, &yes));
+    CHECK_EQ_INT(yes, 1);
+    /* Older than anything it supports: refused, naming both. */
+    CHECK_STATUS(tack_nvrtc_choose(30, &kind, &target), TACK_ERR_DEVICE_UNAVAILABLE);
+    CHECK(strstr(tack_last_error(), "3.0") != NULL);
+    CHECK_STATUS(tack_nvrtc_choose(90, NULL, &target), TACK_ERR_INVALID_ARGUMENT);
 }
 
 TACK_TEST(nvrtc_compile_error_carries_the_log_at_the_source_line)
