@@ -136,6 +136,12 @@ extern "C" long long tk_emu_trips(const void *params, void *ctx) {
     return n;
 }
 """
+RESTRICT = r"""
+extern "C" void tk_emu_body_restrict(const void *params, void *ctx, int grid, int block) {
+    tk_params p; std::memcpy(&p, params, sizeof p);
+    tk_emu_grid(grid, block, [&] { tack_kernel_body_restrict(p, (struct tk_ctx *)ctx); });
+}
+"""
 FINISH = r"""
 extern "C" void tk_emu_finish(const void *params, void *ctx, long long nblocks) {
     tk_params p; std::memcpy(&p, params, sizeof p);
@@ -153,6 +159,8 @@ def build(ck: CudaKernel, workdir: Path) -> ctypes.CDLL:
         src += TRIPS
     if "void tack_kernel_finish(" in ck.source:
         src += FINISH
+    if ck.restrict:
+        src += RESTRICT
     key = hashlib.sha256(src.encode()).hexdigest()[:20]
     if key in _BUILT:
         return _BUILT[key]
@@ -207,12 +215,13 @@ class Launch:
     def ctx_pointer(self) -> ctypes.c_void_p:
         return ctypes.c_void_p(self.ctx.ctypes.data if self.ck.needs_ctx else None)
 
-    def run(self, lib: ctypes.CDLL) -> Record:
+    def run(self, lib: ctypes.CDLL, restrict: bool = False) -> Record:
         buf = ctypes.create_string_buffer(self.params, len(self.params))
         if not self.ck.parallel:
             lib.tk_emu_body(buf, self.ctx_pointer(), 1, 1)
         else:
-            lib.tk_emu_body(buf, self.ctx_pointer(), self.grid, self.block)
+            body = lib.tk_emu_body_restrict if restrict else lib.tk_emu_body
+            body(buf, self.ctx_pointer(), self.grid, self.block)
             if hasattr(lib, "tk_emu_finish"):
                 nblocks = self.grid if self.ck.partial_size else 0
                 lib.tk_emu_finish(buf, self.ctx_pointer(), ctypes.c_longlong(nblocks))
@@ -232,9 +241,10 @@ class Launch:
 
 
 def emulate(ck: CudaKernel, args: list[Any], workdir: Path, grid: int = 3,
-            block: int = 4) -> Record:
-    """Runs the module over args (NumPy arrays are updated in place)."""
-    return Launch(ck, args, grid, block).run(build(ck, workdir))
+            block: int = 4, restrict: bool = False) -> Record:
+    """Runs the module over args (NumPy arrays are updated in place); restrict: its
+    tack_kernel_body_restrict entry."""
+    return Launch(ck, args, grid, block).run(build(ck, workdir), restrict)
 
 
 def gxx_available() -> bool:

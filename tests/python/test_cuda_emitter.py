@@ -234,3 +234,30 @@ def test_functions_and_local_arrays_compile():
     ptx = ptx_of(ck.source)
     assert "fma." not in ptx  # x * x + y * y stays two multiplies and an add
     assert ".entry tack_kernel_body" in ptx
+
+
+@tack.kernel
+def scaled_copy(out, x, a):
+    for i in range(out.shape[0]):
+        out[i] = x[i] * a
+
+
+def test_restrict_entry_reads_through_the_read_only_cache():
+    ck = generate_cuda(scaled_copy, (F32_1, F32_1, "float32"), debug=False)
+    assert ck.restrict
+    assert "const float *__restrict__ p_x" in ck.source
+    ptx = ptx_of(ck.source)
+    body = ptx[ptx.index(".entry tack_kernel_body("):]
+    plain = body[:body.index(".entry tack_kernel_body_restrict(")]
+    restrict = body[body.index(".entry tack_kernel_body_restrict("):]
+    # only the promise lets NVRTC load x through the non-coherent (read-only) path
+    assert "ld.global.nc" in restrict
+    assert "ld.global.nc" not in plain
+    # one array, or nothing stored: no second entry
+    assert not generate_cuda(affine_one, (F32_1,), debug=False).restrict
+
+
+@tack.kernel
+def affine_one(a):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2.0

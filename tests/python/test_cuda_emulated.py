@@ -87,6 +87,16 @@ def test_extents_of_several_arrays_come_from_the_block(work):
     np.testing.assert_array_equal(got[0], want[0])
 
 
+def test_restrict_entry_computes_the_same(work):
+    img = np.arange(7 * 9, dtype=np.float64).reshape(7, 9) ** 1.5
+    args = [np.zeros((7, 9)), img, 3.0]
+    ck = generate_cuda(blur_rows, sig(*args), debug=False)
+    assert ck.restrict
+    emulate(ck, args, work, restrict=True)
+    want, _ = on_cpu(blur_rows, [np.zeros((7, 9)), img, 3.0])
+    np.testing.assert_array_equal(args[0], want[0])
+
+
 @tack.kernel
 def running_total(a):
     s = 0

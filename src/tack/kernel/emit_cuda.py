@@ -103,6 +103,11 @@ class CudaKernel:
     partial_size: int  # bytes of one block's reduction partials; 0: none
     result_kind: int
     needs_ctx: bool
+    # the module also has tack_kernel_body_restrict (parallel kernels with two or more
+    # arrays, one stored to): the same entry compiled on the promise that no stored
+    # array overlaps another argument (tack_kernel_args_disjoint), for launches that
+    # keep it
+    restrict: bool
     # calls CUDA's math library (libdevice, whose own code uses fma): the kernel's
     # arithmetic outside those calls is never contracted
     libm: bool
@@ -198,16 +203,28 @@ class CudaEmitter(CEmitter):
         words = sum(1 + ndim for _, ndim in self.params.values())
         return 8 * max(words, 1)
 
-    def thread(self) -> None:
+    def thread(self, restrict: bool) -> str:
         """tk_thread: one thread's share of the parallel loop (trips index,
         index + stride, ...), its reductions' partials left in *tk_out. A function
-        of its own, so a debug-mode stop (return) leaves only it."""
+        of its own, so a debug-mode stop (return) leaves only it. restrict: the
+        array pointers arrive as __restrict__ parameters (tk_thread_r). Returns the
+        call an entry point makes, its last argument (tk_out) left open."""
         p = self.plan
         out = "tk_red *tk_out" if p.reductions else "void *tk_out"
-        self.lines.append("static __device__ void tk_thread(const tk_params &tk_p, "
-                          f"struct tk_ctx *tk_ctx, {out}) {{")
+        name, ptrs, args = "tk_thread", "", ""
+        if restrict:
+            name = "tk_thread_r"
+            ptrs = "".join(f", {'const ' if a.const else ''}{a.elem.ctype} *__restrict__ "
+                           f"{a.name}" for a in p.arrays)
+            args = "".join(f", ({'const ' if a.const else ''}{a.elem.ctype} *)"
+                           f"{self.ex(a.init)}" for a in p.arrays)
+        self.lines.append(f"static __device__ void {name}(const tk_params &tk_p, "
+                          f"struct tk_ctx *tk_ctx{ptrs}, {out}) {{")
         self.emit("(void)tk_out;", 1)
-        self.prologue(1)
+        if restrict:
+            self.emit("(void)tk_ctx;", 1)
+        else:
+            self.prologue(1)
         self.block(p.setup, 1)
         assert p.trips is not None
         self.emit(f"const int64_t tk_n = {self.ex(p.trips)};", 1)
@@ -221,6 +238,7 @@ class CudaEmitter(CEmitter):
         for r in p.reductions:
             self.emit(f"tk_out->{r.name} = {r.name};", 1)
         self.lines.append("}")
+        return f"{name}(tk_p, tk_ctx{args}, "
 
     def combine(self, into: str, other: str, depth: int) -> None:
         """into = combine(into, other), field by field (into comes first)."""
@@ -234,12 +252,12 @@ class CudaEmitter(CEmitter):
         for r in self.plan.reductions:
             self.emit(f"{into}.{r.name} = {self.ex(r.identity)};", depth)
 
-    def parallel_body(self) -> None:
+    def parallel_body(self, entry: str, restrict: bool) -> None:
         p = self.plan
-        self.thread()
-        self.lines.append(f'extern "C" __global__ void tack_kernel_body({self.HEAD}) {{')
+        call = self.thread(restrict)
+        self.lines.append(f'extern "C" __global__ void {entry}({self.HEAD}) {{')
         if not p.reductions:
-            self.emit("tk_thread(tk_p, tk_ctx, 0);", 1)
+            self.emit(f"{call}0);", 1)
             self.lines.append("}")
             return
         # Each thread's partial into shared memory, then a tree in a fixed order:
@@ -249,7 +267,7 @@ class CudaEmitter(CEmitter):
         self.emit("const unsigned tk_t = threadIdx.x;", 1)
         self.emit("tk_red tk_mine;", 1)
         self.identity("tk_mine", 1)
-        self.emit("tk_thread(tk_p, tk_ctx, &tk_mine);", 1)
+        self.emit(f"{call}&tk_mine);", 1)
         self.emit("tk_sh[tk_t] = tk_mine;", 1)
         self.emit("__syncthreads();", 1)
         self.emit("for (unsigned tk_w = 1; tk_w < blockDim.x; tk_w *= 2) {", 1)
@@ -292,7 +310,9 @@ class CudaEmitter(CEmitter):
         self.lines = body
         self.functions()
         if p.parallel:
-            self.parallel_body()
+            self.parallel_body("tack_kernel_body", False)
+            if p.restrict:
+                self.parallel_body("tack_kernel_body_restrict", True)
             self.trips()
             if p.reductions or p.result is not None:
                 self.finish("tk_nblocks")
@@ -326,6 +346,7 @@ def emit_cuda(plan: lir.Plan) -> CudaKernel:
         parallel=plan.parallel, host_trips=plan.parallel and em.host_trips(),
         partial_size=_partial_size(plan.reductions), result_kind=plan.result_kind,
         needs_ctx=plan.debug or bool(plan.reductions) or plan.result is not None,
+        restrict=plan.parallel and plan.restrict,
         libm=any(isinstance(n, lir.Math)
                  or isinstance(n, lir.Helper) and n.name in LIBM_HELPERS
                  for n in _walk([plan.setup, plan.iteration, plan.serial, plan.functions])))
