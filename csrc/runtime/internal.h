@@ -240,9 +240,8 @@ tack__entry tack__cache_lookup_ext(const char *dir, const char *key, const char 
                                    const char *source, size_t source_len, int *fd);
 int tack__cache_commit_ext(const char *dir, const char *key, const char *ext,
                            const char *so_path, const char *source, size_t source_len);
-/* Reads the rest of the open file fd (size bytes) into a new buffer (release with
- * tack__free()); NULL when it is short or allocation fails. */
-char *tack__cache_read(int fd, size_t size);
+/* Reads size bytes of the open file fd into buf; false when the file is short. */
+bool tack__cache_read(int fd, void *buf, size_t size);
 /* Every word of the compile command except the source and object paths (the
  * compiler's words from $CC, the flags, the libraries), all of which key the cache.
  * Writes at most cap pointers to static or $CC-derived strings (valid until the next

@@ -260,14 +260,10 @@ trusted_file(int fd, struct stat *sb)
            (sb->st_mode & 022) == 0;
 }
 
-/* Reads the whole file at fd into a new buffer of *len bytes (+ a terminator). */
-static char *
-read_all(int fd, size_t size, size_t *len)
+/* Reads up to size bytes at fd into buf; returns how many it read. */
+static size_t
+read_into(int fd, char *buf, size_t size)
 {
-    char *buf = tack__alloc(size + 1, 0);
-    if (!buf) {
-        return NULL;
-    }
     size_t got = 0;
     while (got < size) {
         ssize_t r = read(fd, buf + got, size - got);
@@ -279,21 +275,27 @@ read_all(int fd, size_t size, size_t *len)
         }
         got += (size_t)r;
     }
+    return got;
+}
+
+/* Reads the whole file at fd into a new buffer of *len bytes (+ a terminator). */
+static char *
+read_all(int fd, size_t size, size_t *len)
+{
+    char *buf = tack__alloc(size + 1, 0);
+    if (!buf) {
+        return NULL;
+    }
+    size_t got = read_into(fd, buf, size);
     buf[got] = '\0';
     *len = got;
     return buf;
 }
 
-char *
-tack__cache_read(int fd, size_t size)
+bool
+tack__cache_read(int fd, void *buf, size_t size)
 {
-    size_t len;
-    char *buf = read_all(fd, size, &len);
-    if (buf && len != size) {
-        tack__free(buf);
-        return NULL;
-    }
-    return buf;
+    return read_into(fd, buf, size) == size;
 }
 
 static bool

@@ -399,16 +399,24 @@ tack_nvrtc_compile(const char *source, const char *name, int arch,
         tack__entry e = tack__cache_lookup_ext(dir, key, ext, source, source_len, &fd);
         if (e == TACK__ENTRY_OK) {
             struct stat sb;
-            char *bytes = fstat(fd, &sb) == 0 && sb.st_size > 0
-                              ? tack__cache_read(fd, (size_t)sb.st_size)
-                              : NULL;
+            size_t size =
+                fstat(fd, &sb) == 0 && sb.st_size > 0 ? (size_t)sb.st_size : 0;
+            char *bytes = size ? tack__alloc(size, 0) : NULL;
+            if (size && !bytes) {
+                close(fd);
+                return tack__fail(TACK_ERR_NO_MEMORY,
+                                  "no memory for the %zu-byte cached image of '%s'",
+                                  size, name);
+            }
+            bool whole = bytes && tack__cache_read(fd, bytes, size);
             close(fd);
-            if (bytes) {
+            if (whole) {
                 atomic_fetch_add(&stat_disk_hits, 1);
                 *image = bytes;
-                *nbytes = (size_t)sb.st_size;
+                *nbytes = size;
                 return TACK_OK;
             }
+            tack__free(bytes);
             e = TACK__ENTRY_BAD;
         }
         if (e == TACK__ENTRY_BAD) {

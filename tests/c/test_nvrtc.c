@@ -193,6 +193,57 @@ TACK_TEST(nvrtc_cache_reuses_an_entry_and_keeps_it_private)
     remove_cache_dir(dir);
 }
 
+/* tack_nvrtc_compile with the k-th allocation (and every later one) failing, for
+ * every k until it succeeds: each failure is TACK_ERR_NO_MEMORY, writes no image and
+ * leaves no allocation behind. */
+static void
+sweep_compile(bool from_cache)
+{
+    const char *dir = fresh_cache_dir();
+    void *image = NULL;
+    size_t n = 0;
+    char *log = NULL;
+    if (from_cache) {
+        CHECK_OK(
+            tack_nvrtc_compile(saxpy, "saxpy", 90, TACK_NVRTC_CUBIN, &image, &n, &log));
+        tack_nvrtc_free(image);
+    }
+    for (long k = 1;; k++) {
+        if (!from_cache) {
+            fresh_cache_dir();
+        }
+        tack_test_counting_allocator(k);
+        image = NULL;
+        tack_status st =
+            tack_nvrtc_compile(saxpy, "saxpy", 90, TACK_NVRTC_CUBIN, &image, &n, &log);
+        if (st == TACK_OK) {
+            CHECK(image != NULL && n > 4);
+            tack_nvrtc_free(image);
+            CHECK_EQ_INT(tack_test_live_allocations(), 0);
+            break;
+        }
+        CHECK_EQ_INT(st, TACK_ERR_NO_MEMORY);
+        CHECK(image == NULL && log == NULL);
+        CHECK_EQ_INT(tack_test_live_allocations(), 0);
+        CHECK(k < 100);
+    }
+    tack_set_allocator(NULL);
+    if (from_cache) {
+        CHECK(stats().disk_hits >= 1);
+    }
+    remove_cache_dir(dir);
+}
+
+TACK_TEST(alloc_failure_nvrtc_compile)
+{
+    sweep_compile(false);
+}
+
+TACK_TEST(alloc_failure_nvrtc_compile_from_the_disk_cache)
+{
+    sweep_compile(true);
+}
+
 TACK_TEST(nvrtc_corrupt_cache_entry_is_rebuilt)
 {
     const char *dir = fresh_cache_dir();
