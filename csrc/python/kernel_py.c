@@ -45,7 +45,7 @@ typedef struct {
     PyObject *dict;
     PyObject *weakreflist;
     tackpy_state *st;     /* Borrowed: the module outlives its types' instances */
-    PyObject *compile;    /* the front end: compile(signature, debug) -> capsule */
+    PyObject *compile;    /* the front end: compile(signature, debug, backend) */
     PyObject *name;       /* str */
     PyObject *params;     /* tuple of str */
     const char *cname;    /* Borrowed: UTF-8 of name */
@@ -327,10 +327,9 @@ find_spec(tackpy_Kernel *kp, const uint32_t *key)
     return NULL;
 }
 
-/* A miss: the front end compiles the specialization (it raises KernelError,
- * CompileError or TypeError, again on every later call with the same key). Only the
- * CPU has an emitter today, and only CPU arrays pass the dispatch checks, so the
- * backend word of the key is not passed on yet. */
+/* A miss: the front end compiles the specialization for the key's backend (it raises
+ * KernelError, CompileError or TypeError, again on every later call with the same
+ * key). */
 static tack_kernel *
 compile_spec(tackpy_Kernel *kp, const uint32_t *key)
 {
@@ -338,8 +337,9 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     if (!sig) {
         return NULL;
     }
-    PyObject *capsule = PyObject_CallFunction(kp->compile, "(OO)", sig,
-                                              key[kp->nparams] ? Py_True : Py_False);
+    PyObject *capsule = PyObject_CallFunction(kp->compile, "(OOI)", sig,
+                                              key[kp->nparams] ? Py_True : Py_False,
+                                              (unsigned int)key[kp->nparams + 1]);
     Py_DECREF(sig);
     if (!capsule) {
         return NULL;
@@ -453,7 +453,7 @@ static PyMemberDef kernel_members[] = {
     {"params", T_OBJECT, offsetof(tackpy_Kernel, params), READONLY,
      "The parameter names."},
     {"compile", T_OBJECT, offsetof(tackpy_Kernel, compile), READONLY,
-     "The front end's compile(signature, debug) callable."},
+     "The front end's compile(signature, debug, backend) callable."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -478,8 +478,9 @@ static PyType_Slot kernel_slots[] = {
     {Py_tp_doc,
      "Kernel(name, params, stored, compile, debug=None)\n--\n\n"
      "A compiled kernel: what @tack.kernel returns. Calling it launches the kernel; "
-     "compile(signature, debug) is called once per new argument signature and debug "
-     "mode. debug=None reads TACK_DEBUG at each call."},
+     "compile(signature, debug, backend) is called once per new argument signature, "
+     "debug mode and backend (a DLPack device type). debug=None reads TACK_DEBUG at "
+     "each call."},
     {0, NULL},
 };
 

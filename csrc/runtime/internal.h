@@ -150,10 +150,11 @@ uint16_t tack__double_to_half(double d);
 
 #include "tack/kernel.h"
 
-typedef int64_t (*tack__trips_fn)(const tack_kernel_arg *args, tack_kernel_ctx *ctx);
-typedef void (*tack__finish_fn)(const tack_kernel_arg *args, tack_kernel_ctx *ctx,
+/* The entry points take the launch's parameter block (kernel.h). */
+typedef int64_t (*tack__trips_fn)(const void *params, tack_kernel_ctx *ctx);
+typedef void (*tack__finish_fn)(const void *params, tack_kernel_ctx *ctx,
                                 int64_t nchunks);
-typedef void (*tack__body_fn)(int64_t begin, int64_t end, const tack_kernel_arg *args,
+typedef void (*tack__body_fn)(int64_t begin, int64_t end, const void *params,
                               tack_kernel_ctx *ctx);
 
 struct tack_kernel {
@@ -168,6 +169,8 @@ struct tack_kernel {
     tack__body_fn body_restrict; /* NULL when the kernel has none */
     tack__finish_fn finish;      /* NULL when the kernel has none */
     int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
+    int nparams;                 /* parameters, and their key words (Borrowed: the */
+    const uint32_t *param_key;   /* shared object's, never unloaded) */
     int result_kind;             /* a tack_kernel_result_kind */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
@@ -187,8 +190,9 @@ int tack__pool_threads(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t tack__now_ns(void);
 
-/* Reads a loaded kernel's optional entry points and constants (the restrict body,
- * the finish function, the partial size and the result kind; kernel.h's ABI). */
+/* Reads a loaded kernel's parameter key and its optional entry points and constants
+ * (the restrict body, the finish function, the partial size and the result kind;
+ * kernel.h's ABI). jit.c has checked that the mandatory symbols exist. */
 void tack__kernel_optional(tack_kernel *k, void *handle);
 
 /* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer).

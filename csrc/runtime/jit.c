@@ -414,7 +414,10 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     const int *abi = dlsym(handle, "tack_kernel_abi");
     void *trips = dlsym(handle, "tack_kernel_trips");
     void *body = dlsym(handle, "tack_kernel_body");
-    if (!abi || !trips || !body || *abi != TACK_KERNEL_ABI) {
+    const int *nparams = dlsym(handle, "tack_kernel_nparams");
+    if (!abi || !trips || !body || *abi != TACK_KERNEL_ABI || !nparams ||
+        *nparams < 0 || *nparams > TACK_KERNEL_MAX_PARAMS ||
+        !dlsym(handle, "tack_kernel_param_key")) {
         dlclose(handle);
         return tack__fail(TACK_ERR_COMPILE,
                           "the shared object of kernel '%s' lacks the kernel entry "

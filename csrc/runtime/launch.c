@@ -25,6 +25,8 @@
  * count, and combines their partials in order: the same association on any number of
  * threads, serial launches included. */
 #define REDUCE_CHUNKS 256
+/* Parameter blocks up to this size live on the launching thread's stack. */
+#define PARAMS_ON_STACK 2048
 /* Partial sizes beyond this are not a kernel's (a corrupt constant). */
 #define MAX_PARTIAL_SIZE 4096
 
@@ -173,6 +175,8 @@ tack__kernel_optional(tack_kernel *k, void *handle)
     void *finish = dlsym(handle, "tack_kernel_finish");
     memcpy(&k->body_restrict, &restricted, sizeof restricted);
     memcpy(&k->finish, &finish, sizeof finish);
+    k->nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
+    k->param_key = dlsym(handle, "tack_kernel_param_key");
     const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
     const int *kind = dlsym(handle, "tack_kernel_result_kind");
     k->partial_size =
@@ -193,7 +197,7 @@ typedef struct launch {
     const char *name;
     tack_kernel *kernel;
     tack__body_fn body; /* the kernel's body or its restrict body */
-    const tack_kernel_arg *args;
+    const void *params; /* the parameter block */
 } launch;
 
 static void
@@ -236,7 +240,7 @@ run_range(void *ctx, int64_t begin, int64_t end)
 {
     launch *l = ctx;
     if (!__atomic_load_n(&l->pub.failed, __ATOMIC_RELAXED)) {
-        l->body(begin, end, l->args, &l->pub);
+        l->body(begin, end, l->params, &l->pub);
     }
 }
 
@@ -309,6 +313,43 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
     atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
 }
 
+/* The launch proper, over l's parameter block; the returned value is left in
+ * l->pub. */
+static tack_status
+run(launch *l)
+{
+    tack_kernel *k = l->kernel;
+    int64_t n = k->trips(l->params, &l->pub);
+    if (__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
+        return report(l);
+    }
+    int64_t nchunks = 0;
+    if (n > 0 && k->partial_size > 0) {
+        l->pub.chunk = (n + REDUCE_CHUNKS - 1) / REDUCE_CHUNKS;
+        nchunks = (n + l->pub.chunk - 1) / l->pub.chunk;
+        /* nchunks <= REDUCE_CHUNKS and partial_size <= MAX_PARTIAL_SIZE: no
+         * overflow */
+        l->pub.partials = tack__calloc((size_t)nchunks * (size_t)k->partial_size);
+        if (!l->pub.partials) {
+            return tack__fail(TACK_ERR_NO_MEMORY,
+                              "out of memory for the partials of kernel '%s'", k->name);
+        }
+    }
+    if (n < 0) {
+        l->body(0, 1, l->params, &l->pub);
+        atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
+    }
+    else if (n > 0) {
+        run_trips(l, n, l->pub.chunk);
+    }
+    if (k->finish && n >= 0 && !__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
+        k->finish(l->params, &l->pub, nchunks);
+    }
+    tack__free(l->pub.partials);
+    l->pub.partials = NULL;
+    return __atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE) ? report(l) : TACK_OK;
+}
+
 tack_status
 tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
                       tack_kernel_value *result)
@@ -320,45 +361,28 @@ tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flag
     l.kernel = k;
     l.body =
         (flags & TACK_KERNEL_NOALIAS) && k->body_restrict ? k->body_restrict : k->body;
-    l.args = args;
+    /* The parameter block: on the stack unless the arrays have many axes. */
+    uint64_t small[PARAMS_ON_STACK / 8];
+    size_t block_nbytes = tack_kernel_params_size(k->nparams, k->param_key);
+    void *block =
+        block_nbytes <= sizeof small ? (void *)small : tack__alloc(block_nbytes, 8);
+    if (!block) {
+        return tack__fail(TACK_ERR_NO_MEMORY,
+                          "out of memory for the parameters of kernel '%s'", k->name);
+    }
+    tack_kernel_params_pack(k->nparams, k->param_key, args, block);
+    l.params = block;
     if (l.body != k->body) {
         atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
     }
-
-    int64_t n = k->trips(args, &l.pub);
-    if (__atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE)) {
-        return report(&l);
+    tack_status st = run(&l);
+    if (block != (void *)small) {
+        tack__free(block);
     }
-    int64_t nchunks = 0;
-    if (n > 0 && k->partial_size > 0) {
-        l.pub.chunk = (n + REDUCE_CHUNKS - 1) / REDUCE_CHUNKS;
-        nchunks = (n + l.pub.chunk - 1) / l.pub.chunk;
-        /* nchunks <= REDUCE_CHUNKS and partial_size <= MAX_PARTIAL_SIZE: no
-         * overflow */
-        l.pub.partials = tack__calloc((size_t)nchunks * (size_t)k->partial_size);
-        if (!l.pub.partials) {
-            return tack__fail(TACK_ERR_NO_MEMORY,
-                              "out of memory for the partials of kernel '%s'", k->name);
-        }
-    }
-    if (n < 0) {
-        l.body(0, 1, args, &l.pub);
-        atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
-    }
-    else if (n > 0) {
-        run_trips(&l, n, l.pub.chunk);
-    }
-    if (k->finish && n >= 0 && !__atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE)) {
-        k->finish(args, &l.pub, nchunks);
-    }
-    tack__free(l.pub.partials);
-    if (__atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE)) {
-        return report(&l);
-    }
-    if (result) {
+    if (st == TACK_OK && result) {
         result->kind = (tack_kernel_result_kind)k->result_kind;
         result->i = l.pub.result_i;
         result->f = l.pub.result_f;
     }
-    return TACK_OK;
+    return st;
 }

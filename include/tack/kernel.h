@@ -6,12 +6,18 @@
  * source with the system C compiler into a shared object, keeps it in a disk cache,
  * loads it with dlopen and launches it over a persistent thread pool.
  *
- * The generated-code ABI (version TACK_KERNEL_ABI). Each shared object exports:
+ * The generated-code ABI (version TACK_KERNEL_ABI). Every entry point takes the
+ * launch's parameter block (tack_kernel_params_pack: the same by-value block a GPU
+ * launch passes), which the runtime packs from the tack_kernel_args of a launch
+ * using the kernel's own key words. Each shared object exports:
  *
  *   const int tack_kernel_abi;             equal to TACK_KERNEL_ABI
- *   int64_t tack_kernel_trips(const tack_kernel_arg *args, tack_kernel_ctx *ctx);
+ *   const int tack_kernel_nparams;         its parameter count
+ *   const uint32_t tack_kernel_param_key[];  the key word of each parameter
+ *       (TACK_KERNEL_KEY_*), which fixes the block's layout
+ *   int64_t tack_kernel_trips(const void *params, tack_kernel_ctx *ctx);
  *       the trip count of the parallel outer loop, or -1 for a serial kernel
- *   void tack_kernel_body(int64_t begin, int64_t end, const tack_kernel_arg *args,
+ *   void tack_kernel_body(int64_t begin, int64_t end, const void *params,
  *                         tack_kernel_ctx *ctx);
  *       runs outer-loop iterations [begin, end); a serial kernel runs all of itself
  *       once when called with [0, 1)
@@ -25,7 +31,7 @@
  *       ctx->chunk trips (a function of the trip count alone, so results never
  *       depend on the thread count) and calls the body once per chunk; the body
  *       writes its partials to slot begin / chunk of ctx->partials
- *   void tack_kernel_finish(const tack_kernel_arg *args, tack_kernel_ctx *ctx,
+ *   void tack_kernel_finish(const void *params, tack_kernel_ctx *ctx,
  *                           int64_t nchunks);
  *       after the body: combines the partials in chunk order and stores the
  *       returned value (a parallel kernel with a return or a reduction)
@@ -36,8 +42,10 @@
  *       calls it only when TACK_KERNEL_NOALIAS says the arguments keep that promise
  *
  * The body may run on several threads at once, each with its own [begin, end).
- * The generated code includes no Tack header: it declares the two structs below
- * itself, so their layout is part of the ABI and only grows at the end.
+ * The generated code includes no Tack header: it declares the context struct below
+ * and its parameter block itself, so their layouts are part of the ABI (the
+ * context only grows at the end). ABI 2 added the context's last four fields, ABI 3
+ * the parameter block.
  */
 #ifndef TACK_KERNEL_H
 #define TACK_KERNEL_H
@@ -54,12 +62,13 @@
 extern "C" {
 #endif
 
-#define TACK_KERNEL_ABI 2
+#define TACK_KERNEL_ABI 3
 /* The most parameters a kernel may have. */
 #define TACK_KERNEL_MAX_PARAMS 64
 
-/* One launch argument. Arrays fill data and shape (Borrowed: valid for the launch);
- * int and bool scalars fill i, float scalars fill f. */
+/* One launch argument, as a C host or the dispatcher gives it (the runtime packs
+ * them into the kernel's parameter block). Arrays fill data and shape (Borrowed:
+ * valid for the launch); int and bool scalars fill i, float scalars fill f. */
 typedef struct tack_kernel_arg {
     void *data;
     const int64_t *shape;

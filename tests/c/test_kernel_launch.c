@@ -179,9 +179,9 @@ TACK_TEST(args_disjoint_only_when_no_stored_array_overlaps_another)
 /* double_kernel_source plus a restrict body that writes 3 * i, so a test can see
  * which body ran. */
 static const char restrict_tail[] =
-    "__attribute__((visibility(\"default\"))) void\n"
-    "tack_kernel_body_restrict(int64_t b, int64_t e, const tk_arg *a, tk_ctx *c) {\n"
-    "    (void)c; double *o = a[0].data;\n"
+    "E void\n"
+    "tack_kernel_body_restrict(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    (void)c; double *o = ((const P *)v)->a0;\n"
     "    for (int64_t i = b; i < e; i++) o[i] = 3.0 * (double)i;\n"
     "}\n";
 
@@ -242,24 +242,25 @@ TACK_TEST(specialization_key_words_come_from_the_runtime)
  * chunk, folded by finish. */
 static const char sum_kernel_source[] =
     "#include <stdint.h>\n"
-    "typedef struct { void *data; const int64_t *shape; int64_t i; double f; } "
-    "tk_arg;\n"
     "typedef struct tk_ctx { int failed; void (*fail)(struct tk_ctx *, int, int, int,\n"
     "    int64_t, int64_t, const char *); char *partials; int64_t chunk, result_i;\n"
     "    double result_f; } tk_ctx;\n"
+    "typedef struct { const double *a0; int64_t a0_n[1]; } P;\n"
     "#define E __attribute__((visibility(\"default\")))\n"
-    "E const int tack_kernel_abi = 2;\n"
+    "E const int tack_kernel_abi = 3;\n"
+    "E const int tack_kernel_nparams = 1;\n"
+    "E const uint32_t tack_kernel_param_key[] = {0x10b01u};\n"
     "E const int tack_kernel_result_kind = 2;\n"
     "E const int64_t tack_kernel_partial_size = sizeof(double);\n"
-    "E int64_t tack_kernel_trips(const tk_arg *a, tk_ctx *c) {\n"
-    "    (void)c; return a[0].shape[0]; }\n"
-    "E void tack_kernel_body(int64_t b, int64_t e, const tk_arg *a, tk_ctx *c) {\n"
-    "    const double *x = a[0].data; double s = -0.0;\n"
+    "E int64_t tack_kernel_trips(const void *v, tk_ctx *c) {\n"
+    "    (void)c; return ((const P *)v)->a0_n[0]; }\n"
+    "E void tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    const double *x = ((const P *)v)->a0; double s = -0.0;\n"
     "    for (int64_t i = b; i < e; i++) s += x[i];\n"
     "    ((double *)c->partials)[b / c->chunk] = s + (double)(e - b) * 1e6;\n"
     "}\n"
-    "E void tack_kernel_finish(const tk_arg *a, tk_ctx *c, int64_t n) {\n"
-    "    (void)a; double s = 0; for (int64_t k = 0; k < n; k++)\n"
+    "E void tack_kernel_finish(const void *v, tk_ctx *c, int64_t n) {\n"
+    "    (void)v; double s = 0; for (int64_t k = 0; k < n; k++)\n"
     "    s += ((double *)c->partials)[k]; c->result_f = s; c->result_i = n; }\n";
 
 TACK_TEST(reduction_partials_per_fixed_chunk_and_the_returned_value)

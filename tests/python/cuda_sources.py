@@ -23,7 +23,7 @@ _OUT = os.environ["TACK_CUDA_SOURCES_DIR"]
 _original = _front._Compiler.__call__
 
 
-def _record(self: Any, signature: tuple[Any, ...], debug: bool) -> Any:
+def _record(self: Any, signature: tuple[Any, ...], debug: bool, *rest: Any) -> Any:
     for mode in (False, True):
         try:
             kernel = self.cuda(signature, mode)
@@ -38,7 +38,7 @@ def _record(self: Any, signature: tuple[Any, ...], debug: bool) -> Any:
             with open(tmp, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, path)
-    return _original(self, signature, debug)
+    return _original(self, signature, debug, *rest)
 
 
 _front._Compiler.__call__ = _record

@@ -45,8 +45,10 @@ def test_parameter_block_is_the_runtimes_block_then_the_context():
     # tack_kernel_params_pack: out's pointer and 2 extents, a's pointer and extent,
     # the float as a double, the int as an int64: 7 words
     assert ck.params_size == 7 * 8
-    assert ("typedef struct { void *p0; int64_t p0_n[2]; void *p1; int64_t p1_n[1]; "
-            "double p2; int64_t p3; } tk_params;") in ck.source
+    assert ("typedef struct { void *a0; int64_t a0_n[2]; void *a1; int64_t a1_n[1]; "
+            "double a2; int64_t a3; } tk_params;") in ck.source
+    # the key words the runtime packs by, readable from the module
+    assert "tack_kernel_param_key[] = {" in ck.source
     ptx = ptx_of(ck.source)
     for entry in ("tack_kernel_body", "tack_kernel_trips"):
         params = entry_params(ptx, entry)

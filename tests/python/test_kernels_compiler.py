@@ -99,3 +99,35 @@ def test_mangled_names_are_distinct_and_ascii():
     out = tack.zeros(3, dtype=tack.f64)
     unicode_names(tack.array(np.arange(3.0)), out)
     assert out.numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_backend_selects_the_emitter():
+    @tack.kernel
+    def k(out):
+        for i in range(out.shape[0]):
+            out[i] = 1.0
+
+    sig = (("array", "float64", 1),)
+    with pytest.raises(tack.CompileError, match="device type 2"):
+        k.compile(sig, False, 2)  # kDLCUDA: no emitter yet
+    with pytest.raises(tack.CompileError, match="device type 2"):
+        k.compile(sig, False, 2)  # and again
+    out = tack.zeros(2, dtype=tack.f64)
+    k(out)  # the CPU specialization is another key
+    assert out.numpy().tolist() == [1.0, 1.0]
+
+
+@tack.kernel
+def last_extents(a, b, c, d, out):
+    out[0] = a.shape[63] + b.shape[63] * 10 + c.shape[-1] * 100 + d.shape[63] * 1000
+
+
+def test_parameter_block_beyond_the_stack_buffer():
+    # four 64-D arrays: a parameter block of more than 2 KiB (kernel.h's layout)
+    arrays = [tack.zeros((1,) * 63 + (k,), dtype=tack.u8) for k in (2, 3, 4, 5)]
+    out = tack.zeros(1, dtype=tack.i64)
+    last_extents(*arrays, out)
+    assert out.numpy()[0] == 5432
+    src = generate_source(last_extents, tuple(("array", "uint8", 64) for _ in range(4))
+                          + (("array", "int64", 1),))
+    assert "int64_t a3_n[64];" in src and "tack_kernel_param_key[]" in src

@@ -2,9 +2,10 @@
 
 ``kernel(fn)`` parses fn at once (unsupported Python raises tack.KernelError here)
 and returns a tack.Kernel, a C object whose call does the dispatch. The first call
-with a new argument signature (or debug mode) comes back to ``_Compiler.__call__``,
-which types the IR for that signature, generates C and has the runtime build it
-(from the disk cache when it can). A failed build is remembered: every later call
+with a new argument signature (or debug mode, or backend) comes back to
+``_Compiler.__call__``, which types the IR for that signature, lowers it, has the
+backend's emitter (EMITTERS) spell it and the runtime build it (from the disk cache
+when it can). A failed build is remembered: every later call
 with the same signature and debug mode raises the same CompileError without
 compiling again. The debug mode is the decorator's ``debug=`` or, when that is None,
 TACK_DEBUG as the dispatcher reads it at each call.
@@ -66,6 +67,12 @@ def _deep_recursion(name: str) -> Iterator[None]:
                 sys.setrecursionlimit(_depth_saved)
 
 
+KDL_CPU = 1  # DLPack's kDLCPU: the backend word of a CPU launch's key
+# The emitter for each backend (DLPack device type): a lowered plan -> source the
+# runtime builds for that backend. A GPU emitter adds its entry.
+EMITTERS: dict[int, Callable[[Any], str]] = {KDL_CPU: emit_c}
+
+
 class _Compiler:
     """Called by a tack.Kernel on a signature it has not seen."""
 
@@ -76,26 +83,36 @@ class _Compiler:
         self.failed: dict[tuple[Any, ...], CompileError] = {}
         self.lock = threading.Lock()
 
-    def source(self, signature: tuple[Any, ...], debug: bool | None = None) -> str:
-        if debug is None:
-            debug = _debug_from_env() if self.debug is None else self.debug
-        with _deep_recursion(self.ir.name):
-            return emit_c(lower(specialize(self.ir, signature, debug)))
+    def source(self, signature: tuple[Any, ...], debug: bool | None = None,
+               backend: int = KDL_CPU) -> str:
+        emit = EMITTERS.get(backend)
+        if emit is None:
+            raise CompileError(f"kernel '{self.ir.name}': Tack has no kernel code "
+                               f"generator for DLPack device type {backend} yet; "
+                               "run it on CPU arrays")
+        return self.spell(emit, signature, debug)
 
     def cuda(self, signature: tuple[Any, ...], debug: bool | None = None) -> CudaKernel:
         """The CUDA source of a specialization and its launch facts."""
+        return self.spell(emit_cuda, signature, debug)
+
+    def spell(self, emit: Callable[[Any], Any], signature: tuple[Any, ...],
+              debug: bool | None) -> Any:
+        """emit over the lowered plan of a specialization (debug None: the mode a
+        call would use now)."""
         if debug is None:
             debug = _debug_from_env() if self.debug is None else self.debug
         with _deep_recursion(self.ir.name):
-            return emit_cuda(lower(specialize(self.ir, signature, debug)))
+            return emit(lower(specialize(self.ir, signature, debug)))
 
-    def __call__(self, signature: tuple[Any, ...], debug: bool) -> Any:
-        key = (signature, debug)
+    def __call__(self, signature: tuple[Any, ...], debug: bool,
+                 backend: int = KDL_CPU) -> Any:
+        key = (signature, debug, backend)
         with self.lock:
             failed = self.failed.get(key)
         if failed is not None:
             raise CompileError(*failed.args)
-        src = self.source(signature, debug)
+        src = self.source(signature, debug, backend)
         try:
             return _kernel_build(self.ir.name, self.ir.filename, src)
         except CompileError as exc:

@@ -24,6 +24,8 @@ from tack.kernel import lir
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
+KEY_ARRAY = 0x10000  # kernel.h's TACK_KERNEL_KEY_ARRAY
+FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double field
 
 ABI = f"""#include <stdint.h>
 #include <math.h>
@@ -31,7 +33,6 @@ ABI = f"""#include <stdint.h>
 #define TK_INLINE static inline __attribute__((always_inline))
 typedef _Bool tk_bool;
 typedef const char *tk_name;
-typedef struct {{ void *data; const int64_t *shape; int64_t i; double f; }} tk_arg;
 typedef struct tk_ctx {{
     int failed;
     void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
@@ -91,6 +92,9 @@ def c_int(v: int) -> str:
 class CEmitter:
     # the spelling of the value types (a target with another bool overrides it)
     VTYPE = CTYPE
+    # how a field of the parameter block is reached (the CPU's entry points get a
+    # pointer to it)
+    PARAMS = "tk_p->"
 
     def __init__(self, plan: lir.Plan) -> None:
         self.plan = plan
@@ -112,7 +116,7 @@ class CEmitter:
         if isinstance(e, lir.Ref):
             return e.name
         if isinstance(e, lir.Arg):
-            return f"tk_args[{e.k}].{e.field}"
+            return f"{self.PARAMS}a{e.k}{'_n' if e.field == 'shape' else ''}"
         if isinstance(e, lir.Str):
             return c_string(e.text)
         if isinstance(e, lir.Cast):
@@ -210,7 +214,30 @@ class CEmitter:
 
     # ---- the kernel -------------------------------------------------------------------
 
+    def params_block(self) -> None:
+        """The parameter block's struct (kernel.h: 8-byte fields, no padding) and
+        the key words that give the runtime its layout."""
+        p = self.plan
+        fields = []
+        for k, word in enumerate(p.param_key):
+            if word & KEY_ARRAY:
+                fields.append(f"void *a{k};")
+                if word & 0xFF:
+                    fields.append(f"int64_t a{k}_n[{word & 0xFF}];")
+            else:
+                fields.append(f"{'double' if word in FLOAT_KEYS else 'int64_t'} a{k};")
+        self.lines.append(f"typedef struct {{ {' '.join(fields) or 'char tk_none;'} }} "
+                          "tk_params;")
+        self.lines.append(f"TK_EXPORT const int tack_kernel_nparams = {len(p.param_key)};")
+        words = ", ".join(f"{w}u" for w in p.param_key) or "0u"
+        self.lines.append(f"TK_EXPORT const uint32_t tack_kernel_param_key[] = {{{words}}};")
+
+    def unpack(self, depth: int = 1) -> None:
+        self.emit("const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;",
+                  depth)
+
     def arrays(self, depth: int) -> None:
+        self.unpack(depth)
         for a in self.plan.arrays:
             t = a.elem.ctype
             self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
@@ -263,7 +290,7 @@ class CEmitter:
         for sp in p.split:
             self.stmt(sp.fold, 1)
 
-    FINISH = ("TK_EXPORT void tack_kernel_finish(const tk_arg *tk_args, tk_ctx *tk_ctx, "
+    FINISH = ("TK_EXPORT void tack_kernel_finish(const void *tk_pv, tk_ctx *tk_ctx, "
               "int64_t tk_nchunks) {")
 
     def prologue(self, depth: int) -> None:
@@ -299,11 +326,13 @@ class CEmitter:
                 for a in self.plan.arrays]
         out.append("__attribute__((noinline)) static void tk_body_restrict("
                    f"{head[1:-1]}, {', '.join(ptrs)}) {{")
+        self.unpack()
         self.body()
         out.append("}")
         args = [f"({'const ' if a.const else ''}{a.elem.ctype} *){self.ex(a.init)}"
                 for a in self.plan.arrays]
         out.append(f"TK_EXPORT void tack_kernel_body_restrict{head} {{")
+        self.unpack()
         self.emit(f"tk_body_restrict({call}, {', '.join(args)});", 1)
         out.append("}")
 
@@ -349,10 +378,10 @@ class CEmitter:
             out.append(f"typedef struct {{ {fields} }} tk_red;")
             out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
                        "sizeof(tk_red);")
+        self.params_block()
         self.functions()
-        head = "(const tk_arg *tk_args, tk_ctx *tk_ctx)"
-        body_head = ("(int64_t tk_begin, int64_t tk_end, const tk_arg *tk_args, "
-                     "tk_ctx *tk_ctx)")
+        head = "(const void *tk_pv, tk_ctx *tk_ctx)"
+        body_head = "(int64_t tk_begin, int64_t tk_end, const void *tk_pv, tk_ctx *tk_ctx)"
         # trips: the setup, then the parallel loop's trip count (-1: serial).
         out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
         if p.parallel:
@@ -363,7 +392,7 @@ class CEmitter:
             self.emit(f"return {self.ex(p.trips)};", 1)
             self.ret = ""
         else:
-            self.emit("(void)tk_args; (void)tk_ctx; return -1;", 1)
+            self.emit("(void)tk_pv; (void)tk_ctx; return -1;", 1)
         out.append("}")
         # body: the setup again (it stores nothing), then trips [begin, end).
         out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
@@ -372,7 +401,7 @@ class CEmitter:
         self.body()
         out.append("}")
         if p.restrict:
-            self.restrict_body(body_head, "tk_begin, tk_end, tk_args, tk_ctx")
+            self.restrict_body(body_head, "tk_begin, tk_end, tk_pv, tk_ctx")
         if p.parallel and (p.reductions or p.result is not None):
             self.finish()
         return "\n".join(out) + "\n"

@@ -41,7 +41,7 @@ from dataclasses import dataclass, fields, is_dataclass
 
 from tack._tack import _KERNEL_ABI
 from tack.kernel import lir
-from tack.kernel.emit_c import CEmitter, header
+from tack.kernel.emit_c import KEY_ARRAY, CEmitter, header
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
@@ -87,7 +87,8 @@ struct tk_ctx {{
 }};
 static_assert(sizeof(tk_ctx) == {CTX_SIZE}, "tk_ctx layout");
 #define TK_FAILED (*(volatile int *)&tk_ctx->failed)
-extern "C" __device__ const int tack_kernel_abi = {_KERNEL_ABI};
+#define TK_EXPORT extern "C" __device__
+TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
@@ -124,21 +125,6 @@ def _walk(node: object):
             yield from _walk(getattr(node, f.name))
 
 
-def _params(plan: lir.Plan) -> dict[int, tuple[str, int]]:
-    """Parameter k -> ("array", ndim), ("i", 0) or ("f", 0), from how the lowering
-    reads the arguments (every parameter is read in setup, every extent too)."""
-    out: dict[int, tuple[str, int]] = {}
-    for n in _walk([plan.arrays, plan.setup]):
-        if isinstance(n, lir.Arg):
-            kind = "array" if n.field in ("data", "shape") else n.field
-            out.setdefault(n.k, (kind, 0))
-        if (isinstance(n, lir.Index) and isinstance(n.base, lir.Arg)
-                and n.base.field == "shape" and isinstance(n.index, lir.Lit)):
-            k = n.base.k
-            out[k] = ("array", max(out.get(k, ("array", 0))[1], int(n.index.value) + 1))
-    return out
-
-
 def _partial_size(reductions: list[lir.Reduction]) -> int:
     size, align = 0, 1
     for r in reductions:
@@ -150,29 +136,23 @@ def _partial_size(reductions: list[lir.Reduction]) -> int:
 
 class CudaEmitter(CEmitter):
     VTYPE = CTYPE
+    PARAMS = "tk_p."
     HEAD = "const tk_params tk_p, struct tk_ctx *tk_ctx"
     FINISH = f'extern "C" __global__ void tack_kernel_finish({HEAD}, int64_t tk_nblocks) {{'
 
     def __init__(self, plan: lir.Plan) -> None:
         super().__init__(plan)
         self.names: list[str] = []
-        self.params = _params(plan)
-        assert sorted(self.params) == list(range(len(self.params)))
 
     # ---- spelling ---------------------------------------------------------------------
 
     def ex(self, e: lir.Expr) -> str:
         if isinstance(e, lir.Lit) and isinstance(e.value, bool):
             return "true" if e.value else "false"
-        if isinstance(e, lir.Arg):
-            return f"tk_p.p{e.k}"
         if isinstance(e, lir.Str):
             if e.text not in self.names:
                 self.names.append(e.text)
             return str(self.names.index(e.text))
-        if isinstance(e, lir.Index) and isinstance(e.base, lir.Arg):
-            assert e.base.field == "shape"
-            return f"tk_p.p{e.base.k}_n[{self.ex(e.index)}]"
         if isinstance(e, lir.Let):  # NVRTC has no statement expressions: a lambda
             return (f"([&]() {{ const {self.VTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
                     f"return {self.ex(e.body)}; }}())")
@@ -185,23 +165,12 @@ class CudaEmitter(CEmitter):
         self.emit("(void)tk_ctx;", depth)
         self.arrays(depth)
 
-    def block_struct(self) -> str:
-        """tk_params: the runtime's parameter block, one 8-byte field at a time."""
-        fields_ = []
-        for k, (kind, ndim) in sorted(self.params.items()):
-            if kind == "array":
-                fields_.append(f"void *p{k};")
-                if ndim:
-                    fields_.append(f"int64_t p{k}_n[{ndim}];")
-            else:
-                fields_.append(f"{'int64_t' if kind == 'i' else 'double'} p{k};")
-        body = " ".join(fields_) or "int64_t tk_unused;"
-        return (f"typedef struct {{ {body} }} tk_params;\n"
-                f'static_assert(sizeof(tk_params) == {self.params_size()}, "params");')
+    def unpack(self, depth: int = 1) -> None:
+        """Nothing: the block arrives by value as tk_p."""
 
     def params_size(self) -> int:
-        words = sum(1 + ndim for _, ndim in self.params.values())
-        return 8 * max(words, 1)
+        """kernel.h's tack_kernel_params_size for this kernel's key words."""
+        return 8 * sum(1 + (w & 0xFF if w & KEY_ARRAY else 0) for w in self.plan.param_key)
 
     def thread(self, restrict: bool) -> str:
         """tk_thread: one thread's share of the parallel loop (trips index,
@@ -325,15 +294,22 @@ class CudaEmitter(CEmitter):
         out = ["/* A tack kernel for CUDA; generated. */", ABI]
         if p.uses_half:
             out.append("#define TK_HALF 1")
-        out.append(header("prelude.h"))
+        out.append(header("prelude.h", p.uses_half))
         if p.uses_atomics:
             out.append(header("atomics_cuda.h"))
-        out.append(self.block_struct())
+        self.lines = out
+        self.params_block()
+        if self.plan.param_key:
+            out.append(f"static_assert(sizeof(tk_params) == {self.params_size()}, "
+                       '"the runtime\'s parameter block");')
+        if p.result_kind:
+            out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
         if p.reductions:
             fields_ = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
             out.append(f"typedef struct {{ {fields_} }} tk_red;")
-            out.append(f"static_assert(sizeof(tk_red) == {_partial_size(p.reductions)}, "
-                       '"partial size");')
+            size = _partial_size(p.reductions)
+            out.append(f'static_assert(sizeof(tk_red) == {size}, "partial size");')
+            out.append(f"TK_EXPORT const int64_t tack_kernel_partial_size = {size};")
         return "\n".join(out + body) + "\n"
 
 

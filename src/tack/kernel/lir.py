@@ -362,6 +362,9 @@ class Plan:
     uses_half: bool = False
     uses_atomics: bool = False
     functions: list[Function] = field(default_factory=list)  # callees first
+    # the key word of each parameter (kernel.h's TACK_KERNEL_KEY_*): the layout of
+    # the parameter block
+    param_key: list[int] = field(default_factory=list)
     reductions: list[Reduction] = field(default_factory=list)
     split: list[Split] = field(default_factory=list)
     lane: str = "tk_u"

@@ -630,8 +630,22 @@ class Lowering:
             body.append(lir.Return(lir.Cast(tk.returns, ZERO)))
         return lir.Function(func_name(tk), tk.returns, params, body)
 
+    def param_key(self) -> list[int]:
+        """The key words of the parameters, as the dispatcher builds them."""
+        dtypes = list(ir.DTYPES)
+        kinds = {INT: 1, F64: 2, BOOL: 3, F32: 4}  # TACK_KERNEL_KEY_*
+        out = []
+        for p in self.tk.ir.params:
+            if p in self.tk.arrays:
+                arr = self.tk.arrays[p]
+                out.append(0x10000 | dtypes.index(arr.dtype) << 8 | arr.ndim)
+            else:
+                out.append(kinds[self.tk.scalars[p]])
+        return out
+
     def plan(self) -> lir.Plan:
         plan = self._plan()
+        plan.param_key = self.param_key()
         for tf in self.tk.funcs.values():
             sub = Lowering(tf)
             plan.functions.append(sub.function())
