@@ -532,12 +532,7 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     if (status != TACK_OK) {
-        if (status == TACK_ERR_COMPILE && log) {
-            tackpy_raise_fmt(st, TACK_ERR_COMPILE, "%s:\n%s", tack_last_error(), log);
-        }
-        else {
-            tackpy_raise(st, status);
-        }
+        tackpy_raise_compile(st, status, log);
         tack_kernel_log_free(log);
         return NULL;
     }

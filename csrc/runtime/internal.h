@@ -92,6 +92,9 @@ tack__range_fits(uintptr_t address, size_t nbytes)
 void *tack__alloc(size_t nbytes, size_t alignment);
 void *tack__calloc(size_t nbytes);
 void tack__free(void *ptr);
+/* The n bytes at s and a terminator, in a new buffer (release with tack__free());
+ * NULL when allocation fails. */
+char *tack__strndup(const char *s, size_t n);
 /* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
 tack_status tack__new(size_t nbytes, void **out);
 
@@ -304,6 +307,14 @@ tack__entry tack__cache_lookup(const char *dir, const char *key, const char *sou
  * left in dir. */
 int tack__cache_commit(const char *dir, const char *key, const char *so_path,
                        const char *source, size_t source_len);
+/* The same for an entry whose object file ends in ext (".cubin", ".ptx") instead of
+ * ".so": the same meta file, trust rules and atomic publication. */
+tack__entry tack__cache_lookup_ext(const char *dir, const char *key, const char *ext,
+                                   const char *source, size_t source_len, int *fd);
+int tack__cache_commit_ext(const char *dir, const char *key, const char *ext,
+                           const char *so_path, const char *source, size_t source_len);
+/* Reads size bytes of the open file fd into buf; false when the file is short. */
+bool tack__cache_read(int fd, void *buf, size_t size);
 /* Every word of the compile command except the source and object paths (the
  * compiler's words from $CC, the flags, the libraries), all of which key the cache.
  * Writes at most cap pointers to static or $CC-derived strings (valid until the next

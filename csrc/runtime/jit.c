@@ -149,17 +149,6 @@ register_fork_handler(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-static char *
-dup_str(const char *s, size_t n)
-{
-    char *d = tack__alloc(n + 1, 0);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* ---- the compiler ------------------------------------------------------------- */
 
 typedef struct compiler {
@@ -436,9 +425,9 @@ load_object(const char *path, const char *source, size_t source_len, const char 
                           name, TACK_KERNEL_ABI);
     }
     tack_kernel *k = tack__calloc(sizeof *k);
-    char *name_copy = dup_str(name, strlen(name));
-    char *file_copy = dup_str(filename, strlen(filename));
-    char *src_copy = dup_str(source, source_len);
+    char *name_copy = tack__strndup(name, strlen(name));
+    char *file_copy = tack__strndup(filename, strlen(filename));
+    char *src_copy = tack__strndup(source, source_len);
     if (!k || !name_copy || !file_copy || !src_copy) {
         tack__free(k);
         tack__free(name_copy);

@@ -23,11 +23,12 @@ from typing import Any, overload
 
 from tack._tack import CompileError, Kernel, KernelError, _kernel_build
 from tack.kernel.emit_c import emit_c
+from tack.kernel.emit_cuda import CudaKernel, emit_cuda
 from tack.kernel.lower import lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.types import specialize
 
-__all__ = ["Kernel", "generate_source", "kernel"]
+__all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
 
 
 def _debug_from_env() -> bool:
@@ -84,13 +85,23 @@ class _Compiler:
 
     def source(self, signature: tuple[Any, ...], debug: bool | None = None,
                backend: int = KDL_CPU) -> str:
-        if debug is None:
-            debug = _debug_from_env() if self.debug is None else self.debug
         emit = EMITTERS.get(backend)
         if emit is None:
             raise CompileError(f"kernel '{self.ir.name}': Tack has no kernel code "
                                f"generator for DLPack device type {backend} yet; "
                                "run it on CPU arrays")
+        return self.spell(emit, signature, debug)
+
+    def cuda(self, signature: tuple[Any, ...], debug: bool | None = None) -> CudaKernel:
+        """The CUDA source of a specialization and its launch facts."""
+        return self.spell(emit_cuda, signature, debug)
+
+    def spell(self, emit: Callable[[Any], Any], signature: tuple[Any, ...],
+              debug: bool | None) -> Any:
+        """emit over the lowered plan of a specialization (debug None: the mode a
+        call would use now)."""
+        if debug is None:
+            debug = _debug_from_env() if self.debug is None else self.debug
         with _deep_recursion(self.ir.name):
             return emit(lower(specialize(self.ir, signature, debug)))
 
@@ -147,3 +158,11 @@ def generate_source(k: Kernel, signature: tuple[Any, ...],
     tests): e.g. (("array", "float32", 1), "int"). debug=None: the mode a call
     would use now."""
     return k.compile.source(signature, debug)
+
+
+def generate_cuda(k: Kernel, signature: tuple[Any, ...],
+                  debug: bool | None = None) -> CudaKernel:
+    """The CUDA source a kernel compiles to for a signature, with what its launch
+    needs (parameter block layout, names of the failure record, partial size; see
+    emit_cuda.py). debug=None: the mode a call would use now."""
+    return k.compile.cuda(signature, debug)

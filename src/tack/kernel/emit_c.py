@@ -7,30 +7,10 @@ so it compiles in tens of milliseconds. ``#line`` directives map compiler messag
 back to the kernel's Python lines; every string that reaches the source (the file
 path, array names) goes through ``c_string``.
 
-What a CUDA (or HIP) emitter adds beside this one, reusing ir.py, builtins.py,
-types.py, lower.py, lir.py and prelude.h unchanged (one more file of this size):
-- the preamble: typedefs for int64_t and friends (NVRTC has no <stdint.h>), the
-  INT64_C/INT64_MIN/NAN/HUGE_VAL macros, ``typedef bool tk_bool``, TK_INLINE as
-  ``__device__ __forceinline__``, TK_FAILED as a volatile load of the context's
-  flag, and the context struct in device memory;
-- atomics_cuda.h beside atomics_cpu.h: the same tk_atomic_<op>_<dtype> names over
-  atomicAdd/atomicSub/atomicMin/atomicMax/atomicCAS (float min/max and 64-bit
-  float add as CAS loops where the architecture lacks them);
-- the entry point: one ``extern "C" __global__`` function per plan that unpacks its
-  arguments from the parameter block (``tk_params``, as here, passed by value), runs
-  ``plan.setup``, computes ``plan.index`` from the block and thread indices and runs
-  ``plan.iteration`` when it is below the trip count (``plan.trips``, evaluated by a
-  one-thread pre-pass or on the host); a serial plan runs in one thread;
-- restrict spelled ``__restrict__`` on the entry point's pointer parameters;
-- reductions: each block folds its threads' values in a fixed tree (shared
-  memory) into one partial per block, and ``finish`` runs as a one-thread kernel
-  over the partials in block order (``plan.reductions`` gives identity and
-  combine; ``plan.split`` may be ignored on a GPU, or kept per thread);
-- functions: ``__device__`` for every ``plan.functions`` entry (TK_INLINE does it);
-- ``lir.Let`` as a statement expression (NVCC accepts GNU statement expressions)
-  or as a lambda;
-- math names: the same C99 names (CUDA's libdevice has sqrtf, tgamma, ...), and
-  ``--fmad=false`` to keep one rounding per operation.
+emit_cuda.py is the CUDA emitter: a subclass that overrides only spellings (value
+types, literals, how arguments and names arrive: ``VTYPE``, ``ex``, ``prologue``,
+``FINISH``) and the entry points; the walk over statements, the functions and the
+reductions' fold are this file's.
 """
 
 from __future__ import annotations
@@ -52,6 +32,7 @@ ABI = f"""#include <stdint.h>
 #define TK_EXPORT __attribute__((visibility("default")))
 #define TK_INLINE static inline __attribute__((always_inline))
 typedef _Bool tk_bool;
+typedef const char *tk_name;
 typedef struct tk_ctx {{
     int failed;
     void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
@@ -108,16 +89,21 @@ def c_int(v: int) -> str:
     return f"INT64_C({v})"
 
 
-def c_type(t: ScalarType | DtypeFacts) -> str:
-    return t.ctype if isinstance(t, DtypeFacts) else CTYPE[t]
-
-
 class CEmitter:
+    # the spelling of the value types (a target with another bool overrides it)
+    VTYPE = CTYPE
+    # how a field of the parameter block is reached (the CPU's entry points get a
+    # pointer to it)
+    PARAMS = "tk_p->"
+
     def __init__(self, plan: lir.Plan) -> None:
         self.plan = plan
         self.file = c_string(plan.filename)
         self.lines: list[str] = []
         self.ret = ""  # what "return" needs in the current function
+
+    def ctype(self, t: ScalarType | DtypeFacts) -> str:
+        return t.ctype if isinstance(t, DtypeFacts) else self.VTYPE[t]
 
     # ---- expressions ------------------------------------------------------------------
 
@@ -130,11 +116,11 @@ class CEmitter:
         if isinstance(e, lir.Ref):
             return e.name
         if isinstance(e, lir.Arg):
-            return f"tk_p->a{e.k}{'_n' if e.field == 'shape' else ''}"
+            return f"{self.PARAMS}a{e.k}{'_n' if e.field == 'shape' else ''}"
         if isinstance(e, lir.Str):
             return c_string(e.text)
         if isinstance(e, lir.Cast):
-            return f"(({c_type(e.to)})({self.ex(e.x)}))"
+            return f"(({self.ctype(e.to)})({self.ex(e.x)}))"
         if isinstance(e, lir.Bin):
             return f"({self.ex(e.a)} {e.op} {self.ex(e.b)})"
         if isinstance(e, lir.Un):
@@ -153,7 +139,7 @@ class CEmitter:
         if isinstance(e, lir.Addr):
             return f"&{self.ex(e.of)}"
         if isinstance(e, lir.Let):  # a GNU statement expression (GCC, Clang)
-            return (f"({{ const {CTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
+            return (f"({{ const {self.VTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
                     f"{self.ex(e.body)}; }})")
         raise AssertionError(type(e))
 
@@ -172,10 +158,10 @@ class CEmitter:
         elif isinstance(s, lir.Decl):
             const = "const " if s.const else ""
             init = self.ex(s.init) if s.init is not None else "0"
-            self.emit(f"{const}{CTYPE[s.ty]} {s.name} = {init};", depth)
+            self.emit(f"{const}{self.VTYPE[s.ty]} {s.name} = {init};", depth)
         elif isinstance(s, lir.ArrayLocal):
             init = self.ex(s.init)
-            self.emit(f"{CTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
+            self.emit(f"{self.VTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
                       depth)
         elif isinstance(s, lir.LocalBuffer):
             self.emit(f"{s.elem.ctype} {s.name}[{s.n}];", depth)
@@ -304,21 +290,27 @@ class CEmitter:
         for sp in p.split:
             self.stmt(sp.fold, 1)
 
-    def finish(self) -> None:
-        """tack_kernel_finish: the setup again, the partials folded in chunk order,
-        then the returned value."""
+    FINISH = ("TK_EXPORT void tack_kernel_finish(const void *tk_pv, tk_ctx *tk_ctx, "
+              "int64_t tk_nchunks) {")
+
+    def prologue(self, depth: int) -> None:
+        """What every entry point starts with: the array pointers."""
+        self.arrays(depth)
+
+    def finish(self, count: str = "tk_nchunks") -> None:
+        """tack_kernel_finish (self.FINISH): the setup again, the count partials
+        folded in slot order, then the returned value."""
         p = self.plan
-        self.lines.append("TK_EXPORT void tack_kernel_finish(const void *tk_pv, "
-                          "tk_ctx *tk_ctx, int64_t tk_nchunks) {")
-        self.emit("(void)tk_nchunks;", 1)
-        self.arrays(1)
+        self.lines.append(self.FINISH)
+        self.emit(f"(void){count};", 1)
+        self.prologue(1)
         self.block(p.setup, 1)
         if p.reductions:
-            self.emit("for (int64_t tk_c = 0; tk_c < tk_nchunks; tk_c++) {", 1)
+            self.emit(f"for (int64_t tk_c = 0; tk_c < {count}; tk_c++) {{", 1)
             self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + "
                       "tk_c;", 2)
             for r in p.reductions:
-                self.emit(f"{{ const {CTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
+                self.emit(f"{{ const {self.VTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
                           f"{r.name} = {self.ex(r.combine)}; }}", 2)
             self.emit("}", 1)
         if p.result is not None:
@@ -352,8 +344,8 @@ class CEmitter:
                 params += [f"int64_t {p.name}_n{axis}" for axis in range(p.ndim)]
             else:
                 assert p.ty is not None
-                params.append(f"{CTYPE[p.ty]} {p.name}")
-        ret = CTYPE[f.returns] if f.returns is not None else "void"
+                params.append(f"{self.VTYPE[p.ty]} {p.name}")
+        ret = self.VTYPE[f.returns] if f.returns is not None else "void"
         return f"TK_INLINE {ret} {f.name}({', '.join(params)})"
 
     def functions(self) -> None:
@@ -382,7 +374,7 @@ class CEmitter:
         if p.result_kind:
             out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
         if p.reductions:
-            fields = " ".join(f"{CTYPE[r.ty]} {r.name};" for r in p.reductions)
+            fields = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
             out.append(f"typedef struct {{ {fields} }} tk_red;")
             out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
                        "sizeof(tk_red);")

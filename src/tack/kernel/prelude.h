@@ -7,6 +7,8 @@
  *               CPU, __device__ __forceinline__ for a GPU
  *   tk_ctx      the launch context of kernel.h (debug-mode failures)
  *   tk_bool     the boolean type (_Bool in C, bool in C++)
+ *   tk_name     how an array's name reaches tk_ctx's fail (lir.Str): a C string
+ *               on the CPU, a number into the kernel's table of names on a GPU
  *   TK_HALF     when the kernel touches float16 elements (the conversions below)
  *
  * and including <stdint.h> and <math.h> (or the target's equivalents). Everything
@@ -118,7 +120,7 @@ TK_INLINE int64_t tk_trips(int64_t a, int64_t b, int64_t s) {
     if (s < 0 && a > b) return (int64_t)(((uint64_t)a - (uint64_t)b - 1) / (0 - (uint64_t)s) + 1);
     return 0;
 }
-TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, const char *name, int line) {
+TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, tk_name name, int line) {
     if ((uint64_t)i < (uint64_t)n) return 1;
     c->fail(c, 1, line, axis, i, n, name);
     return 0;
