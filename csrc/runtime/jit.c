@@ -86,6 +86,9 @@ extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restr
 void
 tack_kernel_get_stats(tack_kernel_stats *out)
 {
+    if (!out) {
+        return;
+    }
     out->compiles = atomic_load(&stat_compiles);
     out->disk_hits = atomic_load(&stat_disk_hits);
     out->memory_hits = atomic_load(&stat_memory_hits);
@@ -666,11 +669,12 @@ tack_status
 tack_kernel_build(const char *name, const char *filename, const char *source,
                   tack_kernel **out, char **log)
 {
+    TACK__CHECK_ARG(log);
     *log = NULL;
-    if (!name || !filename || !source) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "tack_kernel_build needs a name, a filename and source");
-    }
+    TACK__CHECK_ARG(name);
+    TACK__CHECK_ARG(filename);
+    TACK__CHECK_ARG(source);
+    TACK__CHECK_ARG(out);
     pthread_once(&fork_once, register_fork_handler);
     pthread_mutex_lock(&build_lock);
     tack_status st = build_locked(name, filename, source, out, log);

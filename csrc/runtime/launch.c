@@ -42,6 +42,17 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
                          const tack_array *const *arrays,
                          const char *const *param_names, const bool *stored)
 {
+    TACK__CHECK_ARG(kernel_name);
+    if (nparams < 0 || nparams > TACK_KERNEL_MAX_PARAMS) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': %d parameters; a kernel has 0 to %d",
+                          kernel_name, nparams, TACK_KERNEL_MAX_PARAMS);
+    }
+    if (nparams > 0) {
+        TACK__CHECK_ARG(arrays);
+        TACK__CHECK_ARG(param_names);
+        TACK__CHECK_ARG(stored);
+    }
     const tack_device *first = NULL;
     int first_k = -1;
     for (int k = 0; k < nparams; k++) {
@@ -85,6 +96,9 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
 uint32_t
 tack_kernel_key_array(const tack_array *array)
 {
+    if (!array) {
+        return 0; /* the word of no argument */
+    }
     return TACK_KERNEL_KEY_ARRAY | (uint32_t)array->dtype << 8 | (uint32_t)array->ndim;
 }
 
@@ -92,8 +106,11 @@ void
 tack_kernel_key_tail(int nparams, const tack_array *const *arrays, bool debug,
                      uint32_t tail[2])
 {
+    if (!tail) {
+        return;
+    }
     int backend = kDLCPU;
-    for (int k = 0; k < nparams; k++) {
+    for (int k = 0; arrays && k < nparams; k++) {
         if (arrays[k]) {
             backend = arrays[k]->buffer->device->backend->dlpack_device_type;
             break;
@@ -109,7 +126,7 @@ size_t
 tack_kernel_params_size(int nparams, const uint32_t *key)
 {
     size_t n = 0;
-    for (int k = 0; k < nparams; k++) {
+    for (int k = 0; key && k < nparams; k++) {
         n += 1 + ((key[k] & TACK_KERNEL_KEY_ARRAY) ? (key[k] & 0xffu) : 0);
     }
     return n * 8;
@@ -119,6 +136,9 @@ void
 tack_kernel_params_pack(int nparams, const uint32_t *key, const tack_kernel_arg *args,
                         void *block)
 {
+    if (!key || !args || !block) {
+        return;
+    }
     unsigned char *out = block;
     for (int k = 0; k < nparams; k++) {
         if (key[k] & TACK_KERNEL_KEY_ARRAY) {
@@ -155,6 +175,9 @@ bool
 tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
                           const bool *stored)
 {
+    if (nparams > 0 && (!arrays || !stored)) {
+        return false; /* nothing to check: no promise */
+    }
     for (int k = 0; k < nparams; k++) {
         if (!arrays[k] || !stored[k]) {
             continue;
@@ -379,6 +402,10 @@ tack_status
 tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
                       tack_kernel_value *result)
 {
+    TACK__CHECK_ARG(k);
+    if (k->nparams > 0) {
+        TACK__CHECK_ARG(args);
+    }
     launch l;
     memset(&l, 0, sizeof l);
     l.pub.fail = record_failure;
