@@ -62,12 +62,11 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
         }
         const tack_device *dev = a->buffer->device;
         if (strcmp(dev->backend->name, "cpu") != 0) {
-            return tack__fail(TACK_ERR_DEVICE_MISMATCH,
-                              "kernel '%s': parameter '%s' is an array on %s:%d, but "
-                              "kernels run on the CPU here; copy it with "
-                              "a.to_device('cpu')",
-                              kernel_name, param_names[k], dev->backend->name,
-                              dev->ordinal);
+            return tack__fail_remedy(TACK_ERR_DEVICE_MISMATCH, TACK_REMEDY_TO_CPU,
+                                     "kernel '%s': parameter '%s' is an array on "
+                                     "%s:%d, but kernels run on the CPU here",
+                                     kernel_name, param_names[k], dev->backend->name,
+                                     dev->ordinal);
         }
         if (!first) {
             first = dev;
@@ -81,11 +80,11 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
                               kernel_name, param_names[first_k], param_names[k]);
         }
         if (stored[k] && !a->writable) {
-            return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                              "kernel '%s' may store to parameter '%s', but the array "
-                              "passed for it is read-only; pass a writable array "
-                              "(tack.array(x) makes a writable copy)",
-                              kernel_name, param_names[k]);
+            return tack__fail_remedy(TACK_ERR_INVALID_ARGUMENT,
+                                     TACK_REMEDY_WRITABLE_COPY,
+                                     "kernel '%s' may store to parameter '%s', but the "
+                                     "array passed for it is read-only",
+                                     kernel_name, param_names[k]);
         }
     }
     return TACK_OK;

@@ -20,6 +20,20 @@ build_double(void)
     return k;
 }
 
+/* Whether the last message speaks C: no Python spelling (a binding adds its own
+ * advice from the remedy). */
+static void
+check_message_speaks_c(tack_remedy remedy, const char *c_advice)
+{
+    const char *msg = tack_last_error();
+    CHECK_EQ_INT(tack_last_error_remedy(), remedy);
+    CHECK(strstr(msg, c_advice) != NULL);
+    CHECK(strstr(tack_last_error_problem(), c_advice) == NULL);
+    CHECK(strstr(msg, "tack.") == NULL);
+    CHECK(strstr(msg, ".to_device(") == NULL);
+    CHECK(strstr(msg, "=True") == NULL);
+}
+
 TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
 {
     tack_device *cpu;
@@ -37,6 +51,7 @@ TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
                  TACK_ERR_INVALID_ARGUMENT);
     CHECK(strstr(tack_last_error(), "'k'") != NULL);
     CHECK(strstr(tack_last_error(), "'out'") != NULL);
+    check_message_speaks_c(TACK_REMEDY_WRITABLE_COPY, "tack_array_copyto");
     CHECK_EQ_INT(tack_status_kind(TACK_ERR_INVALID_ARGUMENT), TACK_KIND_VALUE);
     /* Scalars (NULL) are skipped. */
     arrays[1] = NULL;
@@ -219,6 +234,7 @@ TACK_TEST(arrays_of_different_memory_domains_or_a_foreign_device_are_refused)
     CHECK_STATUS(tack_kernel_check_arrays("k", 2, gpu, names, stored),
                  TACK_ERR_DEVICE_MISMATCH);
     CHECK(strstr(tack_last_error(), "cuda") != NULL);
+    check_message_speaks_c(TACK_REMEDY_TO_CPU, "tack_array_to_device");
     tack_array_release(a);
     tack_array_release(b);
     tack_array_release(g);
