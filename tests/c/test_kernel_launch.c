@@ -117,8 +117,8 @@ TACK_TEST(launch_serial_and_parallel_give_the_same_result)
 /* The double kernel, but the trip range that the thread named by slow_thread runs
  * first sleeps for 100 ms: a calling thread the OS deschedules in the middle of a
  * parallel launch. */
-static const char slow_caller_source[] = KERNEL_TEST_PARAMS
-    "#define _POSIX_C_SOURCE 200809L\n"
+static const char slow_caller_source[] =
+    "#define _POSIX_C_SOURCE 200809L\n" KERNEL_TEST_PARAMS
     "#include <pthread.h>\n"
     "#include <time.h>\n"
     "E pthread_t slow_thread; E int slow_pending;\n"
