@@ -334,8 +334,10 @@ compute_key(const compiler *c, const char *source, char key[33])
     tack__hash_str(&h, c->path);
     struct stat sb;
     if (stat(c->path, &sb) == 0) {
-        int64_t id[2] = {(int64_t)sb.st_size, (int64_t)sb.st_mtime};
-        tack__hash_update(&h, id, sizeof id);
+        char id[64];
+        snprintf(id, sizeof id, "%lld %lld", (long long)sb.st_size,
+                 (long long)sb.st_mtime);
+        tack__hash_str(&h, id);
     }
     const char *argv[MAX_COMMAND];
     int n = command_words(c, NULL, NULL, argv);
