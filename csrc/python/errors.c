@@ -53,6 +53,7 @@ static const char *const python_remedy[TACK_REMEDY_COUNT] = {
     [TACK_REMEDY_OWN_DEVICE] =
         "request its own device, or the host (1, 0) with "
         "copy=True",
+    [TACK_REMEDY_TO_CPU] = "copy it with a.to_device('cpu')",
 };
 
 /* The name of the builtin an exchange-API error reports for kind ("ValueError"). */

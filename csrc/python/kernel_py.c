@@ -44,7 +44,6 @@ typedef struct {
     PyObject_HEAD vectorcallfunc vectorcall;
     PyObject *dict;
     PyObject *weakreflist;
-    tackpy_state *st;     /* Borrowed: the module outlives its types' instances */
     PyObject *compile;    /* the front end: compile(signature, debug, backend) */
     PyObject *name;       /* str */
     PyObject *params;     /* tuple of str */
@@ -88,7 +87,6 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     self->vectorcall = NULL;
-    self->st = tackpy_state_of_type(type);
     self->compile = Py_NewRef(compile);
     self->name = Py_NewRef(name);
     self->params = Py_NewRef(params);
@@ -205,13 +203,34 @@ bind(tackpy_Kernel *kp, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     return 0;
 }
 
+/* The state of the module that made the kernel's type. Never cached in the kernel:
+ * the type holds its module, so the state lives as long as the kernel, but its
+ * members are cleared when the garbage collector breaks a cycle through the module
+ * (at shutdown), and a kernel may still be called from a finalizer then. Returns
+ * NULL with RuntimeError set in that case. */
+static tackpy_state *
+kernel_state(tackpy_Kernel *kp)
+{
+    /* The type cannot be subclassed: Py_TYPE is the heap type made with the
+     * module, whose state PyType_GetModuleState reads without a search. */
+    tackpy_state *st = PyType_GetModuleState(Py_TYPE(kp));
+    if (!st || !st->Array_type || !st->TackError) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "kernel '%s' cannot run: the tack module it was made by has "
+                     "been cleared (the interpreter is shutting down)",
+                     kp->cname);
+        return NULL;
+    }
+    return st;
+}
+
 /* Reads one argument into its key, its launch slot and its array (or NULL). */
 static int
-read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg *arg,
-         const tack_array **array)
+read_arg(tackpy_state *st, tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key,
+         tack_kernel_arg *arg, const tack_array **array)
 {
     *array = NULL;
-    if (Py_IS_TYPE(obj, kp->st->Array_type)) {
+    if (Py_IS_TYPE(obj, st->Array_type)) {
         tack_array *a = ((tackpy_Array *)obj)->arr;
         *key = tack_kernel_key_array(a);
         arg->data = tack_array_data(a);
@@ -381,6 +400,10 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                   PyObject *kwnames)
 {
     tackpy_Kernel *kp = (tackpy_Kernel *)self;
+    tackpy_state *st = kernel_state(kp);
+    if (!st) {
+        return NULL;
+    }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *bound[TACK_KERNEL_MAX_PARAMS];
     PyObject *const *argv = args;
@@ -394,7 +417,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     tack_kernel_arg targs[TACK_KERNEL_MAX_PARAMS];
     const tack_array *arrays[TACK_KERNEL_MAX_PARAMS];
     for (int k = 0; k < kp->nparams; k++) {
-        if (read_arg(kp, k, argv[k], &key[k], &targs[k], &arrays[k]) < 0) {
+        if (read_arg(st, kp, k, argv[k], &key[k], &targs[k], &arrays[k]) < 0) {
             return NULL;
         }
     }
@@ -403,7 +426,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
                                                   kp->cparams, kp->stored);
     if (status != TACK_OK) {
-        return tackpy_raise(kp->st, status);
+        return tackpy_raise(st, status);
     }
     tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
                          key + kp->nparams);
@@ -419,7 +442,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
         status = tack_kernel_launch_ex(kernel, targs, flags, &value);
     Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
-        return tackpy_raise(kp->st, status);
+        return tackpy_raise(st, status);
     }
     switch (value.kind) {
     case TACK_KERNEL_RESULT_INT: return PyLong_FromLongLong(value.i);

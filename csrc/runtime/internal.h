@@ -264,7 +264,8 @@ uint64_t tack__now_ns(void);
  * kernel.h's ABI). jit.c has checked that the mandatory symbols exist. */
 void tack__kernel_optional(tack_kernel *k, void *handle);
 
-/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer).
+/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer; jit.c,
+ * beside the cache key it computes).
  * Cache entries also store and compare the full source, so a collision can never
  * load the wrong kernel. */
 typedef struct tack__hash {

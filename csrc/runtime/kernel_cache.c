@@ -3,7 +3,7 @@
  *
  * One entry per specialization, named by a 128-bit key over everything that changes
  * the binary (generated source, compiler identity, flags, CPU, Tack version; jit.c
- * computes it):
+ * computes it, with the hash that also checks the objects here):
  *
  *   <dir>/<key>.so     the shared object
  *   <dir>/<key>.meta   "tack-kernel-cache 1 <so size> <so hash>\n" + the full source
@@ -39,53 +39,7 @@
 
 #define META_MAGIC "tack-kernel-cache 1"
 
-/* ---- hashing -------------------------------------------------------------------- */
-
-void
-tack__hash_init(tack__hash *h)
-{
-    h->a = 0xcbf29ce484222325u;
-    h->b = 0x6c62272e07bb0142u;
-}
-
-void
-tack__hash_update(tack__hash *h, const void *data, size_t nbytes)
-{
-    const unsigned char *p = data;
-    uint64_t a = h->a, b = h->b;
-    for (size_t k = 0; k < nbytes; k++) {
-        a = (a ^ p[k]) * 0x100000001b3u;
-        b = (b ^ p[k]) * 0x9e3779b97f4a7c15u;
-        b ^= b >> 29;
-    }
-    h->a = a;
-    h->b = b;
-}
-
-void
-tack__hash_str(tack__hash *h, const char *s)
-{
-    tack__hash_update(h, s, strlen(s) + 1);
-}
-
-static uint64_t
-mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9u;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebu;
-    x ^= x >> 31;
-    return x;
-}
-
-void
-tack__hash_hex(const tack__hash *h, char out[33])
-{
-    uint64_t a = mix64(h->a ^ mix64(h->b));
-    uint64_t b = mix64(h->b ^ mix64(h->a + 0x9e3779b97f4a7c15u));
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
-}
+/* ---- paths ---------------------------------------------------------------------- */
 
 bool
 tack__path(char *out, size_t cap, const char *fmt, ...)

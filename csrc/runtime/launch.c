@@ -8,7 +8,10 @@
  * stays on the calling thread (this keeps a 16-element launch well under a
  * microsecond). The estimate is refreshed on every launch, from the calling
  * thread's own share of the work when running in parallel, so worker wake-up time
- * never inflates it.
+ * never inflates it; a caller that was descheduled during its share (it did less
+ * than half of it) gives no sample, and the estimate rises slowly and falls fast
+ * (update_estimate), so a tiny launch returns to the calling thread within a few
+ * launches whatever the machine's load did to one measurement.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -39,6 +42,17 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
                          const tack_array *const *arrays,
                          const char *const *param_names, const bool *stored)
 {
+    TACK__CHECK_ARG(kernel_name);
+    if (nparams < 0 || nparams > TACK_KERNEL_MAX_PARAMS) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': %d parameters; a kernel has 0 to %d",
+                          kernel_name, nparams, TACK_KERNEL_MAX_PARAMS);
+    }
+    if (nparams > 0) {
+        TACK__CHECK_ARG(arrays);
+        TACK__CHECK_ARG(param_names);
+        TACK__CHECK_ARG(stored);
+    }
     const tack_device *first = NULL;
     int first_k = -1;
     for (int k = 0; k < nparams; k++) {
@@ -48,12 +62,11 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
         }
         const tack_device *dev = a->buffer->device;
         if (strcmp(dev->backend->name, "cpu") != 0) {
-            return tack__fail(TACK_ERR_DEVICE_MISMATCH,
-                              "kernel '%s': parameter '%s' is an array on %s:%d, but "
-                              "kernels run on the CPU here; copy it with "
-                              "a.to_device('cpu')",
-                              kernel_name, param_names[k], dev->backend->name,
-                              dev->ordinal);
+            return tack__fail_remedy(TACK_ERR_DEVICE_MISMATCH, TACK_REMEDY_TO_CPU,
+                                     "kernel '%s': parameter '%s' is an array on "
+                                     "%s:%d, but kernels run on the CPU here",
+                                     kernel_name, param_names[k], dev->backend->name,
+                                     dev->ordinal);
         }
         if (!first) {
             first = dev;
@@ -67,11 +80,11 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
                               kernel_name, param_names[first_k], param_names[k]);
         }
         if (stored[k] && !a->writable) {
-            return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                              "kernel '%s' may store to parameter '%s', but the array "
-                              "passed for it is read-only; pass a writable array "
-                              "(tack.array(x) makes a writable copy)",
-                              kernel_name, param_names[k]);
+            return tack__fail_remedy(TACK_ERR_INVALID_ARGUMENT,
+                                     TACK_REMEDY_WRITABLE_COPY,
+                                     "kernel '%s' may store to parameter '%s', but the "
+                                     "array passed for it is read-only",
+                                     kernel_name, param_names[k]);
         }
     }
     return TACK_OK;
@@ -82,6 +95,9 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
 uint32_t
 tack_kernel_key_array(const tack_array *array)
 {
+    if (!array) {
+        return 0; /* the word of no argument */
+    }
     return TACK_KERNEL_KEY_ARRAY | (uint32_t)array->dtype << 8 | (uint32_t)array->ndim;
 }
 
@@ -89,8 +105,11 @@ void
 tack_kernel_key_tail(int nparams, const tack_array *const *arrays, bool debug,
                      uint32_t tail[2])
 {
+    if (!tail) {
+        return;
+    }
     int backend = kDLCPU;
-    for (int k = 0; k < nparams; k++) {
+    for (int k = 0; arrays && k < nparams; k++) {
         if (arrays[k]) {
             backend = arrays[k]->buffer->device->backend->dlpack_device_type;
             break;
@@ -106,7 +125,7 @@ size_t
 tack_kernel_params_size(int nparams, const uint32_t *key)
 {
     size_t n = 0;
-    for (int k = 0; k < nparams; k++) {
+    for (int k = 0; key && k < nparams; k++) {
         n += 1 + ((key[k] & TACK_KERNEL_KEY_ARRAY) ? (key[k] & 0xffu) : 0);
     }
     return n * 8;
@@ -116,6 +135,9 @@ void
 tack_kernel_params_pack(int nparams, const uint32_t *key, const tack_kernel_arg *args,
                         void *block)
 {
+    if (!key || !args || !block) {
+        return;
+    }
     unsigned char *out = block;
     for (int k = 0; k < nparams; k++) {
         if (key[k] & TACK_KERNEL_KEY_ARRAY) {
@@ -152,6 +174,9 @@ bool
 tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
                           const bool *stored)
 {
+    if (nparams > 0 && (!arrays || !stored)) {
+        return false; /* nothing to check: no promise */
+    }
     for (int k = 0; k < nparams; k++) {
         if (!arrays[k] || !stored[k]) {
             continue;
@@ -244,8 +269,18 @@ run_range(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/*
+ * Folds one measurement (ns for trips) into the kernel's cost per trip. Noise in a
+ * measurement is one-sided: a thread the OS deschedules, or one that waits on a
+ * cache line, only ever looks slower than the kernel is. So the estimate falls
+ * quickly (three quarters of the way to a lower sample: a few tiny launches bring
+ * an inflated estimate back to the truth) and rises slowly (a quarter of the way,
+ * to at most twice the old value: one stalled launch cannot send tiny launches to
+ * the pool). A measurement that may be disturbed (may_raise false) only ever
+ * lowers the estimate.
+ */
 static void
-update_estimate(tack_kernel *k, int64_t trips, uint64_t ns)
+update_estimate(tack_kernel *k, int64_t trips, uint64_t ns, bool may_raise)
 {
     if (trips <= 0) {
         return;
@@ -255,13 +290,19 @@ update_estimate(tack_kernel *k, int64_t trips, uint64_t ns)
         sample = 1;
     }
     uint64_t old = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
-    /* A launch preempted by the OS looks thousands of times slower than it is; one
-     * such sample may at most double-ish the estimate, so a stray spike never sends
-     * tiny launches to the pool for long. */
-    if (old && sample > 4 * old) {
-        sample = 4 * old;
+    uint64_t next;
+    if (!may_raise && (!old || sample > old)) {
+        return;
     }
-    uint64_t next = old ? (old * 3 + sample) / 4 : sample;
+    if (!old) {
+        next = sample;
+    }
+    else if (sample <= old) {
+        next = (old + 3 * sample) / 4;
+    }
+    else {
+        next = (3 * old + (sample > 2 * old ? 2 * old : sample)) / 4;
+    }
     atomic_store_explicit(&k->trip_ns_q8, next ? next : 1, memory_order_relaxed);
 }
 
@@ -280,7 +321,9 @@ worth_parallel(tack_kernel *k, int64_t n, int threads)
         return false;
     }
     if (per_trip == 0) {
-        return n >= 2 * (int64_t)threads;
+        /* Unknown cost: a launch of a chunk or so per thread measures itself
+         * serially; a big one is worth the pool whatever its cost. */
+        return n >= (int64_t)threads * CHUNKS_PER_THREAD;
     }
     /* n * per_trip / 256 >= PARALLEL_MIN_NS, without overflow */
     return (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 256u / per_trip;
@@ -299,7 +342,11 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
         int64_t mine = 0;
         uint64_t mine_ns = 0;
         if (tack__pool_run(n, chunk, run_range, l, &mine, &mine_ns)) {
-            update_estimate(k, mine, mine_ns);
+            /* The calling thread's own share, timed without the workers' wake-up.
+             * A caller that did under half its fair share was held up (the workers
+             * took its trips meanwhile): its time says more about the OS than
+             * about the kernel, so it may lower the estimate but not raise it. */
+            update_estimate(k, mine, mine_ns, mine * 2 * threads >= n);
             atomic_fetch_add_explicit(&tack__stat_parallel, 1, memory_order_relaxed);
             return;
         }
@@ -309,7 +356,7 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
     for (int64_t begin = 0; begin < n; begin += step) {
         run_range(l, begin, n - begin < step ? n : begin + step);
     }
-    update_estimate(k, n, tack__now_ns() - t0);
+    update_estimate(k, n, tack__now_ns() - t0, true);
     atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
 }
 
@@ -354,6 +401,10 @@ tack_status
 tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
                       tack_kernel_value *result)
 {
+    TACK__CHECK_ARG(k);
+    if (k->nparams > 0) {
+        TACK__CHECK_ARG(args);
+    }
     launch l;
     memset(&l, 0, sizeof l);
     l.pub.fail = record_failure;

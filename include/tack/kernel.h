@@ -125,7 +125,9 @@ typedef struct tack_kernel tack_kernel;
  * When the compiler ran and failed (TACK_ERR_COMPILE), *log receives its command
  * line and output (release with tack_kernel_log_free()); otherwise *log is NULL and
  * tack_last_error() says what was wrong (no compiler, an unloadable object). A
- * failed build is never cached and nothing of it is ever loaded.
+ * failed build is never cached and nothing of it is ever loaded. Every pointer is
+ * required: a NULL one is TACK_ERR_INVALID_ARGUMENT (*log is set to NULL first when
+ * log itself is not NULL).
  * Out: *out (Borrowed: valid for the life of the process) only on success.
  */
 TACK_API tack_status tack_kernel_build(const char *name, const char *filename,
@@ -148,6 +150,8 @@ TACK_API const char *tack_kernel_cache_notice(void);
  * device and all in one memory domain (TACK_ERR_DEVICE_MISMATCH); an array bound to
  * a parameter the kernel may store to must be writable (TACK_ERR_INVALID_ARGUMENT,
  * naming the kernel and the parameter). arrays[k] is NULL for a scalar parameter.
+ * NULL kernel_name, or NULL arrays, param_names or stored when nparams > 0, and
+ * nparams outside 0..TACK_KERNEL_MAX_PARAMS are TACK_ERR_INVALID_ARGUMENT.
  */
 TACK_API tack_status tack_kernel_check_arrays(const char *kernel_name, int nparams,
                                               const tack_array *const *arrays,
@@ -167,10 +171,11 @@ enum {
     TACK_KERNEL_KEY_FLOAT32 = 4, /* a float32 scalar (kept as float32 in the kernel) */
     TACK_KERNEL_KEY_ARRAY = 0x10000 /* | dtype << 8 | ndim */
 };
-/* The key word of an array argument. */
+/* The key word of an array argument (0, the word of no argument, for NULL). */
 TACK_API uint32_t tack_kernel_key_array(const tack_array *array);
 /* Writes the two words after the arguments' words: tail[0] the debug mode, tail[1]
- * the backend of the first array (arrays[k] NULL for scalars). */
+ * the backend of the first array (arrays[k] NULL for scalars; arrays NULL: no
+ * arrays). A NULL tail writes nothing. */
 TACK_API void tack_kernel_key_tail(int nparams, const tack_array *const *arrays,
                                    bool debug, uint32_t tail[2]);
 
@@ -180,7 +185,8 @@ TACK_API void tack_kernel_key_tail(int nparams, const tack_array *const *arrays,
  * bytes) and then its ndim extents (int64 each); a scalar's 8 bytes (an int64 for
  * int and bool keys, a double for float keys). Every field is 8 bytes, so the block
  * has no padding and its layout follows from the key alone (a generated kernel
- * declares the same struct). key: the nparams argument words of the key.
+ * declares the same struct). key: the nparams argument words of the key; a NULL
+ * key has size 0, and pack with any NULL pointer writes nothing.
  */
 TACK_API size_t tack_kernel_params_size(int nparams, const uint32_t *key);
 /* Packs args into block (tack_kernel_params_size(nparams, key) bytes, 8-aligned). */
@@ -192,6 +198,7 @@ TACK_API void tack_kernel_params_pack(int nparams, const uint32_t *key,
  * bound to a parameter the kernel may store to shares a byte with another array
  * argument (the same array passed twice included). arrays[k] is NULL for a scalar;
  * empty arrays overlap nothing. Arrays that are only read may overlap freely.
+ * NULL arrays or stored (with nparams > 0) promise nothing: false.
  */
 TACK_API bool tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
                                         const bool *stored);
@@ -207,7 +214,8 @@ enum {
  * Runs a kernel: the trip count of its parallel loop is split over the thread pool,
  * a small one (or a serial kernel) runs on the calling thread. Returns when every
  * iteration has finished. Errors (debug mode): TACK_ERR_INDEX, TACK_ERR_ZERO_DIVISION
- * with the array, index, file and line in the message.
+ * with the array, index, file and line in the message. A NULL k, or NULL args for a
+ * kernel with parameters, is TACK_ERR_INVALID_ARGUMENT.
  */
 TACK_API tack_status tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args);
 /* tack_kernel_launch with flags (TACK_KERNEL_NOALIAS) and the returned value.
@@ -226,6 +234,7 @@ typedef struct tack_kernel_stats {
     uint64_t serial_launches;
     uint64_t restrict_launches; /* launches that ran a restrict body */
 } tack_kernel_stats;
+/* A NULL out does nothing. */
 TACK_API void tack_kernel_get_stats(tack_kernel_stats *out);
 
 /* The thread count of the pool: TACK_NUM_THREADS when set (>= 1), else the CPUs this

@@ -140,7 +140,10 @@ typedef enum tack_status {
     X(TACK_REMEDY_NO_STREAM, "leave the stream unset, or pass -1")      \
     X(TACK_REMEDY_OWN_DEVICE,                                           \
       "request the array's own device, or the host "                    \
-      "(kDLCPU, 0) with a copy")
+      "(kDLCPU, 0) with a copy")                                        \
+    X(TACK_REMEDY_TO_CPU,                                               \
+      "copy it to the CPU first (tack_array_to_device with a 'cpu' "    \
+      "device)")
 
 typedef enum tack_remedy {
 #define TACK__REMEDY_ENUM(e, text) e,

@@ -293,6 +293,32 @@ TACK_TEST(compile_error_reports_the_log_and_is_not_cached)
     remove_cache_dir(dir);
 }
 
+TACK_TEST(a_call_to_an_undeclared_function_is_a_compile_error)
+{
+    const char *dir = fresh_cache_dir();
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    /* The double kernel, plus a call to a helper nothing declares nor defines:
+     * refused by the compiler, with its log, not at load time without one. */
+    static const char source[] = KERNEL_TEST_PARAMS
+        "E int64_t tack_kernel_trips(const void *v, tk_ctx *c) {\n"
+        "    (void)c; return tk_missing_helper(((const P *)v)->a0_n[0]);\n"
+        "}\n"
+        "E void tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+        "    (void)b; (void)e; (void)v; (void)c;\n"
+        "}\n";
+    CHECK_STATUS(tack_kernel_build("undeclared", "t.py", source, &k, &log),
+                 TACK_ERR_COMPILE);
+    CHECK(log != NULL);
+    CHECK(strstr(log, "tk_missing_helper") != NULL);
+    CHECK(strstr(log, "implicit") != NULL);
+    CHECK(k == NULL);
+    CHECK_EQ_INT(stats().compiles, 1);
+    CHECK_EQ_INT(stats().failures, 1);
+    tack_kernel_log_free(log);
+    remove_cache_dir(dir);
+}
+
 TACK_TEST(object_without_entry_points_is_refused)
 {
     const char *dir = fresh_cache_dir();

@@ -3,6 +3,10 @@
  * the launch itself (serial and parallel, debug-mode failures).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
+
 #include "internal.h"
 #include "kernel_test_util.h"
 
@@ -14,6 +18,20 @@ build_double(void)
     char *log;
     CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
     return k;
+}
+
+/* Whether the last message speaks C: no Python spelling (a binding adds its own
+ * advice from the remedy). */
+static void
+check_message_speaks_c(tack_remedy remedy, const char *c_advice)
+{
+    const char *msg = tack_last_error();
+    CHECK_EQ_INT(tack_last_error_remedy(), remedy);
+    CHECK(strstr(msg, c_advice) != NULL);
+    CHECK(strstr(tack_last_error_problem(), c_advice) == NULL);
+    CHECK(strstr(msg, "tack.") == NULL);
+    CHECK(strstr(msg, ".to_device(") == NULL);
+    CHECK(strstr(msg, "=True") == NULL);
 }
 
 TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
@@ -33,6 +51,7 @@ TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
                  TACK_ERR_INVALID_ARGUMENT);
     CHECK(strstr(tack_last_error(), "'k'") != NULL);
     CHECK(strstr(tack_last_error(), "'out'") != NULL);
+    check_message_speaks_c(TACK_REMEDY_WRITABLE_COPY, "tack_array_copyto");
     CHECK_EQ_INT(tack_status_kind(TACK_ERR_INVALID_ARGUMENT), TACK_KIND_VALUE);
     /* Scalars (NULL) are skipped. */
     arrays[1] = NULL;
@@ -40,6 +59,37 @@ TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
     tack_array_release(ro);
     tack_array_release(a);
     tack_device_release(cpu);
+}
+
+/* Checks out[i] == 2 i over n elements (what the double kernels store). */
+static void
+check_doubled(const double *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (out[i] != 2.0 * (double)i) {
+            CHECK_EQ_DBL(out[i], 2.0 * (double)i);
+        }
+    }
+}
+
+/* Launches k on 16 elements: after `settle` launches, every launch runs serially
+ * (its cost is known by then, however disturbed the earlier measurements were). */
+static void
+check_tiny_launches_stay_serial(tack_kernel *k, tack_kernel_arg *args, int64_t *shape,
+                                int settle)
+{
+    shape[0] = 16;
+    for (int round = 0; round < settle; round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+    }
+    tack_kernel_stats s;
+    tack_kernel_get_stats(&s);
+    uint64_t serial_before = s.serial_launches;
+    for (int round = 0; round < 4; round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+    }
+    tack_kernel_get_stats(&s);
+    CHECK_EQ_INT(s.serial_launches, serial_before + 4);
 }
 
 TACK_TEST(launch_serial_and_parallel_give_the_same_result)
@@ -54,20 +104,69 @@ TACK_TEST(launch_serial_and_parallel_give_the_same_result)
     for (int round = 0; round < 3; round++) {
         CHECK_OK(tack_kernel_launch(k, args));
     }
-    for (int64_t i = 0; i < N; i++) {
-        if (out[i] != 2.0 * (double)i) {
-            CHECK_EQ_DBL(out[i], 2.0 * (double)i);
-        }
-    }
+    check_doubled(out, N);
     tack_kernel_stats s;
     tack_kernel_get_stats(&s);
     CHECK(s.parallel_launches >= 1);
-    /* A tiny launch stays on the calling thread once the cost is known. */
-    shape[0] = 16;
-    uint64_t serial_before = s.serial_launches;
+    /* Tiny launches stay on the calling thread once the cost is known: at the
+     * latest after two of them, even when every big launch above was disturbed. */
+    check_tiny_launches_stay_serial(k, args, shape, 2);
+    free(out);
+}
+
+/* The double kernel, but the trip range that the thread named by slow_thread runs
+ * first sleeps for 100 ms: a calling thread the OS deschedules in the middle of a
+ * parallel launch. */
+static const char slow_caller_source[] =
+    "#define _POSIX_C_SOURCE 200809L\n" KERNEL_TEST_PARAMS
+    "#include <pthread.h>\n"
+    "#include <time.h>\n"
+    "E pthread_t slow_thread; E int slow_pending;\n"
+    "E int64_t\n"
+    "tack_kernel_trips(const void *v, tk_ctx *c) { (void)c; return ((const P "
+    "*)v)->a0_n[0]; }\n"
+    "E void\n"
+    "tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    const P *p = v; double *o = p->a0; (void)c;\n"
+    "    if (__atomic_load_n(&slow_pending, __ATOMIC_ACQUIRE) &&\n"
+    "        pthread_equal(pthread_self(), slow_thread)) {\n"
+    "        __atomic_store_n(&slow_pending, 0, __ATOMIC_RELEASE);\n"
+    "        struct timespec ts = {0, 100000000};\n"
+    "        nanosleep(&ts, 0);\n"
+    "    }\n"
+    "    for (int64_t i = b; i < e; i++) { o[i] = 2.0 * (double)i; }\n"
+    "}\n";
+
+TACK_TEST(a_descheduled_caller_does_not_send_tiny_launches_to_the_pool)
+{
+    setenv("TACK_NUM_THREADS", "4", 1);
+    fresh_cache_dir();
+    tack_kernel *k;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("slow", "t.py", slow_caller_source, &k, &log));
+    pthread_t *slow_thread = dlsym(k->handle, "slow_thread");
+    int *slow_pending = dlsym(k->handle, "slow_pending");
+    CHECK(slow_thread != NULL && slow_pending != NULL);
+    enum { N = 1 << 20 };
+    double *out = calloc(N, sizeof *out);
+    CHECK(out != NULL);
+    int64_t shape[1] = {N};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    tack_kernel_stats s;
+    tack_kernel_get_stats(&s);
+    uint64_t parallel_before = s.parallel_launches;
+    /* The first launch, whose cost is still unknown, goes to the pool; its calling
+     * thread stalls in its first range while the workers do the rest. */
+    *slow_thread = pthread_self();
+    __atomic_store_n(slow_pending, 1, __ATOMIC_RELEASE);
+    CHECK_OK(tack_kernel_launch(k, args));
     CHECK_OK(tack_kernel_launch(k, args));
     tack_kernel_get_stats(&s);
-    CHECK_EQ_INT(s.serial_launches, serial_before + 1);
+    CHECK(s.parallel_launches >= parallel_before + 1);
+    check_doubled(out, N);
+    /* The stall says nothing of the kernel's cost: tiny launches run serially
+     * within a few launches, and then stay there. */
+    check_tiny_launches_stay_serial(k, args, shape, 3);
     free(out);
 }
 
@@ -135,6 +234,7 @@ TACK_TEST(arrays_of_different_memory_domains_or_a_foreign_device_are_refused)
     CHECK_STATUS(tack_kernel_check_arrays("k", 2, gpu, names, stored),
                  TACK_ERR_DEVICE_MISMATCH);
     CHECK(strstr(tack_last_error(), "cuda") != NULL);
+    check_message_speaks_c(TACK_REMEDY_TO_CPU, "tack_array_to_device");
     tack_array_release(a);
     tack_array_release(b);
     tack_array_release(g);

@@ -4,7 +4,9 @@
  * never dereferences them. Each test runs in its own process, so a crash fails only
  * the test of the function that crashed.
  */
+#define _GNU_SOURCE
 #include "harness.h"
+#include "kernel_test_util.h"
 
 static tack_device *
 cpu(void)
@@ -200,4 +202,110 @@ TACK_TEST(null_args_dtypes_and_status)
     CHECK_EQ_DBL(f, 1.0);
     tack_set_allocator(NULL); /* restores the default allocator */
     CHECK(tack_status_name((tack_status)-1) != NULL);
+}
+
+TACK_TEST(null_args_elements_and_regions)
+{
+    tack_array *arr = small_array(), *out = NULL;
+    int64_t index[1] = {0}, shape[1] = {4};
+    size_t offset = 0;
+    float value = 1.0f;
+    CHECK_INVALID(tack_array_element_offset(NULL, 1, index, &offset));
+    CHECK_INVALID(tack_array_element_offset(arr, 1, NULL, &offset));
+    CHECK_INVALID(tack_array_element_offset(arr, 1, index, NULL));
+    CHECK_INVALID(tack_array_get_element(NULL, 0, &value));
+    CHECK_INVALID(tack_array_get_element(arr, 0, NULL));
+    CHECK_INVALID(tack_array_set_element(NULL, 0, &value));
+    CHECK_INVALID(tack_array_set_element(arr, 0, NULL));
+    tack_scalar scalar;
+    CHECK_INVALID(tack_element_to_scalar(NULL, TACK_FLOAT32, 0, &scalar));
+    CHECK_INVALID(tack_element_to_scalar(&value, TACK_FLOAT32, 0, NULL));
+    CHECK_INVALID(tack_scalar_to_element(NULL, TACK_FLOAT32, &value));
+    CHECK_OK(tack_element_to_scalar(&value, TACK_FLOAT32, 0, &scalar));
+    CHECK_INVALID(tack_scalar_to_element(&scalar, TACK_FLOAT32, NULL));
+    int32_t ndim = 0;
+    int64_t full[4];
+    CHECK_INVALID(tack_array_shape_of_scalars(TACK_FLOAT32, 1, shape, NULL, full));
+    CHECK_INVALID(tack_array_shape_of_scalars(TACK_FLOAT32, 1, shape, &ndim, NULL));
+    CHECK_INVALID(tack_array_shape_of_scalars(TACK_FLOAT32, 1, NULL, &ndim, full));
+    tack_exported_memory mem;
+    CHECK_INVALID(tack_array_export_memory(NULL, &mem));
+    CHECK_INVALID(tack_array_export_memory(arr, NULL));
+    static float data[4];
+    released = 0;
+    CHECK_INVALID(tack_array_wrap_region(NULL, data, sizeof data, TACK_FLOAT32, 1,
+                                         shape, false, count_release, NULL, &out));
+    CHECK_INVALID(tack_array_wrap_region(cpu(), data, sizeof data, TACK_FLOAT32, 1,
+                                         shape, false, count_release, NULL, NULL));
+    CHECK_EQ_INT(released, 2);
+    CHECK(out == NULL);
+    tack_array_release(arr);
+}
+
+TACK_TEST(null_args_kernel_build)
+{
+    fresh_cache_dir();
+    tack_kernel *k = NULL;
+    char *log = (char *)"untouched";
+    CHECK_INVALID(tack_kernel_build(NULL, "t.py", double_kernel_source, &k, &log));
+    CHECK(log == NULL); /* a failed build leaves *log set, even for a bad argument */
+    CHECK_INVALID(tack_kernel_build("double", NULL, double_kernel_source, &k, &log));
+    CHECK_INVALID(tack_kernel_build("double", "t.py", NULL, &k, &log));
+    CHECK_INVALID(
+        tack_kernel_build("double", "t.py", double_kernel_source, NULL, &log));
+    CHECK_INVALID(tack_kernel_build("double", "t.py", double_kernel_source, &k, NULL));
+    CHECK(k == NULL);
+    tack_kernel_log_free(NULL);
+    tack_kernel_get_stats(NULL);
+}
+
+TACK_TEST(null_args_kernel_launch)
+{
+    fresh_cache_dir();
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    double out[4];
+    int64_t shape[1] = {4};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    tack_kernel_value result;
+    CHECK_INVALID(tack_kernel_launch(NULL, args));
+    CHECK_INVALID(tack_kernel_launch(k, NULL));
+    CHECK_INVALID(tack_kernel_launch_ex(NULL, args, 0, &result));
+    CHECK_INVALID(tack_kernel_launch_ex(k, NULL, 0, &result));
+    CHECK_OK(tack_kernel_launch_ex(k, args, 0, NULL)); /* the result is optional */
+    CHECK_EQ_DBL(out[3], 6.0);
+}
+
+TACK_TEST(null_args_kernel_checks_and_keys)
+{
+    tack_array *arr = small_array();
+    const tack_array *arrays[1] = {arr};
+    const char *names[1] = {"out"};
+    bool stored[1] = {true};
+    CHECK_INVALID(tack_kernel_check_arrays(NULL, 1, arrays, names, stored));
+    CHECK_INVALID(tack_kernel_check_arrays("k", 1, NULL, names, stored));
+    CHECK_INVALID(tack_kernel_check_arrays("k", 1, arrays, NULL, stored));
+    CHECK_INVALID(tack_kernel_check_arrays("k", 1, arrays, names, NULL));
+    CHECK_OK(tack_kernel_check_arrays("k", 0, NULL, NULL, NULL)); /* nothing to check */
+    CHECK_EQ_INT(tack_kernel_key_array(NULL), 0); /* no argument's key word is 0 */
+    uint32_t tail[2] = {7, 7};
+    tack_kernel_key_tail(1, NULL, true, tail); /* no arrays: the CPU */
+    CHECK_EQ_INT(tail[0], 1);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    tack_kernel_key_tail(1, arrays, false, NULL);
+    uint32_t key[1] = {tack_kernel_key_array(arr)};
+    CHECK_EQ_INT(tack_kernel_params_size(1, NULL), 0);
+    CHECK_EQ_INT(tack_kernel_params_size(1, key), 16);
+    uint64_t block[2] = {0, 0};
+    tack_kernel_arg arg = {tack_array_data(arr), tack_array_shape(arr), 0, 0};
+    tack_kernel_params_pack(1, NULL, &arg, block);
+    tack_kernel_params_pack(1, key, NULL, block);
+    tack_kernel_params_pack(1, key, &arg, NULL);
+    CHECK(block[0] == 0 && block[1] == 0);
+    /* Without the arrays or their flags nothing is promised. */
+    CHECK(!tack_kernel_args_disjoint(1, NULL, stored));
+    CHECK(!tack_kernel_args_disjoint(1, arrays, NULL));
+    CHECK(tack_kernel_args_disjoint(1, arrays, stored));
+    tack_array_release(arr);
 }

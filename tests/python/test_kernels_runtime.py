@@ -186,3 +186,123 @@ def test_gil_is_released_while_a_kernel_runs(tmp_path: Path, monkeypatch: pytest
 
 
 math_free = float  # a global the kernel calls: float(i)
+
+
+def run_to_the_end(tmp_path: Path, source: str, *flags: str) -> subprocess.CompletedProcess:
+    """Runs source in a new interpreter, which must exit 0 after printing "done"."""
+    script = tmp_path / "script.py"
+    script.write_text(source)
+    env = dict(os.environ, TACK_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("TACK_DEBUG", None)
+    out = subprocess.run([sys.executable, *flags, str(script)], env=env,
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "done" in out.stdout
+    return out
+
+
+# A kernel and an array, made by the scripts below.
+FILL = r'''
+import tack
+
+@tack.kernel
+def fill(out, v):
+    for i in range(out.shape[0]):
+        out[i] = v
+
+a = tack.zeros(4)
+'''
+
+OUTLIVE_SCRIPT = FILL + r'''
+import gc, sys
+import numpy as np
+
+host = np.zeros(4)
+host.flags.writeable = False
+ro = tack.from_dlpack(host)
+fill(a, 1.0)
+Error = tack.TackError
+
+# The module goes away from everywhere Python can name it; the kernel stays.
+for name in [m for m in sys.modules if m == "tack" or m.startswith("tack.")]:
+    del sys.modules[name]
+del tack
+gc.collect()
+
+fill(a, 2.0)  # a known specialization
+fill(a, 3)  # a new one: compiled through the front end
+assert (np.from_dlpack(a) == 3.0).all()
+try:
+    fill(ro, 1.0)
+except Error as exc:  # refused cleanly, with the binding's advice
+    assert "read-only" in str(exc), exc
+else:
+    raise AssertionError("a read-only array was accepted")
+
+
+class Holder:
+    """Calls the kernel from its finalizer, which runs while the interpreter shuts
+    down (the holder sits in a reference cycle)."""
+
+    def __init__(self, kernel, arr, bad):
+        self.me = self
+        self.kernel, self.arr, self.bad = kernel, arr, bad
+
+    def __del__(self):
+        self.kernel(self.arr, 4.0)
+        try:
+            self.kernel(self.bad, 1.0)
+        except Exception as exc:
+            sys.stdout.write("finalizer: " + type(exc).__name__ + "\n")
+
+
+Holder(fill, a, ro)
+del fill, a, ro
+print("done", flush=True)
+'''
+
+
+def test_a_kernel_outlives_its_module(tmp_path: Path):
+    """A kernel keeps the extension's state alive through its type: after the module
+    is gone from sys.modules and collected, and during interpreter shutdown, calls
+    still work or fail with a Python exception, never a crash."""
+    out = run_to_the_end(tmp_path, OUTLIVE_SCRIPT, "-X", "dev")
+    assert "Fatal" not in out.stderr and "Segmentation" not in out.stderr, out.stderr
+
+
+CLEARED_SCRIPT = FILL + r'''
+import ctypes
+from tack import _tack
+
+fill(a, 1.0)
+
+
+class ModuleDef(ctypes.Structure):  # PyModuleDef, up to m_clear
+    _fields_ = [("ob_refcnt", ctypes.c_ssize_t), ("ob_type", ctypes.c_void_p),
+                ("m_init", ctypes.c_void_p), ("m_index", ctypes.c_ssize_t),
+                ("m_copy", ctypes.c_void_p), ("m_name", ctypes.c_char_p),
+                ("m_doc", ctypes.c_char_p), ("m_size", ctypes.c_ssize_t),
+                ("m_methods", ctypes.c_void_p), ("m_slots", ctypes.c_void_p),
+                ("m_traverse", ctypes.c_void_p), ("m_clear", ctypes.c_void_p)]
+
+
+get_def = ctypes.pythonapi.PyModule_GetDef
+get_def.restype = ctypes.POINTER(ModuleDef)
+get_def.argtypes = [ctypes.py_object]
+m_clear = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(get_def(_tack)[0].m_clear)
+m_clear(_tack)  # what the garbage collector does to the module in a dead cycle
+for args in ((a, 2.0), (a, 3)):
+    try:
+        fill(*args)
+    except RuntimeError as exc:
+        assert "'fill'" in str(exc) and "cleared" in str(exc), exc
+    else:
+        raise AssertionError("a kernel ran on a cleared module")
+print("done", flush=True)
+'''
+
+
+def test_a_kernel_of_a_cleared_module_fails_cleanly(tmp_path: Path):
+    """When the garbage collector has cleared the extension's state (a module in a
+    dead cycle, at shutdown), a kernel call raises RuntimeError saying so."""
+    run_to_the_end(tmp_path, CLEARED_SCRIPT)
