@@ -438,8 +438,14 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
                          ? TACK_KERNEL_NOALIAS
                          : 0;
+    /* The launch goes to the backend of the arrays' device (the checks above made
+     * it one); a kernel of scalars alone runs where its key says, on the CPU. */
+    tack_device *device = NULL;
+    for (int k = 0; k < kp->nparams && !device; k++) {
+        device = arrays[k] ? tack_array_device(arrays[k]) : NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
-        status = tack_kernel_launch_ex(kernel, targs, flags, &value);
+        status = tack_kernel_launch_on(device, kernel, targs, flags, &value);
     Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
@@ -522,16 +528,29 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                        PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const tackpy_signature sig = {
-        "_kernel_build",
-        3,
-        3,
-        0,
-        3,
-        {TACKPY_NAME_name, TACKPY_NAME_filename, TACKPY_NAME_source}};
-    PyObject *a[3];
+    static const tackpy_signature sig = {"_kernel_build",
+                                         4,
+                                         4,
+                                         0,
+                                         3,
+                                         {TACKPY_NAME_name, TACKPY_NAME_filename,
+                                          TACKPY_NAME_source, TACKPY_NAME_backend}};
+    PyObject *a[4];
     if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
+    }
+    int backend = 1; /* kDLCPU */
+    if (a[3]) {
+        long v = PyLong_Check(a[3]) ? PyLong_AsLong(a[3]) : -1;
+        if (v == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (v < 0 || v > INT32_MAX) {
+            PyErr_SetString(PyExc_TypeError,
+                            "backend must be a DLPack device type (an int >= 0)");
+            return NULL;
+        }
+        backend = (int)v;
     }
     const char *name = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8(a[0]) : NULL;
     const char *filename = PyUnicode_Check(a[1]) ? PyUnicode_AsUTF8(a[1]) : NULL;
@@ -546,7 +565,7 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     char *log = NULL;
     tack_status status;
     Py_BEGIN_ALLOW_THREADS
-        status = tack_kernel_build(name, filename, source, &k, &log);
+        status = tack_kernel_build_for(backend, name, filename, source, &k, &log);
     Py_END_ALLOW_THREADS
     /* Said once per process: the cache folder could not be used. */
     const char *notice = tack_kernel_cache_notice();

@@ -26,7 +26,7 @@ typedef struct tackpy_exchange_cache {
 #define TACKPY_NAME_LIST(X)                                                         \
     X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
     X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
-    X(ordinal) X(filename) X(source) X(x) X(arch) X(ptx)                            \
+    X(ordinal) X(filename) X(source) X(x) X(arch) X(ptx) X(backend)                \
     X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)
 // clang-format on
 

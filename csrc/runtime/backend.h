@@ -20,6 +20,7 @@
 
 #include "tack/array.h"
 #include "tack/device.h"
+#include "tack/kernel.h"
 #include "tack/status.h"
 
 #ifdef __cplusplus
@@ -82,6 +83,33 @@ struct tack_backend {
      * success. Absent: the backend cannot export (the CPU). */
     tack_status (*export_memory)(void *state, void *ptr, size_t nbytes,
                                  tack_exported_memory *out);
+
+    /* Kernels (kernel.h; docs/kernels.md). A kernel belongs to the backend that
+     * built it; the runtime packs the launch's parameter block, whatever the
+     * backend. Absent kernel_build or kernel_launch: the backend runs no kernels,
+     * and building or launching one is TACK_ERR_UNSUPPORTED. */
+
+    /* Builds the specialization whose source this backend's emitter generated (the
+     * CPU: C compiled into a shared object, from the disk cache, and dlopen).
+     * self is this table. The kernel's device-neutral fields (tack__kernel_head)
+     * are set before *out is returned; head.backend is self. On a failed compile
+     * *log receives the compiler's output (tack_kernel_log_free), else stays NULL.
+     * Out: *out (Borrowed: valid until kernel_release, for the life of the process
+     * when that slot is absent) only on success. */
+    tack_status (*kernel_build)(const tack_backend *self, const char *name,
+                                const char *filename, const char *source,
+                                tack_kernel **out, char **log);
+    /* Runs one launch of k (a kernel of this backend) on the device whose state is
+     * given (NULL: the launch named no device; a backend that needs one refuses).
+     * params is the packed block (tack_kernel_params_pack, params_nbytes bytes,
+     * 8-aligned, valid for the call); flags are tack_kernel_launch_ex's. Out:
+     * *result (never NULL) only on success. */
+    tack_status (*kernel_launch)(void *state, tack_kernel *k, const void *params,
+                                 size_t params_nbytes, unsigned flags,
+                                 tack_kernel_value *result);
+    /* Frees what kernel_build made for k. Absent: the backend keeps its kernels for
+     * the life of the process (the CPU: shared objects are never unloaded). */
+    void (*kernel_release)(tack_kernel *k);
 };
 
 /* The slot of backend b, or NULL when b's table predates it or leaves it empty. */

@@ -26,6 +26,17 @@ static const tack_backend *const backends[] = {
 };
 #define TACK__NBACKENDS (sizeof backends / sizeof backends[0])
 
+const tack_backend *
+tack__backend_for_dlpack_type(int dlpack_device_type)
+{
+    for (size_t b = 0; b < TACK__NBACKENDS; b++) {
+        if (backends[b]->dlpack_device_type == dlpack_device_type) {
+            return backends[b];
+        }
+    }
+    return NULL;
+}
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static tack_device *registry[TACK__NBACKENDS][TACK__MAX_ORDINAL];

@@ -226,11 +226,27 @@ typedef void (*tack__finish_fn)(const void *params, tack_kernel_ctx *ctx,
 typedef void (*tack__body_fn)(int64_t begin, int64_t end, const void *params,
                               tack_kernel_ctx *ctx);
 
+/* The device-neutral kernel object: what the runtime reads of any backend's kernel
+ * (kernel.c). A backend's kernel_build makes it and fills every field; the object and
+ * what it points to live until kernel_release (for the life of the process when the
+ * backend has none). */
 struct tack_kernel {
-    char key[33];   /* hex of the 128-bit cache key */
-    char *name;     /* Owned: the kernel's Python name */
-    char *filename; /* Owned: its Python file */
-    char *source;   /* Owned: the generated C source */
+    const tack_backend *backend; /* Borrowed: the static table that built it */
+    const char *name;          /* the kernel's Python name (Borrowed: the backend's) */
+    const char *filename;      /* its Python file (Borrowed: the backend's) */
+    int nparams;               /* parameters, and their key words (Borrowed: the */
+    const uint32_t *param_key; /* backend's), which fix the parameter block */
+    int result_kind;           /* a tack_kernel_result_kind */
+    void *impl;                /* the backend's own part (the CPU: tack__cpu_kernel) */
+};
+
+/* The CPU backend's part of a kernel (jit.c builds it, launch.c runs it). */
+typedef struct tack__cpu_kernel {
+    tack_kernel pub; /* first: impl of pub points back here */
+    char key[33];    /* hex of the 128-bit cache key */
+    char *name;      /* Owned: the kernel's Python name */
+    char *filename;  /* Owned: its Python file */
+    char *source;    /* Owned: the generated C source */
     size_t source_len;
     void *handle; /* dlopen handle; never closed */
     tack__trips_fn trips;
@@ -238,13 +254,28 @@ struct tack_kernel {
     tack__body_fn body_restrict; /* NULL when the kernel has none */
     tack__finish_fn finish;      /* NULL when the kernel has none */
     int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
-    int nparams;                 /* parameters, and their key words (Borrowed: the */
-    const uint32_t *param_key;   /* shared object's, never unloaded) */
-    int result_kind;             /* a tack_kernel_result_kind */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
-    struct tack_kernel *next; /* in jit.c's table */
-};
+    struct tack__cpu_kernel *next; /* in jit.c's table */
+} tack__cpu_kernel;
+
+/* The CPU backend's kernel slots (backend.h): jit.c's build, launch.c's launch. */
+tack_status tack__cpu_kernel_build(const tack_backend *self, const char *name,
+                                   const char *filename, const char *source,
+                                   tack_kernel **out, char **log);
+tack_status tack__cpu_kernel_launch(void *state, tack_kernel *k, const void *params,
+                                    size_t params_nbytes, unsigned flags,
+                                    tack_kernel_value *result);
+
+/* Builds with backend's kernel_build slot (kernel.c; tack_kernel_build_for looks the
+ * backend up by its DLPack device type, tests pass their own tables). */
+tack_status tack__kernel_build_with(const tack_backend *backend, const char *name,
+                                    const char *filename, const char *source,
+                                    tack_kernel **out, char **log);
+
+/* The backend table Tack was built with for a DLPack device type, or NULL (device.c).
+ */
+const tack_backend *tack__backend_for_dlpack_type(int dlpack_device_type);
 
 /* Runs fn over [0, n) in chunks of chunk trips, on the pool's workers and the calling
  * thread together; returns when all have finished. Returns false, having run
@@ -262,7 +293,7 @@ uint64_t tack__now_ns(void);
 /* Reads a loaded kernel's parameter key and its optional entry points and constants
  * (the restrict body, the finish function, the partial size and the result kind;
  * kernel.h's ABI). jit.c has checked that the mandatory symbols exist. */
-void tack__kernel_optional(tack_kernel *k, void *handle);
+void tack__kernel_optional(tack__cpu_kernel *k, void *handle);
 
 /* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer; jit.c,
  * beside the cache key it computes).

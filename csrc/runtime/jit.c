@@ -1,5 +1,6 @@
 /*
- * jit.c: from generated C source to a loaded kernel.
+ * jit.c: from generated C source to a loaded kernel: the CPU backend's kernel_build
+ * slot (backend.h; kernel.c dispatches to it).
  *
  * The compiler is $CC (split on spaces, so "ccache gcc" works) or cc, run with
  * posix_spawn at -O3 -march=native into a shared object that dlopen loads. Each
@@ -78,7 +79,7 @@ static const char *const link_flags[] = {"-lm", NULL};
 static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 /* Written under build_lock, with a release store, after the new entry is complete. */
-static _Atomic(tack_kernel *) loaded;
+static _Atomic(tack__cpu_kernel *) loaded;
 /* The cache folder failed a write in this process: compile in temporary folders. */
 static bool cache_unwritable; /* under build_lock */
 static bool swept;            /* stale temporary files removed once, under build_lock */
@@ -464,7 +465,7 @@ run_compiler(const compiler *c, const char *c_path, const char *so_path,
 
 static tack_status
 load_object(const char *path, const char *source, size_t source_len, const char *key,
-            const char *name, const char *filename, tack_kernel **out)
+            const char *name, const char *filename, tack__cpu_kernel **out)
 {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
@@ -484,7 +485,7 @@ load_object(const char *path, const char *source, size_t source_len, const char 
                           "points of ABI %d",
                           name, TACK_KERNEL_ABI);
     }
-    tack_kernel *k = tack__calloc(sizeof *k);
+    tack__cpu_kernel *k = tack__calloc(sizeof *k);
     char *name_copy = tack__strndup(name, strlen(name));
     char *file_copy = tack__strndup(filename, strlen(filename));
     char *src_copy = tack__strndup(source, source_len);
@@ -502,6 +503,10 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     k->source = src_copy;
     k->source_len = source_len;
     k->handle = handle;
+    k->pub.backend = &tack__backend_cpu;
+    k->pub.name = name_copy;
+    k->pub.filename = file_copy;
+    k->pub.impl = k;
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     memcpy(&k->trips, &trips, sizeof trips);
     memcpy(&k->body, &body, sizeof body);
@@ -587,13 +592,13 @@ static const char write_advice[] =
     "make it writable or free some space, or set TACK_CACHE_DIR to another folder";
 
 /* Loads the entry of dir verified by tack__cache_lookup, or returns NULL. */
-static tack_kernel *
+static tack__cpu_kernel *
 load_cached(const char *dir, const char *key, const char *source, size_t source_len,
             const char *name, const char *filename)
 {
     int fd = -1;
     tack__entry e = tack__cache_lookup(dir, key, source, source_len, &fd);
-    tack_kernel *k = NULL;
+    tack__cpu_kernel *k = NULL;
     if (e == TACK__ENTRY_OK) {
         /* Load exactly the file that was verified, not whatever the path names a
          * moment later. */
@@ -624,7 +629,7 @@ load_cached(const char *dir, const char *key, const char *source, size_t source_
 static tack_status
 compile_and_load(const compiler *c, const char *dir, const char *key,
                  const char *source, size_t source_len, const char *name,
-                 const char *filename, tack_kernel **out, char **log)
+                 const char *filename, tack__cpu_kernel **out, char **log)
 {
     char work[TACK__PATH_CAP], so_path[TACK__PATH_CAP];
     int io_err = 0;
@@ -674,12 +679,12 @@ build_locked(const char *name, const char *filename, const char *source,
     }
     char key[33];
     compute_key(&c, source, key);
-    for (tack_kernel *k = atomic_load_explicit(&loaded, memory_order_acquire); k;
+    for (tack__cpu_kernel *k = atomic_load_explicit(&loaded, memory_order_acquire); k;
          k = k->next) {
         if (strcmp(k->key, key) == 0 && k->source_len == source_len &&
             memcmp(k->source, source, source_len) == 0) {
             atomic_fetch_add(&stat_memory_hits, 1);
-            *out = k;
+            *out = &k->pub;
             return TACK_OK;
         }
     }
@@ -688,7 +693,7 @@ build_locked(const char *name, const char *filename, const char *source,
     if (!persistent && why[0]) {
         notice("%s; %s", why, fallback_note);
     }
-    tack_kernel *k =
+    tack__cpu_kernel *k =
         persistent ? load_cached(dir, key, source, source_len, name, filename) : NULL;
     if (!k) {
         bool keep = persistent && !cache_unwritable;
@@ -707,20 +712,16 @@ build_locked(const char *name, const char *filename, const char *source,
     }
     k->next = atomic_load_explicit(&loaded, memory_order_relaxed);
     atomic_store_explicit(&loaded, k, memory_order_release);
-    *out = k;
+    *out = &k->pub;
     return TACK_OK;
 }
 
+/* The CPU backend's kernel_build slot (backend.h); kernel.c checked the pointers. */
 tack_status
-tack_kernel_build(const char *name, const char *filename, const char *source,
-                  tack_kernel **out, char **log)
+tack__cpu_kernel_build(const tack_backend *self, const char *name, const char *filename,
+                       const char *source, tack_kernel **out, char **log)
 {
-    TACK__CHECK_ARG(log);
-    *log = NULL;
-    TACK__CHECK_ARG(name);
-    TACK__CHECK_ARG(filename);
-    TACK__CHECK_ARG(source);
-    TACK__CHECK_ARG(out);
+    (void)self;
     pthread_once(&fork_once, register_fork_handler);
     pthread_mutex_lock(&build_lock);
     tack_status st = build_locked(name, filename, source, out, log);

@@ -1,7 +1,8 @@
 /*
- * launch.c: the checks before a launch and the launch itself.
+ * launch.c: the checks before a launch, the specialization key, the parameter
+ * block, and the CPU backend's kernel_launch slot (kernel.c dispatches to it).
  *
- * A launch asks the kernel for the trip count of its parallel loop, then either
+ * A CPU launch asks the kernel for the trip count of its parallel loop, then either
  * runs the whole range on the calling thread or splits it over the thread pool.
  * Waking workers costs microseconds, so the choice uses the kernel's measured cost
  * per trip: a launch predicted to take less than PARALLEL_MIN_NS of serial work
@@ -28,8 +29,6 @@
  * count, and combines their partials in order: the same association on any number of
  * threads, serial launches included. */
 #define REDUCE_CHUNKS 256
-/* Parameter blocks up to this size live on the launching thread's stack. */
-#define PARAMS_ON_STACK 2048
 /* Partial sizes beyond this are not a kernel's (a corrupt constant). */
 #define MAX_PARTIAL_SIZE 4096
 
@@ -61,12 +60,14 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
             continue;
         }
         const tack_device *dev = a->buffer->device;
-        if (strcmp(dev->backend->name, "cpu") != 0) {
+        if (!TACK__BACKEND_SLOT(dev->backend, kernel_build) ||
+            !TACK__BACKEND_SLOT(dev->backend, kernel_launch)) {
             return tack__fail_remedy(TACK_ERR_DEVICE_MISMATCH, TACK_REMEDY_TO_CPU,
                                      "kernel '%s': parameter '%s' is an array on "
-                                     "%s:%d, but kernels run on the CPU here",
+                                     "%s:%d, but this build of Tack runs no kernels "
+                                     "on the %s backend",
                                      kernel_name, param_names[k], dev->backend->name,
-                                     dev->ordinal);
+                                     dev->ordinal, dev->backend->name);
         }
         if (!first) {
             first = dev;
@@ -193,20 +194,20 @@ tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
 /* ---- optional entry points ------------------------------------------------------ */
 
 void
-tack__kernel_optional(tack_kernel *k, void *handle)
+tack__kernel_optional(tack__cpu_kernel *k, void *handle)
 {
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     void *restricted = dlsym(handle, "tack_kernel_body_restrict");
     void *finish = dlsym(handle, "tack_kernel_finish");
     memcpy(&k->body_restrict, &restricted, sizeof restricted);
     memcpy(&k->finish, &finish, sizeof finish);
-    k->nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
-    k->param_key = dlsym(handle, "tack_kernel_param_key");
+    k->pub.nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
+    k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
     const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
     const int *kind = dlsym(handle, "tack_kernel_result_kind");
     k->partial_size =
         partial && *partial > 0 && *partial <= MAX_PARTIAL_SIZE ? *partial : 0;
-    k->result_kind =
+    k->pub.result_kind =
         kind && *kind >= TACK_KERNEL_RESULT_NONE && *kind <= TACK_KERNEL_RESULT_BOOL
             ? *kind
             : TACK_KERNEL_RESULT_NONE;
@@ -220,7 +221,7 @@ typedef struct launch {
     int why, line, axis;
     int64_t index, extent;
     const char *name;
-    tack_kernel *kernel;
+    tack__cpu_kernel *kernel;
     tack__body_fn body; /* the kernel's body or its restrict body */
     const void *params; /* the parameter block */
 } launch;
@@ -244,7 +245,7 @@ record_failure(tack_kernel_ctx *ctx, int why, int line, int axis, int64_t index,
 static tack_status
 report(const launch *l)
 {
-    const tack_kernel *k = l->kernel;
+    const tack__cpu_kernel *k = l->kernel;
     if (l->why == TACK_KERNEL_FAIL_ZERO_DIVISION) {
         return tack__fail(TACK_ERR_ZERO_DIVISION,
                           "integer division or modulo by zero in kernel '%s' (%s, "
@@ -280,7 +281,7 @@ run_range(void *ctx, int64_t begin, int64_t end)
  * lowers the estimate.
  */
 static void
-update_estimate(tack_kernel *k, int64_t trips, uint64_t ns, bool may_raise)
+update_estimate(tack__cpu_kernel *k, int64_t trips, uint64_t ns, bool may_raise)
 {
     if (trips <= 0) {
         return;
@@ -306,15 +307,9 @@ update_estimate(tack_kernel *k, int64_t trips, uint64_t ns, bool may_raise)
     atomic_store_explicit(&k->trip_ns_q8, next ? next : 1, memory_order_relaxed);
 }
 
-tack_status
-tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args)
-{
-    return tack_kernel_launch_ex(k, args, 0, NULL);
-}
-
 /* Whether n trips are worth waking the pool for (the kernel's measured cost). */
 static bool
-worth_parallel(tack_kernel *k, int64_t n, int threads)
+worth_parallel(tack__cpu_kernel *k, int64_t n, int threads)
 {
     uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
     if (threads < 2 || n < 2) {
@@ -334,7 +329,7 @@ worth_parallel(tack_kernel *k, int64_t n, int threads)
 static void
 run_trips(launch *l, int64_t n, int64_t fixed_chunk)
 {
-    tack_kernel *k = l->kernel;
+    tack__cpu_kernel *k = l->kernel;
     int threads = tack__pool_threads();
     if (worth_parallel(k, n, threads)) {
         int64_t chunk =
@@ -365,7 +360,7 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
 static tack_status
 run(launch *l)
 {
-    tack_kernel *k = l->kernel;
+    tack__cpu_kernel *k = l->kernel;
     int64_t n = k->trips(l->params, &l->pub);
     if (__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
         return report(l);
@@ -397,14 +392,15 @@ run(launch *l)
     return __atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE) ? report(l) : TACK_OK;
 }
 
+/* The CPU backend's kernel_launch slot (backend.h): kernel.c checked k and packed
+ * the parameter block. */
 tack_status
-tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
-                      tack_kernel_value *result)
+tack__cpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
+                        size_t params_nbytes, unsigned flags, tack_kernel_value *result)
 {
-    TACK__CHECK_ARG(k);
-    if (k->nparams > 0) {
-        TACK__CHECK_ARG(args);
-    }
+    (void)state; /* every CPU device runs kernels alike */
+    (void)params_nbytes;
+    tack__cpu_kernel *k = kernel->impl;
     launch l;
     memset(&l, 0, sizeof l);
     l.pub.fail = record_failure;
@@ -412,26 +408,13 @@ tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flag
     l.kernel = k;
     l.body =
         (flags & TACK_KERNEL_NOALIAS) && k->body_restrict ? k->body_restrict : k->body;
-    /* The parameter block: on the stack unless the arrays have many axes. */
-    uint64_t small[PARAMS_ON_STACK / 8];
-    size_t block_nbytes = tack_kernel_params_size(k->nparams, k->param_key);
-    void *block =
-        block_nbytes <= sizeof small ? (void *)small : tack__alloc(block_nbytes, 8);
-    if (!block) {
-        return tack__fail(TACK_ERR_NO_MEMORY,
-                          "out of memory for the parameters of kernel '%s'", k->name);
-    }
-    tack_kernel_params_pack(k->nparams, k->param_key, args, block);
-    l.params = block;
+    l.params = params;
     if (l.body != k->body) {
         atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
     }
     tack_status st = run(&l);
-    if (block != (void *)small) {
-        tack__free(block);
-    }
-    if (st == TACK_OK && result) {
-        result->kind = (tack_kernel_result_kind)k->result_kind;
+    if (st == TACK_OK) {
+        result->kind = (tack_kernel_result_kind)kernel->result_kind;
         result->i = l.pub.result_i;
         result->f = l.pub.result_f;
     }

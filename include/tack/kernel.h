@@ -1,10 +1,17 @@
 /*
- * kernel.h: compiled kernels on the CPU.
+ * kernel.h: compiled kernels, on any backend that runs them.
  *
- * The Python front end turns a @tack.kernel function into C source for one
- * specialization (argument dtypes, ndims, scalar kinds). The runtime compiles that
- * source with the system C compiler into a shared object, keeps it in a disk cache,
- * loads it with dlopen and launches it over a persistent thread pool.
+ * The Python front end turns a @tack.kernel function into source for one
+ * specialization (argument dtypes, ndims, scalar kinds, debug mode, backend). A
+ * kernel belongs to the backend that built it: building dispatches on the backend
+ * (tack_kernel_build_for), and so does launching (tack_kernel_launch_on), through
+ * the backend table's kernel slots. The runtime packs every launch's parameter
+ * block itself, whatever the backend. A backend without kernel slots runs no
+ * kernels (TACK_ERR_UNSUPPORTED).
+ *
+ * The CPU backend compiles C source with the system C compiler into a shared
+ * object, keeps it in a disk cache, loads it with dlopen and launches it over a
+ * persistent thread pool. The rest of this comment is the CPU's object ABI.
  *
  * The generated-code ABI (version TACK_KERNEL_ABI). Every entry point takes the
  * launch's parameter block (tack_kernel_params_pack: the same by-value block a GPU
@@ -55,6 +62,7 @@
 #include <stdint.h>
 
 #include "tack/array.h"
+#include "tack/device.h"
 #include "tack/export.h"
 #include "tack/status.h"
 
@@ -113,14 +121,26 @@ typedef struct tack_kernel_value {
     double f;  /* FLOAT */
 } tack_kernel_value;
 
-/* A loaded specialization. Kernels are never unloaded: a pointer stays valid for the
- * life of the process, so launches on other threads never race an unload. */
+/* A built specialization, of one backend. The CPU's are never unloaded: a pointer
+ * stays valid for the life of the process, so launches on other threads never race
+ * an unload. */
 typedef struct tack_kernel tack_kernel;
 
 /*
- * Builds (or finds in the memory table or the disk cache) the shared object for
- * source and loads it. name and filename are used in messages (the kernel's Python
- * name and file). Thread-safe; compiles run one at a time per process.
+ * Builds the specialization whose source was generated for the backend of DLPack
+ * device type dlpack_device_type (kDLCPU = 1, kDLCUDA = 2, ...), with that
+ * backend's kernel_build slot. A type no backend of this build has, or a backend
+ * that runs no kernels, is TACK_ERR_UNSUPPORTED naming it. Otherwise as
+ * tack_kernel_build, the CPU's.
+ */
+TACK_API tack_status tack_kernel_build_for(int dlpack_device_type, const char *name,
+                                           const char *filename, const char *source,
+                                           tack_kernel **out, char **log);
+/*
+ * tack_kernel_build_for(kDLCPU, ...): builds (or finds in the memory table or the
+ * disk cache) the shared object for C source and loads it. name and filename are used
+ * in messages (the kernel's Python name and file). Thread-safe; compiles run one at a
+ * time per process.
  *
  * When the compiler ran and failed (TACK_ERR_COMPILE), *log receives its command
  * line and output (release with tack_kernel_log_free()); otherwise *log is NULL and
@@ -146,8 +166,9 @@ TACK_API void tack_kernel_log_free(char *log);
 TACK_API const char *tack_kernel_cache_notice(void);
 
 /*
- * Checks the arrays of one launch before anything runs: each must live on a CPU
- * device and all in one memory domain (TACK_ERR_DEVICE_MISMATCH); an array bound to
+ * Checks the arrays of one launch before anything runs: each must live on a device
+ * whose backend runs kernels (has the kernel slots) and all in one memory domain
+ * (TACK_ERR_DEVICE_MISMATCH); an array bound to
  * a parameter the kernel may store to must be writable (TACK_ERR_INVALID_ARGUMENT,
  * naming the kernel and the parameter). arrays[k] is NULL for a scalar parameter.
  * NULL kernel_name, or NULL arrays, param_names or stored when nparams > 0, and
@@ -211,17 +232,37 @@ enum {
 };
 
 /*
- * Runs a kernel: the trip count of its parallel loop is split over the thread pool,
- * a small one (or a serial kernel) runs on the calling thread. Returns when every
- * iteration has finished. Errors (debug mode): TACK_ERR_INDEX, TACK_ERR_ZERO_DIVISION
- * with the array, index, file and line in the message. A NULL k, or NULL args for a
- * kernel with parameters, is TACK_ERR_INVALID_ARGUMENT.
+ * Runs a kernel with its backend's kernel_launch slot, on no particular device (see
+ * tack_kernel_launch_on). On the CPU the trip count of its parallel loop is split
+ * over the thread pool, a small one (or a serial kernel) runs on the calling thread.
+ * Returns when every iteration has finished. Errors (debug mode): TACK_ERR_INDEX,
+ * TACK_ERR_ZERO_DIVISION with the array, index, file and line in the message. A NULL k,
+ * or NULL args for a kernel with parameters, is TACK_ERR_INVALID_ARGUMENT.
  */
 TACK_API tack_status tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args);
 /* tack_kernel_launch with flags (TACK_KERNEL_NOALIAS) and the returned value.
  * Out: *result (may be NULL), set only on success. */
 TACK_API tack_status tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args,
                                            unsigned flags, tack_kernel_value *result);
+
+/*
+ * tack_kernel_launch_ex on a device: device NULL, or one of the kernel's backend
+ * (another backend's device is TACK_ERR_DEVICE_MISMATCH). The backend's
+ * kernel_launch slot runs it (absent: TACK_ERR_UNSUPPORTED); a GPU backend needs
+ * the device, the CPU does not. tack_kernel_launch_ex is this with device NULL.
+ */
+TACK_API tack_status tack_kernel_launch_on(tack_device *device, tack_kernel *k,
+                                           const tack_kernel_arg *args, unsigned flags,
+                                           tack_kernel_value *result);
+
+/* The DLPack device type of the backend a kernel belongs to (kDLCPU = 1 ...); 0 for
+ * NULL. */
+TACK_API int tack_kernel_dlpack_type(const tack_kernel *k);
+
+/* Frees a kernel with its backend's kernel_release slot. Kernels of a backend
+ * without one (the CPU) live for the life of the process: nothing happens. NULL
+ * does nothing. The kernel must not be launched again. */
+TACK_API void tack_kernel_release(tack_kernel *k);
 
 /* Counters for tests and benchmarks (process-wide, since start). */
 typedef struct tack_kernel_stats {

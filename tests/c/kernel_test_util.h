@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "internal.h"
 
 /* out[i] = 2 * i over a float64 array; its second (int) argument names a trip that
  * fails like a debug-mode bounds check (-1: none). The parameter block (kernel.h):
@@ -39,6 +40,22 @@ static const char double_kernel_source[] = KERNEL_TEST_PARAMS
     "        o[i] = 2.0 * (double)i;\n"
     "    }\n"
     "}\n";
+
+/* A device made by hand, as a backend with its own memory domain would make it
+ * (never freed; state NULL). */
+static inline tack_device *
+fake_device(const tack_backend *backend, uint64_t domain)
+{
+    static tack_device devs[8];
+    static int n;
+    CHECK(n < 8);
+    tack_device *d = &devs[n++];
+    atomic_init(&d->refcount, 1);
+    d->backend = backend;
+    d->in_registry = true; /* never freed */
+    d->memory_domain = domain;
+    return d;
+}
 
 /* Points TACK_CACHE_DIR at a new empty directory and returns its path (static). */
 static inline const char *

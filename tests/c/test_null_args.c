@@ -275,6 +275,26 @@ TACK_TEST(null_args_kernel_launch)
     CHECK_INVALID(tack_kernel_launch_ex(k, NULL, 0, &result));
     CHECK_OK(tack_kernel_launch_ex(k, args, 0, NULL)); /* the result is optional */
     CHECK_EQ_DBL(out[3], 6.0);
+    CHECK_INVALID(tack_kernel_launch_on(NULL, NULL, args, 0, &result));
+    CHECK_INVALID(tack_kernel_launch_on(NULL, k, NULL, 0, &result));
+    out[3] = 0;
+    CHECK_OK(tack_kernel_launch_on(NULL, k, args, 0, NULL)); /* no device: fine */
+    CHECK_EQ_DBL(out[3], 6.0);
+    tack_kernel_release(NULL);
+    CHECK_EQ_INT(tack_kernel_dlpack_type(NULL), 0);
+}
+
+TACK_TEST(null_args_kernel_build_for)
+{
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    CHECK_INVALID(tack_kernel_build_for(kDLCPU, NULL, "t.py", "s", &k, &log));
+    CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", NULL, "s", &k, &log));
+    CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", NULL, &k, &log));
+    CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", "s", NULL, &log));
+    CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", "s", &k, NULL));
+    CHECK_INVALID(tack__kernel_build_with(NULL, "k", "t.py", "s", &k, &log));
+    CHECK(k == NULL && log == NULL);
 }
 
 TACK_TEST(null_args_kernel_checks_and_keys)

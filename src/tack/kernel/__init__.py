@@ -114,7 +114,7 @@ class _Compiler:
             raise CompileError(*failed.args)
         src = self.source(signature, debug, backend)
         try:
-            return _kernel_build(self.ir.name, self.ir.filename, src)
+            return _kernel_build(self.ir.name, self.ir.filename, src, backend)
         except CompileError as exc:
             with self.lock:
                 self.failed[key] = exc

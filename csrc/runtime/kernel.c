@@ -1,0 +1,155 @@
+/*
+ * kernel.c: the device-neutral kernel entry points.
+ *
+ * A kernel belongs to the backend that built it. Building goes to the backend's
+ * kernel_build slot, launching to its kernel_launch slot and releasing to its
+ * kernel_release slot (backend.h), read through TACK__BACKEND_SLOT so a table
+ * compiled before the slots existed runs no kernels instead of crashing. The one
+ * thing done here for every backend is the launch's parameter block: packed from
+ * the arguments with the kernel's key words, on this thread's stack unless the
+ * arrays have many axes, and handed to the backend as it is (a GPU launch passes
+ * the same bytes as its kernel's argument).
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Parameter blocks up to this size live on the launching thread's stack. */
+#define PARAMS_ON_STACK 2048
+
+tack_status
+tack__kernel_build_with(const tack_backend *backend, const char *name,
+                        const char *filename, const char *source, tack_kernel **out,
+                        char **log)
+{
+    TACK__CHECK_ARG(log);
+    *log = NULL;
+    TACK__CHECK_ARG(backend);
+    TACK__CHECK_ARG(name);
+    TACK__CHECK_ARG(filename);
+    TACK__CHECK_ARG(source);
+    TACK__CHECK_ARG(out);
+    tack_status (*build)(const tack_backend *, const char *, const char *, const char *,
+                         tack_kernel **, char **) =
+        TACK__BACKEND_SLOT(backend, kernel_build);
+    if (!build || !TACK__BACKEND_SLOT(backend, kernel_launch)) {
+        return tack__fail(TACK_ERR_UNSUPPORTED,
+                          "kernel '%s': this build of Tack runs no kernels on the %s "
+                          "backend; pass arrays of a device whose backend runs "
+                          "kernels (the CPU does)",
+                          name, backend->name);
+    }
+    tack_kernel *k = NULL;
+    tack_status st = build(backend, name, filename, source, &k, log);
+    if (st != TACK_OK) {
+        return st;
+    }
+    if (!k || k->backend != backend || k->nparams < 0 ||
+        k->nparams > TACK_KERNEL_MAX_PARAMS || (k->nparams > 0 && !k->param_key)) {
+        return tack__fail(TACK_ERR_INTERNAL,
+                          "the %s backend built kernel '%s' without the fields every "
+                          "kernel has",
+                          backend->name, name);
+    }
+    *out = k;
+    return TACK_OK;
+}
+
+tack_status
+tack_kernel_build_for(int dlpack_device_type, const char *name, const char *filename,
+                      const char *source, tack_kernel **out, char **log)
+{
+    const tack_backend *backend = tack__backend_for_dlpack_type(dlpack_device_type);
+    if (!backend) {
+        TACK__CHECK_ARG(log);
+        *log = NULL;
+        return tack__fail(TACK_ERR_UNSUPPORTED,
+                          "kernel '%s': no backend of this build of Tack has DLPack "
+                          "device type %d; build for one of its backends (kDLCPU = 1)",
+                          name ? name : "?", dlpack_device_type);
+    }
+    return tack__kernel_build_with(backend, name, filename, source, out, log);
+}
+
+tack_status
+tack_kernel_build(const char *name, const char *filename, const char *source,
+                  tack_kernel **out, char **log)
+{
+    return tack_kernel_build_for(kDLCPU, name, filename, source, out, log);
+}
+
+tack_status
+tack_kernel_launch_on(tack_device *device, tack_kernel *k, const tack_kernel_arg *args,
+                      unsigned flags, tack_kernel_value *result)
+{
+    TACK__CHECK_ARG(k);
+    if (k->nparams > 0) {
+        TACK__CHECK_ARG(args);
+    }
+    if (device && device->backend != k->backend) {
+        return tack__fail_remedy(TACK_ERR_DEVICE_MISMATCH, TACK_REMEDY_TO_CPU,
+                                 "kernel '%s' was built for the %s backend and cannot "
+                                 "run on %s:%d; launch it on a device of its backend",
+                                 k->name, k->backend->name, device->backend->name,
+                                 device->ordinal);
+    }
+    tack_status (*launch)(void *, tack_kernel *, const void *, size_t, unsigned,
+                          tack_kernel_value *) =
+        TACK__BACKEND_SLOT(k->backend, kernel_launch);
+    if (!launch) {
+        return tack__fail(TACK_ERR_UNSUPPORTED,
+                          "kernel '%s': the %s backend cannot launch kernels in this "
+                          "build of Tack",
+                          k->name, k->backend->name);
+    }
+    /* The parameter block: on the stack unless the arrays have many axes. */
+    uint64_t small[PARAMS_ON_STACK / 8];
+    size_t nbytes = tack_kernel_params_size(k->nparams, k->param_key);
+    void *block = nbytes <= sizeof small ? (void *)small : tack__alloc(nbytes, 8);
+    if (!block) {
+        return tack__fail(TACK_ERR_NO_MEMORY,
+                          "out of memory for the parameters of kernel '%s'", k->name);
+    }
+    tack_kernel_params_pack(k->nparams, k->param_key, args, block);
+    tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
+    tack_status st =
+        launch(device ? device->state : NULL, k, block, nbytes, flags, &value);
+    if (block != (void *)small) {
+        tack__free(block);
+    }
+    if (st == TACK_OK && result) {
+        *result = value;
+    }
+    return st;
+}
+
+tack_status
+tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
+                      tack_kernel_value *result)
+{
+    return tack_kernel_launch_on(NULL, k, args, flags, result);
+}
+
+tack_status
+tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args)
+{
+    return tack_kernel_launch_on(NULL, k, args, 0, NULL);
+}
+
+int
+tack_kernel_dlpack_type(const tack_kernel *k)
+{
+    return k ? k->backend->dlpack_device_type : 0;
+}
+
+void
+tack_kernel_release(tack_kernel *k)
+{
+    if (!k) {
+        return;
+    }
+    void (*release)(tack_kernel *) = TACK__BACKEND_SLOT(k->backend, kernel_release);
+    if (release) {
+        release(k);
+    }
+}

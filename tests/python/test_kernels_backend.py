@@ -1,0 +1,80 @@
+"""Kernels belong to a backend: the runtime builds a specialization with the build
+slot of the backend its key names (the DLPack device type of the arrays' device),
+and refuses a backend that runs no kernels."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import tack
+from tack._tack import _kernel_build
+
+SOURCE = r'''
+#include <stdint.h>
+typedef struct tk_ctx tk_ctx;
+typedef struct { void *a0; int64_t a0_n[1]; } P;
+#define E __attribute__((visibility("default")))
+E const int tack_kernel_abi = 3;
+E const int tack_kernel_nparams = 1;
+E const uint32_t tack_kernel_param_key[] = {0x10b01u};
+E int64_t tack_kernel_trips(const void *v, tk_ctx *c) { (void)c; return -1; }
+E void tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {
+    (void)b; (void)e; (void)v; (void)c;
+}
+'''
+
+
+def test_build_for_the_cpu_backend_by_its_dlpack_type(tmp_path, monkeypatch):
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path / "cache"))
+    default = _kernel_build("k", "t.py", SOURCE)
+    assert _kernel_build("k", "t.py", SOURCE, 1) is not None
+    assert _kernel_build("k", "t.py", SOURCE, backend=1) is not None
+    assert default is not None
+
+
+@pytest.mark.parametrize("backend", [77, 0])
+def test_build_for_a_backend_tack_lacks_is_refused(tmp_path, monkeypatch, backend):
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(RuntimeError, match=f"DLPack device type {backend}"):
+        _kernel_build("k", "t.py", SOURCE, backend)
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+@pytest.mark.parametrize("bad", [-1, 2**40, "1", 1.0])
+def test_backend_must_be_a_dlpack_device_type(bad):
+    with pytest.raises((TypeError, OverflowError)):
+        _kernel_build("k", "t.py", SOURCE, bad)
+
+
+def test_the_dispatcher_builds_for_the_backend_of_the_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path / "cache"))
+    front = sys.modules["tack.kernel"]
+
+    calls = []
+
+    def spy(name, filename, source, backend):
+        calls.append(backend)
+        return _kernel_build(name, filename, source, backend)
+
+    monkeypatch.setattr(front, "_kernel_build", spy)
+
+    @tack.kernel
+    def double(out):
+        for i in range(out.shape[0]):
+            out[i] = 2.0 * i
+
+    @tack.kernel
+    def total(n):
+        s = 0
+        for i in range(n):
+            s += i
+        return s
+
+    out = tack.zeros(5, dtype=tack.f64)
+    double(out)
+    np.testing.assert_array_equal(out.numpy(), 2.0 * np.arange(5))
+    assert total(5) == 10  # no array: the key says the CPU
+    assert calls == [1, 1]
