@@ -1,0 +1,719 @@
+/*
+ * standin_core.c: the stand-in driver's entry protocol (lock, fault injection, call
+ * log), initialization, devices, contexts and error names.
+ *
+ * Environment (read once, at the first call):
+ *   TACK_STANDIN_FAIL=name:k[:code][,name:k[:code]...]  the k-th call (from 1) of entry
+ *       point `name` (its base name, e.g. cuMemAllocAsync) returns `code` (default 2,
+ *       CUDA_ERROR_OUT_OF_MEMORY) without doing anything. A code of 700 (illegal
+ *       address) also poisons the calling thread's context, as a real fault would.
+ *   TACK_STANDIN_LOG=path   appends one line per call: "name(arguments) -> result".
+ *   TACK_STANDIN_ASYNC=eager   runs queued work as soon as it is queued (for debugging;
+ *       the default defers it to the next synchronization point).
+ *   TACK_STANDIN_DEVICES=n   number of devices (default 1, at most 8).
+ *   TACK_STANDIN_MEMORY=bytes   device memory of the process (default 8 GiB, sparse).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "standin.h"
+
+standin_state standin = {.log_fd = -1};
+pthread_mutex_t standin_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- environment --------------------------------------------------------------- */
+
+#define MAX_FAULTS 16
+
+static struct {
+    char name[64];
+    long at;
+    tcu_result code;
+    long calls;
+} faults[MAX_FAULTS];
+static int nfaults;
+static bool configured;
+
+static void
+parse_faults(const char *spec)
+{
+    while (spec && *spec && nfaults < MAX_FAULTS) {
+        const char *end = strchr(spec, ',');
+        size_t len = end ? (size_t)(end - spec) : strlen(spec);
+        char item[96];
+        if (len < sizeof item) {
+            memcpy(item, spec, len);
+            item[len] = '\0';
+            char *colon = strchr(item, ':');
+            if (colon) {
+                *colon = '\0';
+                char *rest = NULL;
+                long at = strtol(colon + 1, &rest, 10);
+                long code = TCU_ERROR_OUT_OF_MEMORY;
+                if (rest && *rest == ':') {
+                    code = strtol(rest + 1, NULL, 10);
+                }
+                if (at > 0 && strlen(item) < sizeof faults[0].name) {
+                    strcpy(faults[nfaults].name, item);
+                    faults[nfaults].at = at;
+                    faults[nfaults].code = (tcu_result)code;
+                    nfaults++;
+                }
+            }
+        }
+        spec = end ? end + 1 : NULL;
+    }
+}
+
+static void
+configure(void)
+{
+    configured = true;
+    parse_faults(getenv("TACK_STANDIN_FAIL"));
+    const char *log = getenv("TACK_STANDIN_LOG");
+    if (log && *log) {
+        standin.log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    }
+    const char *async = getenv("TACK_STANDIN_ASYNC");
+    standin.eager = async && strcmp(async, "eager") == 0;
+    const char *devices = getenv("TACK_STANDIN_DEVICES");
+    long n = devices ? strtol(devices, NULL, 10) : 1;
+    standin.ndevices = n < 0                     ? 0
+                       : n > STANDIN_MAX_DEVICES ? STANDIN_MAX_DEVICES
+                                                 : (int)n;
+}
+
+/* ---- the entry protocol -------------------------------------------------------- */
+
+/* The fault injected into this call, or 0. */
+static tcu_result
+injected(const char *name)
+{
+    for (int k = 0; k < nfaults; k++) {
+        if (strcmp(faults[k].name, name) == 0 && ++faults[k].calls == faults[k].at) {
+            return faults[k].code;
+        }
+    }
+    return TCU_SUCCESS;
+}
+
+static _Thread_local struct CUctx_st *ctx_stack[32];
+static _Thread_local int ctx_depth;
+
+tcu_result
+standin_enter(const char *name)
+{
+    pthread_mutex_lock(&standin_lock);
+    if (!configured) {
+        configure();
+    }
+    tcu_result rc = injected(name);
+    if (rc != TCU_SUCCESS) {
+        if (rc == TCU_ERROR_ILLEGAL_ADDRESS && ctx_depth > 0) {
+            standin_poison(ctx_stack[ctx_depth - 1], rc);
+        }
+        return rc;
+    }
+    if (!standin.initialized && strcmp(name, "cuInit") != 0 &&
+        strcmp(name, "cuDriverGetVersion") != 0 &&
+        strcmp(name, "cuGetErrorName") != 0 && strcmp(name, "cuGetErrorString") != 0 &&
+        strcmp(name, "cuGetProcAddress") != 0) {
+        return TCU_ERROR_NOT_INITIALIZED;
+    }
+    return TCU_SUCCESS;
+}
+
+tcu_result
+standin_leave(tcu_result rc, const char *name, const char *fmt, ...)
+{
+    if (standin.log_fd >= 0) {
+        char line[512];
+        int n = snprintf(line, sizeof line, "%s(", name);
+        va_list ap;
+        va_start(ap, fmt);
+        if (n >= 0 && (size_t)n < sizeof line) {
+            int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+            n = m < 0 ? n : n + m;
+        }
+        va_end(ap);
+        if (n >= 0 && (size_t)n < sizeof line) {
+            n += snprintf(line + n, sizeof line - (size_t)n, ") -> %d\n", rc);
+        }
+        size_t len = n < 0 ? 0 : (size_t)n >= sizeof line ? sizeof line - 1 : (size_t)n;
+        if (len > 0 && line[len - 1] != '\n') {
+            line[len - 1] = '\n';
+        }
+        /* One write per line, so lines from several threads never interleave. */
+        ssize_t w = write(standin.log_fd, line, len);
+        (void)w;
+    }
+    pthread_mutex_unlock(&standin_lock);
+    return rc;
+}
+
+tcu_result
+standin_current(struct CUctx_st **out)
+{
+    if (ctx_depth == 0 || !ctx_stack[ctx_depth - 1]) {
+        return TCU_ERROR_INVALID_CONTEXT;
+    }
+    struct CUctx_st *ctx = ctx_stack[ctx_depth - 1];
+    if (!ctx->alive) {
+        return TCU_ERROR_INVALID_CONTEXT;
+    }
+    if (ctx->sticky != TCU_SUCCESS) {
+        return ctx->sticky;
+    }
+    *out = ctx;
+    return TCU_SUCCESS;
+}
+
+void
+standin_poison(struct CUctx_st *ctx, tcu_result rc)
+{
+    if (ctx && ctx->sticky == TCU_SUCCESS) {
+        ctx->sticky = rc;
+        standin_discard_context(ctx);
+    }
+}
+
+bool
+standin_device_ok(tcu_device dev)
+{
+    return dev >= 0 && dev < standin.ndevices;
+}
+
+/* Looks a context handle up among those ever made: an unknown pointer is never
+ * dereferenced. */
+static struct CUctx_st *
+known_context(tcu_context handle)
+{
+    for (struct CUctx_st *c = standin.contexts; c; c = c->next) {
+        if (c == handle) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+static struct CUctx_st *
+context_new(int device, bool primary)
+{
+    struct CUctx_st *c = calloc(1, sizeof *c);
+    if (!c) {
+        return NULL;
+    }
+    c->device = device;
+    c->primary = primary;
+    c->alive = true;
+    c->legacy = standin_stream_new(c, TCU_STREAM_DEFAULT);
+    if (!c->legacy) {
+        free(c);
+        return NULL;
+    }
+    c->legacy->legacy = true;
+    c->next = standin.contexts;
+    standin.contexts = c;
+    return c;
+}
+
+/* A context dies: its queued work is dropped (the driver frees everything a destroyed
+ * context owns); its handle stays known so later use is reported, not followed. */
+static void
+context_kill(struct CUctx_st *c)
+{
+    standin_discard_context(c);
+    c->alive = false;
+    /* It may stay on some thread's stack: every call through it then fails. */
+}
+
+/* ---- initialization and versions ------------------------------------------------ */
+
+STANDIN_EXPORT tcu_result
+cuInit(unsigned int Flags)
+{
+    tcu_result rc = standin_enter("cuInit");
+    if (rc == TCU_SUCCESS) {
+        if (Flags != 0) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (standin.ndevices == 0) {
+            rc = TCU_ERROR_NO_DEVICE;
+        }
+        else {
+            rc = standin_memory_init();
+            standin.initialized = rc == TCU_SUCCESS;
+        }
+    }
+    return standin_leave(rc, "cuInit", "%u", Flags);
+}
+
+STANDIN_EXPORT tcu_result
+cuDriverGetVersion(int *driverVersion)
+{
+    tcu_result rc = standin_enter("cuDriverGetVersion");
+    if (rc == TCU_SUCCESS) {
+        if (!driverVersion) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *driverVersion = STANDIN_DRIVER_VERSION;
+        }
+    }
+    return standin_leave(rc, "cuDriverGetVersion", "%s", "");
+}
+
+/* ---- devices ------------------------------------------------------------------- */
+
+STANDIN_EXPORT tcu_result
+cuDeviceGetCount(int *count)
+{
+    tcu_result rc = standin_enter("cuDeviceGetCount");
+    if (rc == TCU_SUCCESS) {
+        if (!count) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *count = standin.ndevices;
+        }
+    }
+    return standin_leave(rc, "cuDeviceGetCount", "%s", "");
+}
+
+STANDIN_EXPORT tcu_result
+cuDeviceGet(tcu_device *device, int ordinal)
+{
+    tcu_result rc = standin_enter("cuDeviceGet");
+    if (rc == TCU_SUCCESS) {
+        if (!device) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(ordinal)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else {
+            *device = ordinal;
+        }
+    }
+    return standin_leave(rc, "cuDeviceGet", "ordinal=%d", ordinal);
+}
+
+STANDIN_EXPORT tcu_result
+cuDeviceGetName(char *name, int len, tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuDeviceGetName");
+    if (rc == TCU_SUCCESS) {
+        if (!name || len <= 0) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else {
+            /* Truncated to len - 1 characters and terminated, as the driver does. */
+            snprintf(name, (size_t)len, "Tack stand-in CUDA device %d", dev);
+        }
+    }
+    return standin_leave(rc, "cuDeviceGetName", "len=%d, dev=%d", len, dev);
+}
+
+/* The stand-in's device: an sm_90 part shaped like an H100/H200, with VMM and POSIX fd
+ * export; memory pools are reported (cuMemAllocAsync works). */
+static int
+attribute_value(tcu_device_attribute attrib, tcu_device dev, bool *known)
+{
+    *known = true;
+    switch (attrib) {
+    case TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case TCU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case TCU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case TCU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case TCU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+    case TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case TCU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
+    case TCU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x10 + dev;
+    case TCU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
+    case TCU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+    case TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case TCU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
+    case TCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case TCU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
+    case TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    /* Managed memory is not modelled: a host access to it must work, which the
+     * PROT_NONE device view cannot give. */
+    case TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 0;
+    case TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 0;
+    case TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case TCU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case TCU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
+    case TCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    default: *known = false; return 0;
+    }
+}
+
+STANDIN_EXPORT tcu_result
+cuDeviceGetAttribute(int *pi, tcu_device_attribute attrib, tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuDeviceGetAttribute");
+    if (rc == TCU_SUCCESS) {
+        bool known = false;
+        int value = attribute_value(attrib, dev, &known);
+        if (!pi) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else if (!known) {
+            /* Stricter: the driver knows many more attributes; asking the stand-in
+             * for one it does not model is a gap to fill, never a silent 0. */
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *pi = value;
+        }
+    }
+    return standin_leave(rc, "cuDeviceGetAttribute", "attrib=%d, dev=%d", attrib, dev);
+}
+
+STANDIN_EXPORT tcu_result
+cuDeviceGetUuid_v2(tcu_uuid *uuid, tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuDeviceGetUuid");
+    if (rc == TCU_SUCCESS) {
+        if (!uuid) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else {
+            /* A fixed, recognisable UUID per device ("tack-standin" + ordinal). */
+            static const char prefix[12] = {'t', 'a', 'c', 'k', '-', 's',
+                                            't', 'a', 'n', 'd', 'i', 'n'};
+            memcpy(uuid->bytes, prefix, sizeof prefix);
+            memset(uuid->bytes + 12, 0, 4);
+            uuid->bytes[15] = (char)dev;
+        }
+    }
+    return standin_leave(rc, "cuDeviceGetUuid", "dev=%d", dev);
+}
+
+STANDIN_EXPORT tcu_result
+cuDeviceTotalMem_v2(size_t *bytes, tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuDeviceTotalMem");
+    if (rc == TCU_SUCCESS) {
+        if (!bytes) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else {
+            const char *env = getenv("TACK_STANDIN_MEMORY");
+            *bytes = env ? (size_t)strtoull(env, NULL, 10) : STANDIN_DEFAULT_MEMORY;
+        }
+    }
+    return standin_leave(rc, "cuDeviceTotalMem", "dev=%d", dev);
+}
+
+/* ---- primary contexts ------------------------------------------------------------ */
+
+STANDIN_EXPORT tcu_result
+cuDevicePrimaryCtxRetain(tcu_context *pctx, tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuDevicePrimaryCtxRetain");
+    if (rc == TCU_SUCCESS) {
+        if (!pctx) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else {
+            if (!standin.primary[dev]) {
+                /* Stricter: a primary context made after the last release gets a new
+                 * handle, so a handle kept past its release is caught. */
+                standin.primary[dev] = context_new(dev, true);
+            }
+            if (!standin.primary[dev]) {
+                rc = TCU_ERROR_OUT_OF_MEMORY;
+            }
+            else {
+                standin.primary_retains[dev]++;
+                *pctx = standin.primary[dev];
+            }
+        }
+    }
+    return standin_leave(rc, "cuDevicePrimaryCtxRetain", "dev=%d", dev);
+}
+
+STANDIN_EXPORT tcu_result
+cuDevicePrimaryCtxRelease_v2(tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuDevicePrimaryCtxRelease");
+    if (rc == TCU_SUCCESS) {
+        if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else if (standin.primary_retains[dev] == 0) {
+            rc = TCU_ERROR_INVALID_CONTEXT; /* a release without a retain */
+        }
+        else if (--standin.primary_retains[dev] == 0) {
+            context_kill(standin.primary[dev]);
+            standin.primary[dev] = NULL;
+        }
+    }
+    return standin_leave(rc, "cuDevicePrimaryCtxRelease", "dev=%d, retains=%d", dev,
+                         rc == TCU_SUCCESS ? standin.primary_retains[dev] : -1);
+}
+
+STANDIN_EXPORT tcu_result
+cuDevicePrimaryCtxGetState(tcu_device dev, unsigned int *flags, int *active)
+{
+    tcu_result rc = standin_enter("cuDevicePrimaryCtxGetState");
+    if (rc == TCU_SUCCESS) {
+        if (!flags || !active) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else {
+            *flags = 0;
+            *active = standin.primary_retains[dev] > 0;
+        }
+    }
+    return standin_leave(rc, "cuDevicePrimaryCtxGetState", "dev=%d", dev);
+}
+
+/* ---- contexts ------------------------------------------------------------------ */
+
+STANDIN_EXPORT tcu_result
+cuCtxCreate_v4(tcu_context *pctx, tcu_ctx_create_params *params, unsigned int flags,
+               tcu_device dev)
+{
+    tcu_result rc = standin_enter("cuCtxCreate");
+    if (rc == TCU_SUCCESS) {
+        if (!pctx || params || flags != 0) {
+            /* Stricter: execution-affinity and CIG parameters are not modelled. */
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else if (!standin_device_ok(dev)) {
+            rc = TCU_ERROR_INVALID_DEVICE;
+        }
+        else if (ctx_depth == (int)(sizeof ctx_stack / sizeof ctx_stack[0])) {
+            rc = TCU_ERROR_OUT_OF_MEMORY;
+        }
+        else {
+            struct CUctx_st *c = context_new(dev, false);
+            if (!c) {
+                rc = TCU_ERROR_OUT_OF_MEMORY;
+            }
+            else {
+                /* The new context is pushed on the calling thread's stack. */
+                ctx_stack[ctx_depth++] = c;
+                *pctx = c;
+            }
+        }
+    }
+    return standin_leave(rc, "cuCtxCreate", "dev=%d", dev);
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxDestroy_v2(tcu_context ctx)
+{
+    tcu_result rc = standin_enter("cuCtxDestroy");
+    if (rc == TCU_SUCCESS) {
+        struct CUctx_st *c = known_context(ctx);
+        if (!c || !c->alive) {
+            rc = TCU_ERROR_INVALID_CONTEXT;
+        }
+        else if (c->primary) {
+            rc = TCU_ERROR_INVALID_CONTEXT; /* primary contexts are released instead */
+        }
+        else {
+            context_kill(c);
+            /* Removed from the calling thread's stack; other threads keep a dead
+             * handle, and every call through it fails. */
+            if (ctx_depth > 0 && ctx_stack[ctx_depth - 1] == c) {
+                ctx_depth--;
+            }
+        }
+    }
+    return standin_leave(rc, "cuCtxDestroy", "ctx=%p", (void *)ctx);
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxGetCurrent(tcu_context *pctx)
+{
+    tcu_result rc = standin_enter("cuCtxGetCurrent");
+    if (rc == TCU_SUCCESS) {
+        if (!pctx) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *pctx = ctx_depth > 0 ? ctx_stack[ctx_depth - 1] : NULL;
+        }
+    }
+    return standin_leave(rc, "cuCtxGetCurrent", "%s", "");
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxSetCurrent(tcu_context ctx)
+{
+    tcu_result rc = standin_enter("cuCtxSetCurrent");
+    if (rc == TCU_SUCCESS) {
+        struct CUctx_st *c = ctx ? known_context(ctx) : NULL;
+        if (ctx && (!c || !c->alive)) {
+            rc = TCU_ERROR_INVALID_CONTEXT;
+        }
+        else if (!c) {
+            if (ctx_depth > 0) {
+                ctx_depth--; /* NULL pops, as documented */
+            }
+        }
+        else if (ctx_depth == 0) {
+            ctx_stack[ctx_depth++] = c;
+        }
+        else {
+            ctx_stack[ctx_depth - 1] = c;
+        }
+    }
+    return standin_leave(rc, "cuCtxSetCurrent", "ctx=%p", (void *)ctx);
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxPushCurrent_v2(tcu_context ctx)
+{
+    tcu_result rc = standin_enter("cuCtxPushCurrent");
+    if (rc == TCU_SUCCESS) {
+        struct CUctx_st *c = known_context(ctx);
+        if (!c || !c->alive) {
+            rc = TCU_ERROR_INVALID_CONTEXT;
+        }
+        else if (ctx_depth == (int)(sizeof ctx_stack / sizeof ctx_stack[0])) {
+            rc = TCU_ERROR_OUT_OF_MEMORY;
+        }
+        else {
+            ctx_stack[ctx_depth++] = c;
+        }
+    }
+    return standin_leave(rc, "cuCtxPushCurrent", "ctx=%p", (void *)ctx);
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxPopCurrent_v2(tcu_context *pctx)
+{
+    tcu_result rc = standin_enter("cuCtxPopCurrent");
+    if (rc == TCU_SUCCESS) {
+        if (ctx_depth == 0) {
+            rc = TCU_ERROR_INVALID_CONTEXT;
+        }
+        else {
+            struct CUctx_st *c = ctx_stack[--ctx_depth];
+            if (pctx) {
+                *pctx = c;
+            }
+        }
+    }
+    return standin_leave(rc, "cuCtxPopCurrent", "depth=%d", ctx_depth);
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxGetDevice(tcu_device *device)
+{
+    tcu_result rc = standin_enter("cuCtxGetDevice");
+    struct CUctx_st *ctx = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        if (!device) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *device = ctx->device;
+        }
+    }
+    return standin_leave(rc, "cuCtxGetDevice", "%s", "");
+}
+
+STANDIN_EXPORT tcu_result
+cuCtxSynchronize(void)
+{
+    tcu_result rc = standin_enter("cuCtxSynchronize");
+    struct CUctx_st *ctx = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = standin_run_context(ctx);
+    }
+    return standin_leave(rc, "cuCtxSynchronize", "%s", "");
+}
+
+/* ---- error names ----------------------------------------------------------------- */
+
+static const char *
+result_name(tcu_result error)
+{
+    switch (error) {
+#define NAME_CASE(name, value) \
+    case value: return "CUDA_" #name;
+        TCU_RESULT_LIST(NAME_CASE)
+#undef NAME_CASE
+    default: return NULL;
+    }
+}
+
+STANDIN_EXPORT tcu_result
+cuGetErrorName(tcu_result error, const char **pStr)
+{
+    tcu_result rc = standin_enter("cuGetErrorName");
+    if (rc == TCU_SUCCESS) {
+        const char *name = result_name(error);
+        if (!pStr) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *pStr = name;
+            rc = name ? TCU_SUCCESS : TCU_ERROR_INVALID_VALUE;
+        }
+    }
+    return standin_leave(rc, "cuGetErrorName", "%d", error);
+}
+
+STANDIN_EXPORT tcu_result
+cuGetErrorString(tcu_result error, const char **pStr)
+{
+    tcu_result rc = standin_enter("cuGetErrorString");
+    if (rc == TCU_SUCCESS) {
+        const char *name = result_name(error);
+        if (!pStr) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            /* The stand-in's description is the name itself: messages built from it
+             * say where they came from. */
+            *pStr = name;
+            rc = name ? TCU_SUCCESS : TCU_ERROR_INVALID_VALUE;
+        }
+    }
+    return standin_leave(rc, "cuGetErrorString", "%d", error);
+}

@@ -1,0 +1,760 @@
+/*
+ * standin_memory.c: device memory of the stand-in driver: the two views of one memfd,
+ * the bump allocator, range checks, copies, memsets and pointer attributes.
+ *
+ * Layout of the device address space (reserved once, at cuInit):
+ *
+ *   view .............................. view + pool ................ + STANDIN_VMM_VA
+ *   | pool: the memfd, PROT_NONE       | VMM ranges: anonymous PROT_NONE until mapped |
+ *
+ * The pool's bytes are read and written only through `alias`, a second, read-write
+ * mapping of the same memfd at an unrelated address. Nothing ever changes the device
+ * view's protection, so a host access through a device pointer faults on every thread,
+ * at any time, with no race against the stand-in's own accesses.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "standin.h"
+
+static unsigned char *view;  /* device addresses start here */
+static unsigned char *alias; /* the pool's bytes, as the stand-in sees them */
+static size_t pool_nbytes;
+static size_t pool_cursor; /* next free offset: never moves back */
+static int pool_fd = -1;
+static size_t vmm_cursor; /* next free offset in the VMM range */
+
+/* Every pool allocation in address order (the bump allocator appends in order), and
+ * every VMM mapping (few; searched linearly). Both keep freed entries. */
+static standin_alloc **allocs;
+static size_t nallocs, allocs_cap;
+static standin_alloc **mappings;
+static size_t nmappings, mappings_cap;
+
+static size_t
+page_size(void)
+{
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096u;
+}
+
+static size_t
+align_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+tcu_result
+standin_memory_init(void)
+{
+    if (view) {
+        return TCU_SUCCESS;
+    }
+    const char *env = getenv("TACK_STANDIN_MEMORY");
+    pool_nbytes = env ? (size_t)strtoull(env, NULL, 10) : STANDIN_DEFAULT_MEMORY;
+    pool_nbytes = align_up(pool_nbytes ? pool_nbytes : STANDIN_DEFAULT_MEMORY,
+                           STANDIN_GRANULARITY);
+    size_t total = pool_nbytes + STANDIN_VMM_VA;
+    void *v = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (v == MAP_FAILED) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    pool_fd = memfd_create("tack-standin-device", MFD_CLOEXEC);
+    if (pool_fd < 0 || ftruncate(pool_fd, (off_t)pool_nbytes) != 0) {
+        goto fail;
+    }
+    if (mmap(v, pool_nbytes, PROT_NONE, MAP_SHARED | MAP_FIXED, pool_fd, 0) ==
+        MAP_FAILED) {
+        goto fail;
+    }
+    void *a = mmap(NULL, pool_nbytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_NORESERVE, pool_fd, 0);
+    if (a == MAP_FAILED) {
+        goto fail;
+    }
+    view = v;
+    alias = a;
+    /* Offset 0 is never handed out, so no device pointer equals the view's start. */
+    pool_cursor = STANDIN_ALLOC_ALIGN;
+    return TCU_SUCCESS;
+fail:
+    if (pool_fd >= 0) {
+        close(pool_fd);
+        pool_fd = -1;
+    }
+    munmap(v, total);
+    return TCU_ERROR_OUT_OF_MEMORY;
+}
+
+uintptr_t
+standin_vmm_base(void)
+{
+    return (uintptr_t)view + pool_nbytes;
+}
+
+bool
+standin_in_device_view(const void *p, size_t nbytes)
+{
+    uintptr_t lo = (uintptr_t)view, hi = lo + pool_nbytes + STANDIN_VMM_VA;
+    uintptr_t a = (uintptr_t)p;
+    return view && a < hi && a + (nbytes ? nbytes : 1) > lo;
+}
+
+/* ---- the allocation table -------------------------------------------------------- */
+
+static bool
+grow(standin_alloc ***array, size_t *cap, size_t n)
+{
+    if (n < *cap) {
+        return true;
+    }
+    size_t next = *cap ? *cap * 2 : 256;
+    standin_alloc **bigger = realloc(*array, next * sizeof **array);
+    if (!bigger) {
+        return false;
+    }
+    *array = bigger;
+    *cap = next;
+    return true;
+}
+
+standin_alloc *
+standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *where,
+                  struct CUctx_st *ctx, enum standin_alloc_kind kind)
+{
+    bool vmm = kind == ALLOC_VMM;
+    if (!(vmm ? grow(&mappings, &mappings_cap, nmappings)
+              : grow(&allocs, &allocs_cap, nallocs))) {
+        return NULL;
+    }
+    standin_alloc *a = calloc(1, sizeof *a);
+    if (!a) {
+        return NULL;
+    }
+    a->base = base;
+    a->nbytes = nbytes;
+    a->alias = where;
+    a->ctx = ctx;
+    a->device = ctx ? ctx->device : 0;
+    a->kind = kind;
+    a->buffer_id = ++standin.next_buffer_id;
+    if (vmm) {
+        mappings[nmappings++] = a;
+    }
+    else {
+        allocs[nallocs++] = a;
+    }
+    return a;
+}
+
+standin_alloc *
+standin_alloc_find(uintptr_t addr)
+{
+    size_t lo = 0, hi = nallocs;
+    while (lo < hi) { /* the last allocation whose base is <= addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (allocs[mid]->base <= addr) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    if (lo > 0) {
+        standin_alloc *a = allocs[lo - 1];
+        if (addr - a->base < a->nbytes) {
+            return a;
+        }
+    }
+    standin_alloc *found = NULL;
+    for (size_t k = 0; k < nmappings; k++) {
+        standin_alloc *m = mappings[k];
+        if (addr - m->base < m->nbytes) {
+            found = m; /* the newest mapping of this address wins */
+        }
+    }
+    return found;
+}
+
+void
+standin_alloc_release(standin_alloc *a)
+{
+    a->freed = true;
+    a->free_pending = false;
+    if (a->kind == ALLOC_VMM) {
+        return; /* the VMM code unmaps */
+    }
+    /* Give the whole pages inside the allocation back to the system. */
+    size_t off = (size_t)(a->alias - alias);
+    size_t page = page_size();
+    size_t lo = align_up(off, page), hi = (off + a->nbytes) / page * page;
+    if (hi > lo) {
+        (void)fallocate(pool_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)lo,
+                        (off_t)(hi - lo));
+    }
+}
+
+static bool
+alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
+{
+    if (a->freed || a->free_pending) {
+        return false;
+    }
+    if (a->ctx && !a->ctx->alive) {
+        return false; /* a destroyed context takes its allocations with it */
+    }
+    /* Stricter than the driver, which with unified addressing copies from another
+     * device's memory too: Tack must never hand one device's pointer to another. */
+    return a->device == ctx->device;
+}
+
+tcu_result
+standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
+                     standin_range *out)
+{
+    standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
+    if (!a || !alloc_usable(a, ctx)) {
+        return TCU_ERROR_INVALID_VALUE;
+    }
+    size_t offset = (size_t)((uintptr_t)ptr - a->base);
+    if (nbytes > a->nbytes - offset) {
+        return TCU_ERROR_INVALID_VALUE; /* runs past the end of the allocation */
+    }
+    out->alloc = a;
+    out->alias = a->alias + offset;
+    out->faults = false;
+    if (a->kind == ALLOC_VMM) {
+        unsigned need = write ? TCU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                              : TCU_MEM_ACCESS_FLAGS_PROT_READ;
+        /* Mapped but not made accessible: the device faults when the work runs. */
+        out->faults = (a->access[ctx->device] & need) != need;
+    }
+    return TCU_SUCCESS;
+}
+
+void *
+standin_twin_translate(void *ctx, uint64_t device_address, size_t nbytes)
+{
+    standin_range r;
+    if (standin_device_range(ctx, (tcu_deviceptr)device_address, nbytes, true, &r) !=
+            TCU_SUCCESS ||
+        r.faults) {
+        return NULL;
+    }
+    return r.alias;
+}
+
+/* ---- allocation ---------------------------------------------------------------------
+ */
+
+static tcu_result
+pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
+           tcu_deviceptr *out)
+{
+    if (nbytes == 0) {
+        return TCU_ERROR_INVALID_VALUE;
+    }
+    size_t off = align_up(pool_cursor, STANDIN_ALLOC_ALIGN);
+    if (off > pool_nbytes || nbytes > pool_nbytes - off) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    standin_alloc *a =
+        standin_alloc_add((uintptr_t)(view + off), nbytes, alias + off, ctx, kind);
+    if (!a) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    /* A gap of one alignment unit after each allocation: an overrun never lands in
+     * the next allocation. */
+    pool_cursor = off + nbytes + STANDIN_ALLOC_ALIGN;
+    memset(a->alias, STANDIN_FILL, nbytes);
+    *out = (tcu_deviceptr)a->base;
+    return TCU_SUCCESS;
+}
+
+STANDIN_EXPORT tcu_result
+cuMemAlloc_v2(tcu_deviceptr *dptr, size_t bytesize)
+{
+    tcu_result rc = standin_enter("cuMemAlloc");
+    struct CUctx_st *ctx = NULL;
+    tcu_deviceptr p = 0;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc =
+            dptr ? pool_alloc(ctx, bytesize, ALLOC_PLAIN, &p) : TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS) {
+        *dptr = p;
+    }
+    return standin_leave(rc, "cuMemAlloc", "bytes=%zu, ptr=0x%llx", bytesize, p);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize, tcu_stream hStream)
+{
+    tcu_result rc = standin_enter("cuMemAllocAsync");
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    tcu_deviceptr p = 0;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = standin_stream(ctx, hStream, &s);
+    }
+    if (rc == TCU_SUCCESS) {
+        /* The memory is usable at once here; the driver makes it usable in stream
+         * order, which the stand-in does not model (docs/cuda.md). */
+        rc =
+            dptr ? pool_alloc(ctx, bytesize, ALLOC_ASYNC, &p) : TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS) {
+        *dptr = p;
+    }
+    return standin_leave(rc, "cuMemAllocAsync", "bytes=%zu, stream=%p, ptr=0x%llx",
+                         bytesize, (void *)hStream, p);
+}
+
+/* The allocation a free names: its exact start, live, not a VMM mapping. */
+static tcu_result
+freeable(struct CUctx_st *ctx, tcu_deviceptr dptr, standin_alloc **out)
+{
+    standin_alloc *a = standin_alloc_find((uintptr_t)dptr);
+    if (!a || a->base != (uintptr_t)dptr || a->kind == ALLOC_VMM ||
+        !alloc_usable(a, ctx)) {
+        return TCU_ERROR_INVALID_VALUE; /* host, interior, freed or foreign pointer */
+    }
+    *out = a;
+    return TCU_SUCCESS;
+}
+
+STANDIN_EXPORT tcu_result
+cuMemFree_v2(tcu_deviceptr dptr)
+{
+    tcu_result rc = standin_enter("cuMemFree");
+    struct CUctx_st *ctx = NULL;
+    standin_alloc *a = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = freeable(ctx, dptr, &a);
+    }
+    if (rc == TCU_SUCCESS) {
+        /* cuMemFree waits for the context's work, as the driver's free does. */
+        rc = standin_run_context(ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        standin_alloc_release(a);
+    }
+    return standin_leave(rc, "cuMemFree", "ptr=0x%llx", dptr);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream)
+{
+    tcu_result rc = standin_enter("cuMemFreeAsync");
+    struct CUctx_st *ctx = NULL;
+    struct CUstream_st *s = NULL;
+    standin_alloc *a = NULL;
+    standin_op *op = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = standin_stream(ctx, hStream, &s);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = freeable(ctx, dptr, &a);
+    }
+    if (rc == TCU_SUCCESS && !(op = standin_op_new(OP_FREE))) {
+        rc = TCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc == TCU_SUCCESS) {
+        /* From now on no new work may name it; queued work still may. */
+        a->free_pending = true;
+        op->alloc = a;
+        standin_enqueue(s, op);
+    }
+    return standin_leave(rc, "cuMemFreeAsync", "ptr=0x%llx, stream=%p", dptr,
+                         (void *)hStream);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+{
+    tcu_result rc = standin_enter("cuMemGetInfo");
+    struct CUctx_st *ctx = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        if (!free_bytes || !total) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            *total = pool_nbytes;
+            *free_bytes = pool_cursor < pool_nbytes ? pool_nbytes - pool_cursor : 0;
+        }
+    }
+    return standin_leave(rc, "cuMemGetInfo", "%s", "");
+}
+
+/* ---- copies and memsets
+ * --------------------------------------------------------------- */
+
+/* One description of a copy or memset: a NULL device address means "host side". */
+typedef struct transfer {
+    const char *name;
+    tcu_deviceptr dst_dev, src_dev;
+    void *dst_host;
+    const void *src_host;
+    size_t nbytes;
+    uint32_t pattern; /* memset: value and width; width 0 for a copy */
+    unsigned width;
+    tcu_stream stream;
+    bool sync; /* a synchronous call: the legacy stream, run to this operation */
+} transfer;
+
+static tcu_result
+host_side_ok(const void *p, size_t nbytes)
+{
+    /* Stricter: with unified addressing the driver would accept a device pointer where
+     * host memory is expected and copy device to device; Tack must say what it means.
+     */
+    return p && !standin_in_device_view(p, nbytes) ? TCU_SUCCESS
+                                                   : TCU_ERROR_INVALID_VALUE;
+}
+
+static tcu_result
+queue_transfer(struct CUctx_st *ctx, const transfer *t)
+{
+    struct CUstream_st *s = ctx->legacy;
+    tcu_result rc = t->sync ? TCU_SUCCESS : standin_stream(ctx, t->stream, &s);
+    size_t nbytes = t->width ? t->nbytes * t->width : t->nbytes;
+    if (rc != TCU_SUCCESS || nbytes == 0) {
+        return rc; /* nothing to move is a success, as in the driver */
+    }
+    standin_range dst = {0}, src = {0};
+    const unsigned char *from = t->src_host;
+    unsigned char *to = t->dst_host;
+    if (t->dst_dev) {
+        rc = standin_device_range(ctx, t->dst_dev, nbytes, true, &dst);
+        to = dst.alias;
+    }
+    else {
+        rc = host_side_ok(t->dst_host, nbytes);
+    }
+    if (rc == TCU_SUCCESS && !t->width) {
+        if (t->src_dev) {
+            rc = standin_device_range(ctx, t->src_dev, nbytes, false, &src);
+            from = src.alias;
+        }
+        else {
+            rc = host_side_ok(t->src_host, nbytes);
+        }
+    }
+    if (rc != TCU_SUCCESS) {
+        return rc;
+    }
+    standin_op *op = standin_op_new(dst.faults || src.faults ? OP_FAULT
+                                    : t->width               ? OP_MEMSET
+                                                             : OP_COPY);
+    if (!op) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    op->dst = to;
+    op->src = from;
+    op->nbytes = nbytes;
+    op->pattern = t->pattern;
+    op->width = t->width;
+    op->count = t->nbytes;
+    standin_enqueue(s, op);
+    /* A synchronous copy returns once the legacy stream has run up to it; host memory
+     * given to an asynchronous one is read or written only when its stream runs. */
+    return t->sync ? standin_run_until(s, s->last_seq) : TCU_SUCCESS;
+}
+
+static tcu_result
+transfer_call(const transfer *t)
+{
+    tcu_result rc = standin_enter(t->name);
+    struct CUctx_st *ctx = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = queue_transfer(ctx, t);
+    }
+    /* A host address is logged as such; a device one as the 0x... it was given. */
+    return standin_leave(
+        rc, t->name, "dst=%s0x%llx, src=%s0x%llx, n=%zu, stream=%p",
+        t->dst_dev ? "" : "host:",
+        t->dst_dev ? t->dst_dev : (unsigned long long)(uintptr_t)t->dst_host,
+        t->width     ? "value:"
+        : t->src_dev ? ""
+                     : "host:",
+        t->width     ? t->pattern
+        : t->src_dev ? t->src_dev
+                     : (unsigned long long)(uintptr_t)t->src_host,
+        t->nbytes, (void *)t->stream);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemcpyHtoD_v2(tcu_deviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    transfer t = {.name = "cuMemcpyHtoD",
+                  .dst_dev = dstDevice,
+                  .src_host = srcHost,
+                  .nbytes = ByteCount,
+                  .sync = true};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemcpyDtoH_v2(void *dstHost, tcu_deviceptr srcDevice, size_t ByteCount)
+{
+    transfer t = {.name = "cuMemcpyDtoH",
+                  .dst_host = dstHost,
+                  .src_dev = srcDevice,
+                  .nbytes = ByteCount,
+                  .sync = true};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemcpyDtoD_v2(tcu_deviceptr dstDevice, tcu_deviceptr srcDevice, size_t ByteCount)
+{
+    /* The driver documents device-to-device cuMemcpy as asynchronous with respect to
+     * the host; the stand-in queues it on the legacy stream without running it. */
+    transfer t = {.name = "cuMemcpyDtoD",
+                  .dst_dev = dstDevice,
+                  .src_dev = srcDevice,
+                  .nbytes = ByteCount,
+                  .stream = NULL};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemcpyHtoDAsync_v2(tcu_deviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                     tcu_stream hStream)
+{
+    transfer t = {.name = "cuMemcpyHtoDAsync",
+                  .dst_dev = dstDevice,
+                  .src_host = srcHost,
+                  .nbytes = ByteCount,
+                  .stream = hStream};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemcpyDtoHAsync_v2(void *dstHost, tcu_deviceptr srcDevice, size_t ByteCount,
+                     tcu_stream hStream)
+{
+    transfer t = {.name = "cuMemcpyDtoHAsync",
+                  .dst_host = dstHost,
+                  .src_dev = srcDevice,
+                  .nbytes = ByteCount,
+                  .stream = hStream};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemcpyDtoDAsync_v2(tcu_deviceptr dstDevice, tcu_deviceptr srcDevice, size_t ByteCount,
+                     tcu_stream hStream)
+{
+    transfer t = {.name = "cuMemcpyDtoDAsync",
+                  .dst_dev = dstDevice,
+                  .src_dev = srcDevice,
+                  .nbytes = ByteCount,
+                  .stream = hStream};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemsetD8Async(tcu_deviceptr dstDevice, unsigned char uc, size_t N, tcu_stream hStream)
+{
+    transfer t = {.name = "cuMemsetD8Async",
+                  .dst_dev = dstDevice,
+                  .nbytes = N,
+                  .pattern = uc,
+                  .width = 1,
+                  .stream = hStream};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemsetD16Async(tcu_deviceptr dstDevice, unsigned short us, size_t N,
+                 tcu_stream hStream)
+{
+    transfer t = {.name = "cuMemsetD16Async",
+                  .dst_dev = dstDevice,
+                  .nbytes = N,
+                  .pattern = us,
+                  .width = 2,
+                  .stream = hStream};
+    return transfer_call(&t);
+}
+
+STANDIN_EXPORT tcu_result
+cuMemsetD32Async(tcu_deviceptr dstDevice, unsigned int ui, size_t N, tcu_stream hStream)
+{
+    transfer t = {.name = "cuMemsetD32Async",
+                  .dst_dev = dstDevice,
+                  .nbytes = N,
+                  .pattern = ui,
+                  .width = 4,
+                  .stream = hStream};
+    return transfer_call(&t);
+}
+
+/* ---- pointer attributes
+ * -------------------------------------------------------------- */
+
+/* Writes one attribute of a (possibly NULL: not a CUDA pointer) allocation. The value
+ * types are those the driver documents: CUcontext, unsigned int, CUdeviceptr, void *,
+ * unsigned long long, bool, int. */
+static tcu_result
+write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_deviceptr ptr,
+                void *data)
+{
+    switch (attr) {
+    case TCU_POINTER_ATTRIBUTE_CONTEXT: {
+        tcu_context c = a ? a->ctx : NULL;
+        memcpy(data, &c, sizeof c);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
+        unsigned v = a ? TCU_MEMORYTYPE_DEVICE : 0;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
+        tcu_deviceptr v = a ? ptr : 0;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_HOST_POINTER: {
+        void *v = NULL; /* device memory has no host address */
+        memcpy(data, &v, sizeof v);
+        return a ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_BUFFER_ID: {
+        unsigned long long v = a ? a->buffer_id : 0;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case TCU_POINTER_ATTRIBUTE_MAPPED: {
+        bool v = attr == TCU_POINTER_ATTRIBUTE_MAPPED && a != NULL;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
+        /* -2 for a pointer CUDA does not know (as documented, unverified on hardware).
+         */
+        int v = a ? a->device : -2;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_RANGE_START_ADDR: {
+        tcu_deviceptr v = !a ? 0 : a->kind == ALLOC_VMM ? a->reservation : a->base;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_RANGE_SIZE: {
+        size_t v = !a ? 0 : a->kind == ALLOC_VMM ? a->reservation_size : a->nbytes;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    case TCU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: {
+        unsigned long long v =
+            a && a->kind == ALLOC_VMM ? TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
+    default: return TCU_ERROR_INVALID_VALUE;
+    }
+}
+
+/* The allocation ptr points into, as pointer queries see it: live, or NULL. */
+static const standin_alloc *
+query_target(tcu_deviceptr ptr)
+{
+    const standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
+    if (!a || a->freed || (a->ctx && !a->ctx->alive)) {
+        return NULL;
+    }
+    return a;
+}
+
+STANDIN_EXPORT tcu_result
+cuPointerGetAttribute(void *data, tcu_pointer_attribute attribute, tcu_deviceptr ptr)
+{
+    tcu_result rc = standin_enter("cuPointerGetAttribute");
+    if (rc == TCU_SUCCESS) {
+        const standin_alloc *a = query_target(ptr);
+        if (!data || !a) {
+            rc = TCU_ERROR_INVALID_VALUE; /* not a CUDA pointer */
+        }
+        else {
+            rc = write_attribute(attribute, a, ptr, data);
+        }
+    }
+    return standin_leave(rc, "cuPointerGetAttribute", "attribute=%d, ptr=0x%llx",
+                         attribute, ptr);
+}
+
+STANDIN_EXPORT tcu_result
+cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attributes,
+                       void **data, tcu_deviceptr ptr)
+{
+    tcu_result rc = standin_enter("cuPointerGetAttributes");
+    if (rc == TCU_SUCCESS) {
+        if (numAttributes == 0 || !attributes || !data) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        else {
+            /* Unlike cuPointerGetAttribute, a pointer CUDA does not know is a success
+             * with every attribute at its empty value. */
+            const standin_alloc *a = query_target(ptr);
+            for (unsigned k = 0; k < numAttributes && rc == TCU_SUCCESS; k++) {
+                if (!data[k]) {
+                    rc = TCU_ERROR_INVALID_VALUE;
+                }
+                else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER) {
+                    void *none = NULL;
+                    memcpy(data[k], &none, sizeof none);
+                }
+                else {
+                    rc = write_attribute(attributes[k], a, ptr, data[k]);
+                }
+            }
+        }
+    }
+    return standin_leave(rc, "cuPointerGetAttributes", "n=%u, ptr=0x%llx",
+                         numAttributes, ptr);
+}
+
+/* ---- the VMM address range
+ * ----------------------------------------------------------- */
+
+tcu_result
+standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out)
+{
+    size_t a = alignment ? alignment : STANDIN_GRANULARITY;
+    size_t off = align_up(vmm_cursor, a);
+    if (off > STANDIN_VMM_VA || size > STANDIN_VMM_VA - off) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    /* Addresses are never reused; a guard granule separates reservations. */
+    vmm_cursor = off + size + STANDIN_GRANULARITY;
+    *out = standin_vmm_base() + off;
+    return TCU_SUCCESS;
+}

@@ -1,0 +1,689 @@
+/*
+ * standin_module.c: modules, functions and launches on the stand-in driver, and the
+ * registry of CPU twins (standin_twin.h).
+ *
+ * cuModuleLoadData accepts what the driver accepts, checked as far as the stand-in can:
+ * PTX text (its `.version` must be one a CUDA 13.0 driver reads, at most 9.0, and its
+ * `.target` an architecture a compute capability 9.0 device runs), or a CUBIN (a 64-bit
+ * ELF for EM_CUDA built for sm_90). Each entry's parameter layout is read from the
+ * image (PTX `.param` declarations, or the CUBIN's .nv.info.<entry> section), so a
+ * launch packs exactly the bytes the kernel would see. Fat binaries are refused with
+ * CUDA_ERROR_NOT_SUPPORTED: the stand-in does not unpack them.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "standin.h"
+
+#define MAX_PARAMS 128
+#define STANDIN_PTX_MAX_MAJOR 9 /* PTX ISA 9.0 comes with CUDA 13.0 */
+#define STANDIN_PTX_MAX_MINOR 0
+#define STANDIN_SM 90
+#define EM_CUDA 190
+
+struct CUmod_st {
+    struct CUctx_st *ctx;
+    bool alive;
+    bool cubin;
+    unsigned char *image; /* a private copy */
+    size_t image_nbytes;
+    struct CUmod_st *next;
+};
+
+struct CUfunc_st {
+    struct CUmod_st *mod;
+    char *name;
+    unsigned nparams;
+    size_t offset[MAX_PARAMS], size[MAX_PARAMS];
+    size_t params_nbytes;
+    struct CUfunc_st *next;
+};
+
+typedef struct standin_launch_op {
+    char *entry;
+    struct CUctx_st *ctx;
+    tack_standin_twin_fn fn;
+    void *user;
+    unsigned grid[3], block[3];
+    unsigned char *params;
+    size_t params_nbytes;
+} standin_launch_op;
+
+typedef struct twin {
+    char *entry;
+    tack_standin_twin_fn fn;
+    void *user;
+    struct twin *next;
+} twin;
+
+static struct CUmod_st *modules;
+static struct CUfunc_st *functions;
+static twin *twins;
+
+/* ---- the twin registry ---------------------------------------------------------- */
+
+STANDIN_EXPORT int
+tack_standin_cuda_register_twin(const char *entry, tack_standin_twin_fn fn, void *user)
+{
+    pthread_mutex_lock(&standin_lock);
+    int rc = -1;
+    twin *t = NULL;
+    for (t = twins; t && strcmp(t->entry, entry) != 0; t = t->next) {
+    }
+    if (t) {
+        t->fn = fn;
+        t->user = user;
+        rc = 0;
+    }
+    else if ((t = calloc(1, sizeof *t)) && (t->entry = strdup(entry))) {
+        t->fn = fn;
+        t->user = user;
+        t->next = twins;
+        twins = t;
+        rc = 0;
+    }
+    else {
+        free(t);
+    }
+    pthread_mutex_unlock(&standin_lock);
+    return rc;
+}
+
+static const twin *
+twin_of(const char *entry)
+{
+    for (const twin *t = twins; t; t = t->next) {
+        if (strcmp(t->entry, entry) == 0) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+bool
+standin_launch_run(standin_launch_op *l)
+{
+    tack_standin_launch launch = {
+        .entry = l->entry,
+        .grid = {l->grid[0], l->grid[1], l->grid[2]},
+        .block = {l->block[0], l->block[1], l->block[2]},
+        .params = l->params,
+        .params_nbytes = l->params_nbytes,
+        .translate = standin_twin_translate,
+        .translate_ctx = l->ctx,
+    };
+    /* The twin runs with the stand-in's lock held: it must not call the CUDA API. */
+    return l->fn(&launch, l->user) == 0;
+}
+
+void
+standin_launch_free(standin_launch_op *l)
+{
+    if (l) {
+        free(l->entry);
+        free(l->params);
+        free(l);
+    }
+}
+
+/* ---- reading images ---------------------------------------------------------------
+ */
+
+static uint64_t
+read_le(const unsigned char *p, unsigned nbytes)
+{
+    uint64_t v = 0;
+    for (unsigned k = nbytes; k-- > 0;) {
+        v = (v << 8) | p[k];
+    }
+    return v;
+}
+
+/* The PTX text with comments blanked, or NULL. Owned by the caller. */
+static char *
+ptx_without_comments(const char *text, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (!s) {
+        return NULL;
+    }
+    memcpy(s, text, n);
+    s[n] = '\0';
+    for (char *p = s; *p; p++) {
+        if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n') {
+                *p++ = ' ';
+            }
+            if (!*p) {
+                break;
+            }
+        }
+        else if (p[0] == '/' && p[1] == '*') {
+            char *end = strstr(p + 2, "*/");
+            char *stop = end ? end + 2 : p + strlen(p);
+            memset(p, ' ', (size_t)(stop - p));
+            p = stop - 1;
+        }
+    }
+    return s;
+}
+
+static tcu_result
+check_ptx(const char *text)
+{
+    const char *v = strstr(text, ".version");
+    int major = 0, minor = 0;
+    if (!v || sscanf(v, ".version %d.%d", &major, &minor) != 2) {
+        return TCU_ERROR_INVALID_PTX;
+    }
+    if (major > STANDIN_PTX_MAX_MAJOR ||
+        (major == STANDIN_PTX_MAX_MAJOR && minor > STANDIN_PTX_MAX_MINOR)) {
+        return TCU_ERROR_UNSUPPORTED_PTX_VERSION; /* newer than this driver reads */
+    }
+    const char *t = strstr(text, ".target");
+    int sm = 0;
+    if (!t || sscanf(t, ".target sm_%d", &sm) != 1) {
+        return TCU_ERROR_INVALID_PTX;
+    }
+    /* PTX for an older architecture is compiled up; a newer one cannot run here
+     * (as documented, unverified on hardware: the driver's code for this case). */
+    return sm <= STANDIN_SM ? TCU_SUCCESS : TCU_ERROR_INVALID_PTX;
+}
+
+/* A CUBIN's section header table entry k: name offset, file offset and size. */
+typedef struct section {
+    uint32_t name;
+    uint64_t offset, size;
+} section;
+
+static bool
+cubin_section(const unsigned char *img, size_t n, unsigned k, section *out)
+{
+    uint64_t shoff = read_le(img + 0x28, 8);
+    unsigned shentsize = (unsigned)read_le(img + 0x3A, 2);
+    uint64_t at = shoff + (uint64_t)k * shentsize;
+    if (shentsize < 0x40 || at > n || n - at < 0x40) {
+        return false;
+    }
+    out->name = (uint32_t)read_le(img + at, 4);
+    out->offset = read_le(img + at + 0x18, 8);
+    out->size = read_le(img + at + 0x20, 8);
+    return out->offset <= n && out->size <= n - out->offset;
+}
+
+/* Finds section `name` in a checked CUBIN. */
+static bool
+cubin_find(const unsigned char *img, size_t n, const char *name, section *out)
+{
+    unsigned shnum = (unsigned)read_le(img + 0x3C, 2);
+    unsigned shstrndx = (unsigned)read_le(img + 0x3E, 2);
+    section strings;
+    if (shstrndx >= shnum || !cubin_section(img, n, shstrndx, &strings)) {
+        return false;
+    }
+    size_t len = strlen(name);
+    for (unsigned k = 0; k < shnum; k++) {
+        section s;
+        if (cubin_section(img, n, k, &s) && s.name < strings.size &&
+            strings.size - s.name > len &&
+            memcmp(img + strings.offset + s.name, name, len + 1) == 0) {
+            *out = s;
+            return true;
+        }
+    }
+    return false;
+}
+
+static tcu_result
+check_cubin(const unsigned char *img, size_t n)
+{
+    if (n < 0x40 || img[4] != 2 /* ELFCLASS64 */ || img[5] != 1 /* little-endian */ ||
+        read_le(img + 0x12, 2) != EM_CUDA) {
+        return TCU_ERROR_INVALID_IMAGE;
+    }
+    uint32_t flags = (uint32_t)read_le(img + 0x30, 4);
+    unsigned abi = img[8];
+    /* ELF ABI version 8 (CUDA 12.8 on) keeps the SM in bits 8-15, older ones in 0-7. */
+    unsigned sm = abi >= 8 ? (flags >> 8) & 0xFF : flags & 0xFF;
+    /* A CUBIN runs on its own major architecture, at its minor or a newer one. */
+    if (sm / 10 != STANDIN_SM / 10 || sm > STANDIN_SM) {
+        return TCU_ERROR_NO_BINARY_FOR_GPU;
+    }
+    return TCU_SUCCESS;
+}
+
+/* The size, in bytes, of a PTX parameter type such as .u64, .b8 or .f32. */
+static size_t
+ptx_type_size(const char *type)
+{
+    int bits = 0;
+    if (sscanf(type, ".%*[subf]%d", &bits) == 1 && bits % 8 == 0 && bits > 0) {
+        return (size_t)bits / 8;
+    }
+    if (strncmp(type, ".pred", 5) == 0) {
+        return 1;
+    }
+    return 0;
+}
+
+/* Reads the `.param` list of `.entry name(...)` into f. */
+static tcu_result
+ptx_params(const char *text, struct CUfunc_st *f)
+{
+    size_t len = strlen(f->name);
+    const char *p = text;
+    while ((p = strstr(p, ".entry")) != NULL) {
+        p += 6;
+        while (isspace((unsigned char)*p)) {
+            p++;
+        }
+        if (strncmp(p, f->name, len) == 0 &&
+            (p[len] == '(' || isspace((unsigned char)p[len]))) {
+            break;
+        }
+    }
+    if (!p) {
+        return TCU_ERROR_NOT_FOUND;
+    }
+    const char *open = strchr(p, '('), *close = open ? strchr(open, ')') : NULL;
+    const char *body = strchr(p, '{');
+    if (!open || !close || (body && body < open)) {
+        return TCU_SUCCESS; /* no parameter list */
+    }
+    size_t at = 0;
+    for (const char *q = open; (q = strstr(q, ".param")) && q < close; q += 6) {
+        size_t align = 0, elem = 0, count = 1;
+        const char *r = q + 6;
+        char word[64];
+        int used = 0;
+        while (r < close && sscanf(r, " %63[^ \t\n,)]%n", word, &used) == 1) {
+            r += used;
+            if (strcmp(word, ".align") == 0 &&
+                sscanf(r, " %zu%n", &align, &used) == 1) {
+                r += used;
+            }
+            else if (word[0] == '.' && !elem) {
+                elem = ptx_type_size(word);
+            }
+            else if (word[0] != '.') {
+                const char *bracket = strchr(word, '[');
+                if (bracket) {
+                    count = (size_t)strtoull(bracket + 1, NULL, 10);
+                }
+                break; /* the name ends the declaration */
+            }
+        }
+        if (!elem || f->nparams == MAX_PARAMS) {
+            return TCU_ERROR_INVALID_PTX;
+        }
+        align = align ? align : elem;
+        at = (at + align - 1) / align * align;
+        f->offset[f->nparams] = at;
+        f->size[f->nparams] = elem * count;
+        at += elem * count;
+        f->nparams++;
+    }
+    f->params_nbytes = at;
+    return TCU_SUCCESS;
+}
+
+/* Reads EIATTR_KPARAM_INFO (0x17) records of .nv.info.<name>: one per parameter, with
+ * its ordinal, offset and size; EIATTR_CBANK_PARAM_SIZE (0x19) gives the total. */
+static tcu_result
+cubin_params(const unsigned char *img, size_t n, struct CUfunc_st *f)
+{
+    char name[512];
+    section s;
+    if ((size_t)snprintf(name, sizeof name, ".text.%s", f->name) >= sizeof name ||
+        !cubin_find(img, n, name, &s)) {
+        return TCU_ERROR_NOT_FOUND;
+    }
+    snprintf(name, sizeof name, ".nv.info.%s", f->name);
+    if (!cubin_find(img, n, name, &s)) {
+        return TCU_SUCCESS; /* a kernel without parameters */
+    }
+    const unsigned char *p = img + s.offset, *end = p + s.size;
+    while (end - p >= 4) {
+        unsigned format = p[0], attr = p[1];
+        size_t value = (size_t)read_le(p + 2, 2);
+        size_t record = format == 4 ? 4 + value : 4;
+        if ((size_t)(end - p) < record) {
+            return TCU_ERROR_INVALID_IMAGE;
+        }
+        if (format == 4 && attr == 0x17 && value >= 12) {
+            unsigned ordinal = (unsigned)read_le(p + 8, 2);
+            size_t offset = (size_t)read_le(p + 10, 2);
+            size_t size = (size_t)(read_le(p + 12, 4) >> 18) & 0x3FFF;
+            if (ordinal >= MAX_PARAMS) {
+                return TCU_ERROR_INVALID_IMAGE;
+            }
+            f->offset[ordinal] = offset;
+            f->size[ordinal] = size;
+            f->nparams = ordinal + 1 > f->nparams ? ordinal + 1 : f->nparams;
+        }
+        else if (format == 3 && attr == 0x19) {
+            f->params_nbytes = value;
+        }
+        p += record;
+    }
+    return TCU_SUCCESS;
+}
+
+/* ---- modules and functions ---------------------------------------------------------
+ */
+
+static tcu_result
+load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out)
+{
+    bool cubin = img[0] == 0x7F && img[1] == 'E' && img[2] == 'L' && img[3] == 'F';
+    if (read_le(img, 4) == 0xBA55ED50u) {
+        return TCU_ERROR_NOT_SUPPORTED; /* a fat binary */
+    }
+    size_t n = 0;
+    tcu_result rc;
+    if (cubin) {
+        /* An ELF image carries its size in its headers: the section table ends it. */
+        uint64_t shoff = read_le(img + 0x28, 8);
+        n = (size_t)(shoff + read_le(img + 0x3C, 2) * read_le(img + 0x3A, 2));
+        rc = check_cubin(img, n);
+    }
+    else {
+        n = strlen((const char *)img) + 1;
+        char *text = ptx_without_comments((const char *)img, n - 1);
+        rc = text ? check_ptx(text) : TCU_ERROR_OUT_OF_MEMORY;
+        free(text);
+    }
+    struct CUmod_st *m = NULL;
+    if (rc == TCU_SUCCESS && (!(m = calloc(1, sizeof *m)) || !(m->image = malloc(n)))) {
+        free(m);
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc == TCU_SUCCESS) {
+        memcpy(m->image, img, n);
+        m->image_nbytes = n;
+        m->cubin = cubin;
+        m->ctx = ctx;
+        m->alive = true;
+        m->next = modules;
+        modules = m;
+        *out = m;
+    }
+    return rc;
+}
+
+STANDIN_EXPORT tcu_result
+cuModuleLoadData(tcu_module *module, const void *image)
+{
+    tcu_result rc = standin_enter("cuModuleLoadData");
+    struct CUctx_st *ctx = NULL;
+    struct CUmod_st *m = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = module && image ? load_image(ctx, image, &m) : TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS) {
+        *module = m;
+    }
+    return standin_leave(rc, "cuModuleLoadData", "kind=%s, bytes=%zu, module=%p",
+                         m ? (m->cubin ? "cubin" : "ptx") : "-",
+                         m ? m->image_nbytes : 0, (void *)m);
+}
+
+static struct CUmod_st *
+known_module(tcu_module handle, const struct CUctx_st *ctx)
+{
+    for (struct CUmod_st *m = modules; m; m = m->next) {
+        if (m == handle) {
+            return m->alive && m->ctx == ctx ? m : NULL;
+        }
+    }
+    return NULL;
+}
+
+STANDIN_EXPORT tcu_result
+cuModuleUnload(tcu_module hmod)
+{
+    tcu_result rc = standin_enter("cuModuleUnload");
+    struct CUctx_st *ctx = NULL;
+    struct CUmod_st *m = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS && !(m = known_module(hmod, ctx))) {
+        rc = TCU_ERROR_INVALID_HANDLE;
+    }
+    if (rc == TCU_SUCCESS) {
+        m->alive = false; /* launches already queued keep what they need */
+        free(m->image);
+        m->image = NULL;
+    }
+    return standin_leave(rc, "cuModuleUnload", "module=%p", (void *)hmod);
+}
+
+STANDIN_EXPORT tcu_result
+cuModuleGetFunction(tcu_function *hfunc, tcu_module hmod, const char *name)
+{
+    tcu_result rc = standin_enter("cuModuleGetFunction");
+    struct CUctx_st *ctx = NULL;
+    struct CUmod_st *m = NULL;
+    struct CUfunc_st *f = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS && (!hfunc || !name)) {
+        rc = TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS && !(m = known_module(hmod, ctx))) {
+        rc = TCU_ERROR_INVALID_HANDLE;
+    }
+    if (rc == TCU_SUCCESS &&
+        (!(f = calloc(1, sizeof *f)) || !(f->name = strdup(name)))) {
+        rc = TCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc == TCU_SUCCESS) {
+        if (m->cubin) {
+            rc = cubin_params(m->image, m->image_nbytes, f);
+        }
+        else {
+            char *text =
+                ptx_without_comments((const char *)m->image, m->image_nbytes - 1);
+            rc = text ? ptx_params(text, f) : TCU_ERROR_OUT_OF_MEMORY;
+            free(text);
+        }
+    }
+    if (rc == TCU_SUCCESS) {
+        f->mod = m;
+        f->next = functions;
+        functions = f;
+        *hfunc = f;
+    }
+    else if (f) {
+        free(f->name);
+        free(f);
+    }
+    return standin_leave(rc, "cuModuleGetFunction", "name=%s, params=%u, bytes=%zu",
+                         name ? name : "(null)", rc == TCU_SUCCESS ? f->nparams : 0,
+                         rc == TCU_SUCCESS ? f->params_nbytes : 0);
+}
+
+/* ---- launches
+ * ------------------------------------------------------------------------ */
+
+static struct CUfunc_st *
+known_function(tcu_function handle)
+{
+    for (struct CUfunc_st *f = functions; f; f = f->next) {
+        if (f == handle) {
+            return f->mod->alive ? f : NULL;
+        }
+    }
+    return NULL;
+}
+
+static tcu_result
+check_geometry(const unsigned grid[3], const unsigned block[3], unsigned shared)
+{
+    static const unsigned grid_max[3] = {2147483647u, 65535u, 65535u};
+    static const unsigned block_max[3] = {1024u, 1024u, 64u};
+    unsigned long long threads = 1;
+    for (int k = 0; k < 3; k++) {
+        if (grid[k] == 0 || block[k] == 0 || grid[k] > grid_max[k] ||
+            block[k] > block_max[k]) {
+            return TCU_ERROR_INVALID_VALUE;
+        }
+        threads *= block[k];
+    }
+    if (threads > 1024 || shared > 49152) {
+        return TCU_ERROR_INVALID_VALUE;
+    }
+    return TCU_SUCCESS;
+}
+
+/* Packs the parameters as the kernel sees them, from either form cuLaunchKernel takes.
+ */
+static tcu_result
+pack_params(const struct CUfunc_st *f, void **kernelParams, void **extra,
+            unsigned char **out)
+{
+    if (kernelParams && extra) {
+        return TCU_ERROR_INVALID_VALUE; /* one form or the other */
+    }
+    unsigned char *buf = calloc(1, f->params_nbytes ? f->params_nbytes : 1);
+    if (!buf) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    tcu_result rc = TCU_SUCCESS;
+    if (extra) {
+        const void *from = NULL;
+        size_t size = (size_t)-1;
+        for (size_t k = 0; (uintptr_t)extra[k] != TCU_LAUNCH_PARAM_END_HANDLE; k += 2) {
+            uintptr_t key = (uintptr_t)extra[k];
+            if (key == TCU_LAUNCH_PARAM_BUFFER_POINTER_HANDLE) {
+                from = extra[k + 1];
+            }
+            else if (key == TCU_LAUNCH_PARAM_BUFFER_SIZE_HANDLE && extra[k + 1]) {
+                memcpy(&size, extra[k + 1], sizeof size);
+            }
+            else {
+                rc = TCU_ERROR_INVALID_VALUE;
+                break;
+            }
+        }
+        if (rc == TCU_SUCCESS && (!from || size != f->params_nbytes)) {
+            rc = TCU_ERROR_INVALID_VALUE;
+        }
+        if (rc == TCU_SUCCESS) {
+            memcpy(buf, from, size);
+        }
+    }
+    else if (f->nparams > 0) {
+        for (unsigned k = 0; k < f->nparams && rc == TCU_SUCCESS; k++) {
+            if (!kernelParams || !kernelParams[k]) {
+                rc = TCU_ERROR_INVALID_VALUE;
+            }
+            else {
+                memcpy(buf + f->offset[k], kernelParams[k], f->size[k]);
+            }
+        }
+    }
+    if (rc != TCU_SUCCESS) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    return TCU_SUCCESS;
+}
+
+/* The first bytes of the packed parameters in hex, for the call log. */
+static void
+params_hex(const unsigned char *params, size_t n, char *out, size_t out_nbytes)
+{
+    size_t shown = n < (out_nbytes - 4) / 2 ? n : (out_nbytes - 4) / 2;
+    for (size_t k = 0; k < shown; k++) {
+        snprintf(out + 2 * k, 3, "%02x", params[k]);
+    }
+    strcpy(out + 2 * shown, shown < n ? "..." : "");
+}
+
+static tcu_result
+launch(struct CUctx_st *ctx, const struct CUfunc_st *f, const unsigned grid[3],
+       const unsigned block[3], unsigned shared, tcu_stream hStream,
+       void **kernelParams, void **extra, char *hex, size_t hex_nbytes)
+{
+    struct CUstream_st *s = NULL;
+    tcu_result rc = standin_stream(ctx, hStream, &s);
+    if (rc == TCU_SUCCESS && f->mod->ctx != ctx) {
+        rc = TCU_ERROR_INVALID_HANDLE; /* a function of another context */
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = check_geometry(grid, block, shared);
+    }
+    unsigned char *params = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = pack_params(f, kernelParams, extra, &params);
+    }
+    if (rc == TCU_SUCCESS) {
+        params_hex(params, f->params_nbytes, hex, hex_nbytes);
+    }
+    const twin *t = rc == TCU_SUCCESS ? twin_of(f->name) : NULL;
+    if (rc == TCU_SUCCESS && !t) {
+        rc = TCU_ERROR_NOT_SUPPORTED; /* no CPU twin: nothing could compute it */
+    }
+    standin_launch_op *l = NULL;
+    standin_op *op = NULL;
+    if (rc == TCU_SUCCESS &&
+        (!(l = calloc(1, sizeof *l)) || !(l->entry = strdup(f->name)) ||
+         !(op = standin_op_new(OP_LAUNCH)))) {
+        rc = TCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc != TCU_SUCCESS) {
+        free(params);
+        standin_launch_free(l);
+        return rc;
+    }
+    l->ctx = ctx;
+    l->fn = t->fn;
+    l->user = t->user;
+    memcpy(l->grid, grid, sizeof l->grid);
+    memcpy(l->block, block, sizeof l->block);
+    l->params = params;
+    l->params_nbytes = f->params_nbytes;
+    op->launch = l;
+    standin_enqueue(s, op);
+    return TCU_SUCCESS;
+}
+
+STANDIN_EXPORT tcu_result
+cuLaunchKernel(tcu_function f, unsigned int gridDimX, unsigned int gridDimY,
+               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+               unsigned int blockDimZ, unsigned int sharedMemBytes, tcu_stream hStream,
+               void **kernelParams, void **extra)
+{
+    tcu_result rc = standin_enter("cuLaunchKernel");
+    struct CUctx_st *ctx = NULL;
+    struct CUfunc_st *fn = NULL;
+    const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
+    const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
+    char hex[100] = "";
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS && !(fn = known_function(f))) {
+        rc = TCU_ERROR_INVALID_HANDLE;
+    }
+    if (rc == TCU_SUCCESS) {
+        rc = launch(ctx, fn, grid, block, sharedMemBytes, hStream, kernelParams, extra,
+                    hex, sizeof hex);
+    }
+    return standin_leave(rc, "cuLaunchKernel",
+                         "fn=%s, grid=%ux%ux%u, block=%ux%ux%u, shared=%u, stream=%p, "
+                         "params=%zu bytes %s",
+                         fn ? fn->name : "?", gridDimX, gridDimY, gridDimZ, blockDimX,
+                         blockDimY, blockDimZ, sharedMemBytes, (void *)hStream,
+                         fn ? fn->params_nbytes : 0, hex);
+}

@@ -1,0 +1,50 @@
+/*
+ * standin_twin.h: how a launch on the stand-in CUDA driver computes anything.
+ *
+ * The stand-in cannot run GPU code. A kernel becomes runnable on it when a "CPU twin"
+ * is registered for its entry name: a C function built from the same kernel IR as the
+ * CUDA source (by the CPU code generator), taking the same by-value parameter bytes.
+ * When a queued launch of that entry reaches a synchronization point, the stand-in
+ * calls the twin once with the launch geometry and the parameter bytes as
+ * cuLaunchKernel received them; the twin runs the grid-stride loop over gridDim *
+ * blockDim threads itself and turns every device address it meets into host memory with
+ * `translate`.
+ *
+ * A launch of a function with no twin is validated, logged, and refused with
+ * CUDA_ERROR_NOT_SUPPORTED (801), queueing nothing: silently succeeding would leave the
+ * output at the stand-in's 0xA5 fill and pass for a wrong answer.
+ *
+ * These functions are exported by libtack_standin_cuda.so; resolve them with dlsym on
+ * the handle that opened the stand-in (they are not part of the CUDA API).
+ */
+#ifndef TACK_STANDIN_TWIN_H
+#define TACK_STANDIN_TWIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tack_standin_launch {
+    const char *entry;    /* the kernel's entry name */
+    unsigned grid[3];     /* gridDim */
+    unsigned block[3];    /* blockDim */
+    const void *params;   /* the parameters, packed in declaration order, each at */
+    size_t params_nbytes; /* its natural alignment (as the kernel's ABI lays them) */
+    /* Host memory for [device_address, device_address + nbytes), or NULL when the range
+     * is not inside one live allocation the launch's context can use: the twin must
+     * then return nonzero (an out-of-bounds access on the device). */
+    void *(*translate)(void *translate_ctx, uint64_t device_address, size_t nbytes);
+    void *translate_ctx;
+} tack_standin_launch;
+
+/* Returns 0 on success; nonzero is a device fault, which the stand-in turns into the
+ * sticky CUDA_ERROR_ILLEGAL_ADDRESS (700) of the launch's context. */
+typedef int (*tack_standin_twin_fn)(const tack_standin_launch *launch, void *user);
+
+/*
+ * Registers fn as the twin of the kernel entry `entry` (copied). A later registration
+ * of the same entry replaces the earlier one. Returns 0, or -1 when out of memory.
+ */
+int tack_standin_cuda_register_twin(const char *entry, tack_standin_twin_fn fn,
+                                    void *user);
+
+#endif /* TACK_STANDIN_TWIN_H */
