@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tack/array.h"
 #include "tack/device.h"
 #include "tack/status.h"
 
@@ -63,6 +64,26 @@ struct tack_backend {
     tack_status (*synchronize)(void *state);
     /* The memory domain of a device of this backend (see device.h). */
     uint64_t (*memory_domain)(void *state, int ordinal);
+
+    /* ---- appended slots; NULL where a backend has no such thing ---- */
+
+    /* Exports nbytes at ptr (an allocation of this backend) as an OS handle another
+     * API can import (a CUDA VMM allocation as a POSIX fd). The handle stays owned by
+     * the allocation. Out: *out only on success. NULL: the backend cannot export. */
+    tack_status (*export_memory)(void *state, void *ptr, size_t nbytes,
+                                 tack_exported_memory *out);
+    /* Tack's own stream on this device, as the driver's integer handle (what a CUDA
+     * consumer passes as `stream=`). NULL: launches are synchronous. */
+    uintptr_t (*stream)(void *state);
+    /* Makes a foreign stream (a driver handle, or the driver's special values such as
+     * CUDA's legacy 1 and per-thread 2) wait for the work queued on Tack's stream so
+     * far, without blocking the host. */
+    tack_status (*order_foreign_after_tack)(void *state, uintptr_t foreign);
+    /* Makes Tack's stream wait for the work queued on a foreign stream so far. */
+    tack_status (*order_tack_after_foreign)(void *state, uintptr_t foreign);
+    /* The driver library the device was opened with, for the device's repr.
+     * Borrowed: static. */
+    const char *(*driver_path)(void *state);
 };
 
 /* The backend tables Tack was built with. Borrowed: static. */
