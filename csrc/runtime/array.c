@@ -317,6 +317,19 @@ ncomponents(tack_dtype dt)
     return tack_dtype_get(dt)->ncomponents;
 }
 
+/* A fill or copy that used a shared buffer completes before the call returns: the
+ * memory's owner, or the consumer of an export, may read it at once on a stream Tack
+ * does not know (docs/cuda.md, Synchronization). b may be NULL. */
+static tack_status
+finish_shared(tack_status st, const tack_buffer *a, const tack_buffer *b)
+{
+    unsigned flags = tack_buffer_flags(a) | (b ? tack_buffer_flags(b) : 0u);
+    if (st == TACK_OK && (flags & TACK_BUFFER_SHARED)) {
+        st = tack_device_synchronize(a->device);
+    }
+    return st;
+}
+
 tack_status
 tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 {
@@ -342,8 +355,9 @@ tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
         return TACK_OK;
     }
     tack_device *dev = arr->buffer->device;
-    return dev->backend->fill(dev->state, arr->buffer->data, pattern, info->itemsize,
-                              arr->nelem);
+    st = dev->backend->fill(dev->state, arr->buffer->data, pattern, info->itemsize,
+                            arr->nelem);
+    return finish_shared(st, arr->buffer, NULL);
 }
 
 /* Host-side staging for a device array, or the array's own memory on the CPU. */
@@ -473,6 +487,15 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
                      src->buffer->data, sinfo->scalar, nscalars);
         return TACK_OK;
     }
+    if (!on_host(dst) && dst->buffer->device == src->buffer->device &&
+        dst->dtype == src->dtype) {
+        /* One device, one dtype: a device-to-device copy on the device's stream,
+         * never through the host. */
+        tack_device *dev = dst->buffer->device;
+        st = dev->backend->copy(dev->state, dst->buffer->data, src->buffer->data,
+                                dst->nbytes, TACK_COPY_DEVICE_TO_DEVICE);
+        return finish_shared(st, dst->buffer, src->buffer);
+    }
     size_t staging_bytes = nscalars * tack_dtype_get(sinfo->scalar)->itemsize;
     void *staging = tack__alloc(staging_bytes, 0);
     if (!staging) {
@@ -510,4 +533,71 @@ tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t 
                 size_t nelem, bool writable, tack_array **out)
 {
     return array_make(buf, dtype, ndim, shape, nelem, writable, true, out);
+}
+
+/* The exportable copy of buf for export_memory, made once. Borrowed: lives as long
+ * as buf. */
+static tack_status
+export_copy(tack_buffer *buf, tack_buffer **out)
+{
+    tack_buffer *copy = atomic_load_explicit(&buf->export_copy, memory_order_acquire);
+    if (copy) {
+        *out = copy;
+        return TACK_OK;
+    }
+    tack_device *dev = buf->device;
+    tack_status st = tack_buffer_new(
+        dev, buf->nbytes, TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE, &copy);
+    if (st != TACK_OK) {
+        return st;
+    }
+    /* Queued on the device's stream after the launches that wrote buf; waited for,
+     * so the memory is complete when another API imports the handle. */
+    st = dev->backend->copy(dev->state, copy->data, buf->data, buf->nbytes,
+                            TACK_COPY_DEVICE_TO_DEVICE);
+    if (st == TACK_OK) {
+        st = tack_device_synchronize(dev);
+    }
+    if (st != TACK_OK) {
+        tack_buffer_release(copy);
+        return st;
+    }
+    tack_buffer *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&buf->export_copy, &none, copy,
+                                                 memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        tack_buffer_release(copy); /* another thread made it first */
+        copy = none;
+    }
+    *out = copy;
+    return TACK_OK;
+}
+
+tack_status
+tack_array_export_memory(tack_array *arr, tack_exported_memory *out)
+{
+    if (!arr || !out) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT, "export_memory needs an array");
+    }
+    tack_buffer *buf = arr->buffer;
+    tack_device *dev = buf->device;
+    if (!dev->backend->export_memory) {
+        return tack__fail(TACK_ERR_UNSUPPORTED,
+                          "backend '%s' does not support memory export: only CUDA "
+                          "arrays export an OS handle; share this array with DLPack "
+                          "instead",
+                          dev->backend->name);
+    }
+    tack_buffer *target = buf;
+    tack_status st;
+    if (tack_buffer_flags(buf) & TACK_BUFFER_EXPORTABLE) {
+        st = tack_buffer_share(buf); /* exported in place, as DLPack does */
+    }
+    else {
+        st = export_copy(buf, &target);
+    }
+    if (st != TACK_OK) {
+        return st;
+    }
+    return dev->backend->export_memory(dev->state, target->data, arr->nbytes, out);
 }

@@ -17,6 +17,7 @@ buffer_alloc_struct(tack_device *dev, tack_buffer **out)
     }
     atomic_init(&buf->refcount, 1);
     atomic_init(&buf->flags, 0u);
+    atomic_init(&buf->export_copy, NULL);
     tack_device_retain(dev);
     buf->device = dev;
     *out = buf;
@@ -85,6 +86,7 @@ tack_buffer_release(tack_buffer *buf)
         return;
     }
     tack_device *dev = buf->device;
+    tack_buffer_release(atomic_load_explicit(&buf->export_copy, memory_order_acquire));
     switch (buf->owner) {
     case TACK_OWNER_OWN: dev->backend->free(dev->state, buf->data); break;
     case TACK_OWNER_IMPORTED: buf->release(buf->release_ctx); break;

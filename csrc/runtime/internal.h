@@ -67,6 +67,9 @@ struct tack_buffer {
     atomic_uint flags;       /* enum tack_buffer_flags */
     tack_release_fn release; /* imported only: runs once at the last release */
     void *release_ctx;
+    /* Owned reference or NULL: the exportable copy export_memory made of a buffer
+     * that was not allocated exportable (made once, released with this buffer). */
+    _Atomic(struct tack_buffer *) export_copy;
 };
 
 struct tack_array {

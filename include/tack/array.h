@@ -175,6 +175,30 @@ TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst,
  */
 TACK_API tack_status tack_array_copyto(tack_array *dst, const tack_array *src);
 
+/* ---- memory for other APIs ------------------------------------------------- */
+
+/* An allocation exported as an OS handle another graphics or compute API imports. */
+typedef struct tack_exported_memory {
+    const char *backend;     /* Borrowed, static: the exporting backend, "cuda" */
+    const char *handle_type; /* Borrowed, static: "posix_fd", "win32_kmt", ... */
+    uint64_t handle;         /* the handle; a POSIX fd is closed with the buffer */
+    size_t size;             /* bytes of the array */
+    size_t allocation_size;  /* bytes behind the handle (rounded to a granularity) */
+    uint8_t device_uuid[16]; /* to match the device across APIs */
+} tack_exported_memory;
+
+/*
+ * Exports the array's memory as an OS handle (the spec's export_memory). An array
+ * allocated exportable is exported in place: its buffer is shared first, as for a
+ * DLPack export. Any other array of a backend that can export waits for its queued
+ * work and is copied once, device to device, into an exportable buffer that lives as
+ * long as the array's buffer; later writes to the array are not reflected in it.
+ * Out: *out only on success. Errors: TACK_ERR_UNSUPPORTED on a backend that cannot
+ * export (the CPU, HIP, Level Zero), the backend's errors otherwise.
+ */
+TACK_API tack_status tack_array_export_memory(tack_array *arr,
+                                              tack_exported_memory *out);
+
 /* A copy of src on dev (same dtype and shape). Returns: new reference. */
 TACK_API tack_status tack_array_to_device(const tack_array *src, tack_device *dev,
                                           tack_array **out);
