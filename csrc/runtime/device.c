@@ -235,6 +235,27 @@ tack_device_synchronize(tack_device *dev)
     return dev->backend->synchronize ? dev->backend->synchronize(dev->state) : TACK_OK;
 }
 
+uintptr_t
+tack_device_stream(const tack_device *dev)
+{
+    return dev->backend->stream ? dev->backend->stream(dev->state) : 0;
+}
+
+tack_status
+tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign)
+{
+    if (!dev->backend->order_tack_after_foreign) {
+        return TACK_OK;
+    }
+    return dev->backend->order_tack_after_foreign(dev->state, foreign);
+}
+
+const char *
+tack_device_driver_path(const tack_device *dev)
+{
+    return dev->backend->driver_path ? dev->backend->driver_path(dev->state) : NULL;
+}
+
 tack_status
 tack_default_device(tack_device **out)
 {

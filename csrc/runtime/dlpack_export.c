@@ -56,6 +56,59 @@ tack_dlpack_describe(const tack_array *arr, DLTensor *out)
     out->byte_offset = 0;
 }
 
+tack_status
+tack_dlpack_export_stream(const tack_device *dev, bool given, int64_t stream,
+                          tack_dlpack_export_options *opts)
+{
+    bool streams = dev->backend->stream && dev->backend->order_foreign_after_tack;
+    if (!streams) {
+        if (given && stream != -1) {
+            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+                              "stream=%lld: an array on %s:%d has no streams; pass "
+                              "stream=None (or -1)",
+                              (long long)stream, dev->backend->name, dev->ordinal);
+        }
+        opts->has_stream = false;
+        opts->stream = 0;
+        return TACK_OK;
+    }
+    if (given && (stream == 0 || stream < -1)) {
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+                          "stream=%lld is not a %s stream: pass None or 1 for the "
+                          "legacy default stream, 2 for the per-thread default "
+                          "stream, a stream handle, or -1 for no ordering",
+                          (long long)stream, dev->backend->name);
+    }
+    /* None means the legacy default stream (Array API); -1 asks for no ordering. */
+    opts->has_stream = !given || stream != -1;
+    opts->stream = given ? (uintptr_t)stream : 1u;
+    return TACK_OK;
+}
+
+/* Makes the buffer safe for a consumer that may read at once and keep reading: with
+ * a consumer stream, that stream waits for the work queued so far (no host wait);
+ * otherwise the host waits (share). Either way the buffer is shared from now on, so
+ * every later launch that uses it completes before it returns. On a backend with
+ * streams a shared buffer may still have work queued before a stream handoff, so the
+ * wait is repeated; elsewhere a shared buffer has nothing pending. */
+static tack_status
+share_for_consumer(tack_buffer *buf, const tack_dlpack_export_options *opts)
+{
+    const tack_backend *b = buf->device->backend;
+    if (opts && opts->has_stream && b->order_foreign_after_tack) {
+        tack_status st = b->order_foreign_after_tack(buf->device->state, opts->stream);
+        if (st == TACK_OK) {
+            atomic_fetch_or_explicit(&buf->flags, TACK_BUFFER_SHARED,
+                                     memory_order_acq_rel);
+        }
+        return st;
+    }
+    if (!(tack_buffer_flags(buf) & TACK_BUFFER_SHARED) || b->stream) {
+        return tack_buffer_share(buf);
+    }
+    return TACK_OK;
+}
+
 /* The array the export describes: arr itself, or a private copy on the requested
  * device. Returns: new reference in *out. */
 static tack_status
@@ -72,21 +125,23 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
             arr->buffer->device->backend->name, arr->buffer->device->ordinal,
             want->backend->name, want->ordinal);
     }
+    tack_array *src = arr;
     if (copy) {
-        *copied = true;
-        return tack_array_to_device(arr, want, out);
-    }
-    /* The consumer may read at once, on its own stream, and keep reading. A buffer
-     * already shared has no launch pending (each completes before it returns). */
-    if (!(tack_buffer_flags(arr->buffer) & TACK_BUFFER_SHARED)) {
-        tack_status st = tack_buffer_share(arr->buffer);
+        tack_status st = tack_array_to_device(arr, want, &src);
         if (st != TACK_OK) {
             return st;
         }
     }
-    *copied = false;
-    tack_array_retain(arr);
-    *out = arr;
+    else {
+        tack_array_retain(arr);
+    }
+    tack_status st = share_for_consumer(src->buffer, opts);
+    if (st != TACK_OK) {
+        tack_array_release(src);
+        return st;
+    }
+    *copied = copy;
+    *out = src;
     return TACK_OK;
 }
 

@@ -48,7 +48,25 @@ typedef struct tack_dlpack_export_options {
      * (docs/dlpack.md, export). Without it, TACK_DLPACK_MINOR. */
     bool limit_minor;
     uint32_t max_minor;
+    /* With has_stream, the consumer's stream (a driver handle, or CUDA's 1 for the
+     * legacy and 2 for the per-thread default stream): it is made to wait for the
+     * work queued on the array, and the host does not wait. Without it the export
+     * waits for that work (share). tack_dlpack_export_stream fills both. */
+    bool has_stream;
+    uintptr_t stream;
 } tack_dlpack_export_options;
+
+/*
+ * Applies the DLPack `stream=` rules of the Array API for an array on dev to opts
+ * (docs/cuda.md). given is false for stream=None. On CUDA: None and 1 are the legacy
+ * default stream, 2 the per-thread default stream, a larger value a stream handle,
+ * -1 "do not order" (the export still waits for queued work), 0 is ambiguous and
+ * refused. Devices without streams accept None and -1 only. Out: opts->has_stream and
+ * opts->stream, only on success. Errors: TACK_ERR_DLPACK_INVALID for a refused value.
+ */
+TACK_API tack_status tack_dlpack_export_stream(const tack_device *dev, bool given,
+                                               int64_t stream,
+                                               tack_dlpack_export_options *opts);
 
 /*
  * Exports arr as a versioned managed tensor: version 1.3 (or the consumer's
