@@ -1,26 +1,9 @@
 /*
- * cuda_backend.c: the cuda backend table. The driver is opened with dlopen on first
- * use; without it, opening a device raises RuntimeError naming the library.
+ * cuda_backend.c: the cuda backend table. The implementation is split by concept
+ * (cuda_internal.h lists the files); docs/cuda.md describes the model: one
+ * non-blocking stream per device, host reads wait, exports share.
  */
-#include "../gpu_driver.h"
-
-static const char *const cuda_libraries[] = {"libcuda.so.1", "libcuda.so", NULL};
-
-static tack_status
-cuda_open(int ordinal, const tack_device_options *options, void **state)
-{
-    (void)ordinal;
-    (void)options;
-    void *handle;
-    tack_status st =
-        tack__driver_load("cuda", cuda_libraries, "the NVIDIA driver", &handle);
-    if (st != TACK_OK) {
-        return st;
-    }
-    /* The library stays loaded: drivers must never be unloaded while in use. */
-    (void)state;
-    return tack__driver_not_built("cuda");
-}
+#include "cuda_internal.h"
 
 static const char *const cuda_options[] = {NULL};
 
@@ -28,13 +11,18 @@ const tack_backend tack__backend_cuda = {
     .name = "cuda",
     .dlpack_device_type = 2,
     .option_names = cuda_options,
-    .open = cuda_open,
-    .close = NULL,
-    .alloc = tack__gpu_alloc,
-    .free = tack__gpu_free,
-    .copy = tack__gpu_copy,
-    .fill = tack__gpu_fill,
-    .memory_space = tack__gpu_memory_space,
-    .synchronize = tack__gpu_synchronize,
-    .memory_domain = tack__gpu_memory_domain,
+    .open = tack__cuda_open,
+    .close = tack__cuda_close,
+    .alloc = tack__cuda_alloc,
+    .free = tack__cuda_free,
+    .copy = tack__cuda_copy,
+    .fill = tack__cuda_fill,
+    .memory_space = tack__cuda_memory_space,
+    .synchronize = tack__cuda_synchronize,
+    .memory_domain = tack__cuda_memory_domain,
+    .export_memory = tack__cuda_export_memory,
+    .stream = tack__cuda_stream,
+    .order_foreign_after_tack = tack__cuda_order_foreign_after_tack,
+    .order_tack_after_foreign = tack__cuda_order_tack_after_foreign,
+    .driver_path = tack__cuda_driver_path,
 };
