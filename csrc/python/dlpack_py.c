@@ -145,7 +145,7 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2], *copy = a[3];
     tack_array *arr = ARR(self);
     tack_device *own = tack_array_device(arr);
-    tack_dlpack_export_options opts = {false, NULL, false, 0};
+    tack_dlpack_export_options opts = {false, NULL, false, 0, false, 0};
     if (copy && copy != Py_None) {
         if (!PyBool_Check(copy)) {
             PyErr_Format(PyExc_TypeError, "copy must be None, True or False, not %R",
@@ -168,20 +168,23 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                                         : (uint32_t)minor;
         }
     }
-    if (stream && stream != Py_None) {
-        /* A CPU array has no stream; -1 means "do not synchronize", which is what a
-         * CPU export does anyway. */
-        long s = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
-        if (s == -1 && PyErr_Occurred()) {
-            return NULL;
+    {
+        /* The stream rules (Array API meanings per device) live in the runtime. */
+        bool given = stream && stream != Py_None;
+        long long s = 0;
+        if (given) {
+            if (!PyLong_Check(stream)) {
+                return tackpy_raise_kind(st, TACK_KIND_DLPACK_VALUE,
+                                         "stream=%R: pass None or an int", stream);
+            }
+            s = PyLong_AsLongLong(stream);
+            if (s == -1 && PyErr_Occurred()) {
+                return NULL;
+            }
         }
-        if (!PyLong_Check(stream) || s != -1 ||
-            tack_device_dlpack_type(own) != kDLCPU) {
-            return tackpy_raise_kind(
-                st, TACK_KIND_DLPACK_VALUE,
-                "stream=%R: an array on %s:%d has no streams; pass "
-                "stream=None (or -1)",
-                stream, tack_device_backend_name(own), tack_device_ordinal(own));
+        tack_status status = tack_dlpack_export_stream(own, given, (int64_t)s, &opts);
+        if (status != TACK_OK) {
+            return tackpy_raise(st, status);
         }
     }
     tack_device *want = NULL;
@@ -347,14 +350,31 @@ exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object)
     return 0;
 }
 
+/* The Tack device behind a DLPack device with streams (kDLCUDA, kDLCUDAManaged), or
+ * NULL (no streams there, or the device cannot be opened: then the import reports
+ * it). Returns: new reference. */
+static tack_device *
+stream_device(int32_t device_type, int32_t device_id)
+{
+    if (device_type != kDLCUDA && device_type != kDLCUDAManaged) {
+        return NULL;
+    }
+    tack_device *dev = NULL;
+    if (tack_device_open("cuda", device_id, NULL, &dev) != TACK_OK) {
+        return NULL;
+    }
+    return dev;
+}
+
 static int
 exchange_current_work_stream(DLDeviceType device_type, int32_t device_id,
                              void **out_current_stream)
 {
-    /* Tack's launches on the CPU are synchronous: there is never pending work. */
-    (void)device_type;
-    (void)device_id;
-    *out_current_stream = NULL;
+    /* Tack's work on a GPU is queued on its own stream; on the CPU it is synchronous
+     * and there is never pending work. */
+    tack_device *dev = stream_device((int32_t)device_type, device_id);
+    *out_current_stream = dev ? (void *)tack_device_stream(dev) : NULL;
+    tack_device_release(dev);
     return 0;
 }
 
@@ -485,21 +505,61 @@ import_capsule(tackpy_state *st, PyObject *capsule,
 }
 
 /* Whether the producer's current stream on the tensor's device may still hold work
- * that we could not order after (we never have a stream to order). */
+ * that Tack could not order its own stream after. On CUDA Tack's stream is made to
+ * wait for the producer's current stream (NULL there is the legacy default stream),
+ * so nothing is pending; elsewhere Tack has no stream and any producer stream may. */
 static int
 exchange_pending_work(const DLPackExchangeAPI *api, const DLManagedTensorVersioned *mt)
 {
     DLDeviceType type = mt->dl_tensor.device.device_type;
     if (mt->version.major != 1 || type == kDLCPU || type == kDLCUDAHost ||
-        type == kDLROCMHost || !api->current_work_stream) {
+        type == kDLROCMHost) {
         return 0;
+    }
+    if (!api->current_work_stream) {
+        return 1;
     }
     void *stream = NULL;
     if (api->current_work_stream(type, mt->dl_tensor.device.device_id, &stream) != 0) {
         PyErr_Clear();
         return 1;
     }
-    return stream != NULL;
+    tack_device *dev = stream_device((int32_t)type, mt->dl_tensor.device.device_id);
+    if (!dev) {
+        return stream != NULL;
+    }
+    uintptr_t foreign = stream ? (uintptr_t)stream : 1u; /* CU_STREAM_LEGACY */
+    tack_status status = tack_device_wait_for_stream(dev, foreign);
+    tack_device_release(dev);
+    return status != TACK_OK;
+}
+
+/* Tack's stream on the device x lives on (from x.__dlpack_device__()), as the int to
+ * pass as stream=, or NULL with no error where there is no stream to pass. */
+static PyObject *
+consumer_stream(PyObject *x)
+{
+    PyObject *where = PyObject_CallMethod(x, "__dlpack_device__", NULL);
+    if (!where) {
+        PyErr_Clear(); /* __dlpack__ alone still works; it reports its own errors */
+        return NULL;
+    }
+    int type = 0, id = 0;
+    int ok = PyTuple_Check(where) && PyArg_ParseTuple(where, "ii", &type, &id);
+    Py_DECREF(where);
+    if (!ok) {
+        PyErr_Clear();
+        return NULL;
+    }
+    tack_device *dev = stream_device(type, id);
+    if (!dev) {
+        return NULL;
+    }
+    uintptr_t stream = tack_device_stream(dev);
+    tack_device_release(dev);
+    /* The legacy default stream when Tack has none of its own (never 0, which the
+     * Array API forbids on CUDA). */
+    return PyLong_FromUnsignedLongLong(stream ? (unsigned long long)stream : 1ull);
 }
 
 /* x.__dlpack__(max_version=(1, 3)), and x.__dlpack__() for a producer that predates
@@ -508,10 +568,31 @@ exchange_pending_work(const DLPackExchangeAPI *api, const DLManagedTensorVersion
 static PyObject *
 request_capsule(tackpy_state *st, PyObject *x)
 {
-    PyObject *args[2] = {x, CONST(st, C_MAX_VERSION)};
-    PyObject *capsule = PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
-                                                  1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                                  CONST(st, C_KW_MAX_VERSION));
+    PyObject *stream = consumer_stream(x);
+    if (!stream && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *capsule;
+    if (stream) {
+        /* A producer on a device with streams orders its pending writes before
+         * Tack's stream (the Array API's consumer rule): without stream= it may
+         * assume the legacy default stream, which Tack's stream does not follow. */
+        PyObject *kw =
+            PyTuple_Pack(2, CONST(st, C_MAX_VERSION_NAME), CONST(st, C_STREAM));
+        PyObject *args[3] = {x, CONST(st, C_MAX_VERSION), stream};
+        capsule = kw ? PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
+                                                 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw)
+                     : NULL;
+        Py_XDECREF(kw);
+        Py_DECREF(stream);
+    }
+    else {
+        PyObject *args[2] = {x, CONST(st, C_MAX_VERSION)};
+        capsule = PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
+                                            1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                            CONST(st, C_KW_MAX_VERSION));
+    }
+    PyObject *args[2] = {x, NULL};
     if (capsule) {
         return capsule;
     }
