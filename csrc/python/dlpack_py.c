@@ -677,6 +677,17 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             mt->deleter(mt);
         }
     }
+    if (!PyObject_HasAttr(x, CONST(st, C_DLPACK))) {
+        /* An object that speaks only the CUDA Array Interface (Numba, older
+         * libraries): wrapped as tack.asarray would, docs/cuda.md. */
+        PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
+        if (cai) {
+            result = tackpy_from_cuda_array_interface(st, x, cai, opts.device);
+            Py_DECREF(cai);
+            goto done;
+        }
+        PyErr_Clear();
+    }
     PyObject *capsule = request_capsule(st, x);
     if (capsule) {
         result = import_capsule(st, capsule, &opts);
@@ -697,8 +708,8 @@ typedef struct {
     Py_buffer view;
 } pybuffer_hold;
 
-static int
-python_gone(void)
+int
+tackpy_python_gone(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     int finalizing = Py_IsFinalizing();
@@ -713,7 +724,7 @@ static void
 release_pybuffer(void *ctx)
 {
     pybuffer_hold *hold = ctx;
-    if (python_gone()) {
+    if (tackpy_python_gone()) {
         return; /* leak: nothing of Python may be touched any more */
     }
     PyGILState_STATE g = PyGILState_Ensure();

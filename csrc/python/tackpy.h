@@ -67,6 +67,17 @@ PyObject *tackpy_raise(tackpy_state *st, tack_status status);
 /* As tackpy_raise, for functions returning int: returns -1. */
 int tackpy_raise_int(tackpy_state *st, tack_status status);
 /* Raises the class of kind with a formatted message; returns NULL. */
+/* Whether Python can no longer be touched (finalized, or finalizing on another
+ * thread): a release callback then leaks instead. */
+int tackpy_python_gone(void);
+
+/* An array over the memory an object describes with __cuda_array_interface__ (cai,
+ * its value), keeping obj alive; on dev (borrowed, may be NULL: the default device
+ * when it is a CUDA device, else cuda:0). New reference, or NULL with an exception
+ * (cuda_interface.c). */
+PyObject *tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj,
+                                           PyObject *cai, tack_device *dev);
+
 PyObject *tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt,
                             ...);
 
