@@ -120,12 +120,13 @@ tack__cuda_copy(void *state, void *dst, const void *src, size_t nbytes,
 }
 
 /* Whether the pattern is one 4-byte (or 2-, or 1-byte) word repeated: then the
- * driver's memset fills it. Out: *word, *word_size. */
+ * driver's memset fills it, with the widest such word (fewer, wider stores).
+ * Out: *word, *word_size. */
 static bool
 repeating_word(const unsigned char *pattern, size_t n, uint32_t *word,
                size_t *word_size)
 {
-    static const size_t sizes[] = {1, 2, 4};
+    static const size_t sizes[] = {4, 2, 1};
     for (size_t k = 0; k < 3; k++) {
         size_t w = sizes[k];
         if (n % w != 0) {
