@@ -56,6 +56,12 @@ struct tack_device {
     uint64_t memory_domain;
 };
 
+/* What the CUDA backend knows of a pointer the CPU backend is asked to wrap:
+ * TACK_MEMORY_DEVICE for CUDA device memory (which the host cannot touch) once a CUDA
+ * device is open in this process, TACK_MEMORY_HOST otherwise; the driver is never
+ * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
+tack_memory_space tack__cuda_pointer_kind(const void *ptr);
+
 /* ---- buffers and arrays (buffer.c, array.c) ---------------------------------- */
 
 struct tack_buffer {

@@ -150,9 +150,9 @@ enum {
 /* ---- types ----------------------------------------------------------------------- */
 
 /* cuda.h declares these as enums; every one of them is int-sized (the ABI test checks).
- * The ABI test of function types defines TCU_ABI_TYPES_FROM_CUDA_H and binds these names,
- * and the struct names below, to cuda.h's own types, so it can compare each entry point's
- * type exactly. */
+ * The ABI test of function types defines TCU_ABI_TYPES_FROM_CUDA_H and binds these
+ * names, and the struct names below, to cuda.h's own types, so it can compare each
+ * entry point's type exactly. */
 #ifndef TCU_ABI_TYPES_FROM_CUDA_H
 typedef int tcu_result;
 typedef int tcu_device_attribute;

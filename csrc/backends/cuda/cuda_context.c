@@ -241,6 +241,7 @@ tack__cuda_open(int ordinal, const tack_device_options *options, void **state)
         tack__free(s);
         return st;
     }
+    tack__cuda_note_device(s);
     *state = s;
     return TACK_OK;
 }

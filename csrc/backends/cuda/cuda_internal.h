@@ -128,5 +128,7 @@ tack_status tack__cuda_export_memory(void *state, void *ptr, size_t nbytes,
 
 tack_status tack__cuda_memory_space(void *state, const void *ptr,
                                     tack_memory_space *out);
+/* Remembers an opened device for tack__cuda_pointer_kind (internal.h). */
+void tack__cuda_note_device(tack__cuda_state *s);
 
 #endif /* TACK_CUDA_INTERNAL_H */

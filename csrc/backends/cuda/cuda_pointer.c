@@ -47,3 +47,28 @@ tack__cuda_memory_space(void *state, const void *ptr, tack_memory_space *out)
     }
     return TACK_OK;
 }
+
+/* The first CUDA device opened in this process (registry devices never die), for
+ * questions the CPU backend asks; NULL while no CUDA device has been opened. */
+static _Atomic(tack__cuda_state *) any_device;
+
+void
+tack__cuda_note_device(tack__cuda_state *s)
+{
+    tack__cuda_state *none = NULL;
+    atomic_compare_exchange_strong(&any_device, &none, s);
+}
+
+tack_memory_space
+tack__cuda_pointer_kind(const void *ptr)
+{
+    tack__cuda_state *s = atomic_load_explicit(&any_device, memory_order_acquire);
+    tack_memory_space space = TACK_MEMORY_HOST;
+    if (!s || tack__cuda_memory_space(s, ptr, &space) != TACK_OK) {
+        return TACK_MEMORY_HOST; /* no CUDA here, or no answer: the caller decides */
+    }
+    /* Device memory of any ordinal is unreachable from the host. */
+    return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_UNKNOWN
+               ? TACK_MEMORY_DEVICE
+               : TACK_MEMORY_HOST;
+}
