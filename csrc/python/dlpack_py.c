@@ -311,7 +311,13 @@ exchange_from_py(void *py_object, DLManagedTensorVersioned **out)
     if (!st) {
         return -1;
     }
-    tack_status status = tack_dlpack_export_versioned(ARR(py_object), NULL, out);
+    /* NoSync: the consumer orders its stream after current_work_stream, which is
+     * Tack's stream, so the export names that stream and the host does not wait;
+     * the buffer is still marked shared, as every export does. */
+    tack_dlpack_export_options opts = {false, NULL, false, 0, false, 0};
+    opts.stream = tack_device_stream(tack_array_device(ARR(py_object)));
+    opts.has_stream = opts.stream != 0;
+    tack_status status = tack_dlpack_export_versioned(ARR(py_object), &opts, out);
     return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 }
 
