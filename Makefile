@@ -17,7 +17,14 @@ $(VENV)/.ready: pyproject.toml
 	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff mypy "jax[cpu]" "vtk==9.7.1" pyvista
 	touch $@
 
-setup: $(VENV)/.ready
+# MPI for the distributed tests and example: mpi4py and MPICH's PyPI wheel (mpiexec runs
+# as root and oversubscribed without flags). A stamp of its own, so an existing
+# environment gains it on the next `make setup`.
+$(VENV)/.mpi-ready: $(VENV)/.ready
+	$(PY) -m pip install -q "mpi4py>=4.1" "mpich>=4.2"
+	touch $@
+
+setup: $(VENV)/.ready $(VENV)/.mpi-ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
 # The main example: VTK's image scalars computed by a Tack kernel without copies;
@@ -76,10 +83,10 @@ sanitize-py: $(VENV)/.ready
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage TACK_SANITIZED=1 $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
+	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
 
 valgrind: test-c
-	TACK_TEST_NO_FORK=0 valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
+	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
 
 lint: test-c setup
 	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c

@@ -483,6 +483,12 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Py_BEGIN_ALLOW_THREADS
         status = tack_kernel_build(name, filename, source, &k, &log);
     Py_END_ALLOW_THREADS
+    /* Said once per process: the cache folder could not be used. */
+    const char *notice = tack_kernel_cache_notice();
+    if (notice && PyErr_WarnEx(PyExc_RuntimeWarning, notice, 1) < 0) {
+        tack_kernel_log_free(log);
+        return NULL;
+    }
     if (status != TACK_OK) {
         if (status == TACK_ERR_COMPILE && log) {
             tackpy_raise_kind(st, TACK_KIND_COMPILE, "%s:\n%s", tack_last_error(), log);

@@ -5,6 +5,9 @@
  * ordinal), lives until the process ends and is never freed, so a borrowed pointer to
  * it never dangles; a device opened with options is refcounted and closed with its
  * backend when the last reference goes.
+ *
+ * fork(): the registry lock is taken around the fork (pthread_atfork), so the child
+ * never inherits it held by a thread it does not have, nor a half-made entry.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,10 +27,38 @@ static const tack_backend *const backends[] = {
 #define TACK__NBACKENDS (sizeof backends / sizeof backends[0])
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static tack_device *registry[TACK__NBACKENDS][TACK__MAX_ORDINAL];
 /* Owned reference; NULL means the CPU. Written under registry_lock; read without it
  * when it is a registry device, which never dies. */
 static _Atomic(tack_device *) default_device;
+
+static void
+lock_registry(void)
+{
+    pthread_mutex_lock(&registry_lock);
+}
+
+static void
+unlock_registry(void)
+{
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void
+register_fork_handler(void)
+{
+    /* The forking thread holds the lock across fork() and releases it on both sides. */
+    pthread_atfork(lock_registry, unlock_registry, unlock_registry);
+}
+
+/* Every path that takes the lock goes through here first. */
+static void
+registry_enter(void)
+{
+    pthread_once(&fork_once, register_fork_handler);
+    pthread_mutex_lock(&registry_lock);
+}
 
 static const tack_backend *
 find_backend(const char *name, size_t *index)
@@ -154,7 +185,7 @@ tack_device_open(const char *name, int ordinal, const tack_device_options *optio
     if (options && options->external_context) {
         return device_make(b, ordinal, options, out);
     }
-    pthread_mutex_lock(&registry_lock);
+    registry_enter();
     tack_device *dev = registry[index][ordinal];
     tack_status st = TACK_OK;
     if (!dev) {
@@ -266,7 +297,7 @@ tack_default_device(tack_device **out)
     tack_device *dev = atomic_load_explicit(&default_device, memory_order_acquire);
     if (dev && !dev->in_registry) {
         /* Another thread may replace and release it: retain under the lock. */
-        pthread_mutex_lock(&registry_lock);
+        registry_enter();
         dev = atomic_load_explicit(&default_device, memory_order_relaxed);
         tack_device_retain(dev);
         pthread_mutex_unlock(&registry_lock);
@@ -290,7 +321,7 @@ void
 tack_set_default_device(tack_device *dev)
 {
     tack_device_retain(dev);
-    pthread_mutex_lock(&registry_lock);
+    registry_enter();
     tack_device *old = atomic_load_explicit(&default_device, memory_order_relaxed);
     atomic_store_explicit(&default_device, dev, memory_order_release);
     pthread_mutex_unlock(&registry_lock);

@@ -204,10 +204,18 @@ enum { TACK__PATH_CAP = 4096 };
 /* snprintf into a path buffer; false (and an empty path) when it does not fit. */
 bool tack__path(char *out, size_t cap, const char *fmt, ...) TACK__PRINTF(3, 4);
 /* Finds or creates the cache directory ($TACK_CACHE_DIR, else $XDG_CACHE_HOME/tack,
- * else ~/.cache/tack) with mode 0700. Returns false when there is no usable one (not
- * ours, not a directory, cannot be created): compiles then go to a private temporary
- * directory and nothing persists. */
-bool tack__cache_dir(char *dir, size_t cap);
+ * else ~/.cache/tack): a directory Tack creates gets mode 0700; an existing one open
+ * to others keeps its mode and the cache goes into a private tack-<uid> inside it.
+ * Never changes the mode of a directory. Returns false when there is no usable one
+ * (not ours, not private, cannot be created): compiles then go to a private
+ * temporary directory and nothing persists; why (why_cap bytes) then says what was
+ * wrong, or is empty when no location is configured at all (no HOME). */
+bool tack__cache_dir(char *dir, size_t cap, char *why, size_t why_cap);
+/* Removes the files in path, then path itself (a compile's temporary folder). */
+void tack__remove_dir(const char *path);
+/* Removes temporary entries (names containing ".tmp") of this user in dir that are
+ * old enough to have been left by a killed process. */
+void tack__cache_sweep(const char *dir);
 typedef enum { TACK__ENTRY_MISSING, TACK__ENTRY_BAD, TACK__ENTRY_OK } tack__entry;
 /* Checks dir/key.meta and dir/key.so: both regular files owned by this user and not
  * writable by others, the meta naming this exact source and the .so's size and hash.
@@ -217,8 +225,15 @@ tack__entry tack__cache_lookup(const char *dir, const char *key, const char *sou
                                size_t source_len, int *fd);
 /* Publishes a compiled object: writes dir/key.meta for source and so_path's bytes,
  * then renames so_path to dir/key.so and the meta into place (readers never see a
- * partial file). Failure only loses the entry; the caller keeps its kernel. */
-void tack__cache_commit(const char *dir, const char *key, const char *so_path,
-                        const char *source, size_t source_len);
+ * partial file). Returns 0, or the errno of the failure (a full or read-only disk),
+ * which only loses the entry: the caller keeps its kernel, and no partial file is
+ * left in dir. */
+int tack__cache_commit(const char *dir, const char *key, const char *so_path,
+                       const char *source, size_t source_len);
+/* Every word of the compile command except the source and object paths (the
+ * compiler's words from $CC, the flags, the libraries), all of which key the cache.
+ * Writes at most cap pointers to static or $CC-derived strings (valid until the next
+ * call) and returns the count, or -1 when there is no compiler. For tests. */
+int tack__jit_key_words(const char **words, int cap);
 
 #endif /* TACK_INTERNAL_H */

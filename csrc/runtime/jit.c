@@ -14,7 +14,15 @@
  *
  * One mutex serialises builds in a process: two threads asking for the same
  * specialization get one compile, and nothing is ever loaded half-built. Callers
- * from Python release the GIL before calling in.
+ * from Python release the GIL before calling in. A child forked while another
+ * thread compiles inherits the mutex locked by a thread it does not have, so the
+ * child re-creates it (pthread_atfork); the table it guards is published with one
+ * atomic store, so the child always sees a whole one.
+ *
+ * Each compile works in a folder of its own, made by mkdtemp in the cache folder,
+ * and removes it whatever happens. When the cache folder cannot be written (read-
+ * only, full, not private) compiles go to a private temporary folder instead, for
+ * the rest of the process; tack_kernel_cache_notice() tells the user once.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -27,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,11 +65,20 @@ static const char *const compile_flags[] = {
     "-w",
     NULL,
 };
+/* After the source file, where the linker looks for what it still needs. */
+static const char *const link_flags[] = {"-lm", NULL};
 
 #define MAX_CC_ARGS 16
+/* The compiler's words, the flags, the source, -o and the object, the libraries. */
+#define MAX_COMMAND (MAX_CC_ARGS + 24)
 
 static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
-static tack_kernel *loaded; /* under build_lock */
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+/* Written under build_lock, with a release store, after the new entry is complete. */
+static _Atomic(tack_kernel *) loaded;
+/* The cache folder failed a write in this process: compile in temporary folders. */
+static bool cache_unwritable; /* under build_lock */
+static bool swept;            /* stale temporary files removed once, under build_lock */
 static _Atomic uint64_t stat_compiles, stat_disk_hits, stat_memory_hits, stat_rebuilds,
     stat_failures;
 extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial;
@@ -81,6 +99,53 @@ void
 tack_kernel_log_free(char *log)
 {
     tack__free(log);
+}
+
+/* ---- the notice ----------------------------------------------------------------- */
+
+/* Written once, under build_lock, before notice_state becomes PENDING; never again. */
+static char notice_text[TACK__PATH_CAP + 512];
+enum { NOTICE_NONE, NOTICE_PENDING, NOTICE_TAKEN };
+static atomic_int notice_state;
+
+static void TACK__PRINTF(1, 2) notice(const char *fmt, ...)
+{
+    if (atomic_load(&notice_state) != NOTICE_NONE) {
+        return; /* said once per process */
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
+    vsnprintf(notice_text, sizeof notice_text, fmt, ap);
+    va_end(ap);
+    atomic_store_explicit(&notice_state, NOTICE_PENDING, memory_order_release);
+}
+
+const char *
+tack_kernel_cache_notice(void)
+{
+    int pending = NOTICE_PENDING;
+    return atomic_compare_exchange_strong(&notice_state, &pending, NOTICE_TAKEN)
+               ? notice_text
+               : NULL;
+}
+
+/* ---- fork ----------------------------------------------------------------------- */
+
+/* The child has only the forking thread: a build running on another thread at the
+ * fork will never unlock, so the child starts with a fresh mutex. Nothing else needs
+ * repair: the table is published atomically and a half-done compile belongs to the
+ * parent (its temporary folder is the parent's to remove). */
+static void
+after_fork_child(void)
+{
+    pthread_mutex_init(&build_lock, NULL);
+}
+
+static void
+register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
 }
 
 static char *
@@ -170,6 +235,37 @@ hash_cpu(tack__hash *h)
     }
 }
 
+/* The compile command: the compiler's words, the flags, the source, -o object, the
+ * libraries. A NULL path is left out (the key is computed without them). Returns
+ * the number of words; argv[n] is NULL. */
+static int
+command_words(const compiler *c, const char *c_path, const char *so_path,
+              const char *argv[MAX_COMMAND])
+{
+    int n = 0;
+    for (int k = 0; k < c->argc; k++) {
+        argv[n++] = c->argv[k];
+    }
+    for (const char *const *f = compile_flags; *f; f++) {
+        argv[n++] = *f;
+    }
+    if (c_path) {
+        argv[n++] = c_path;
+    }
+    argv[n++] = "-o";
+    if (so_path) {
+        argv[n++] = so_path;
+    }
+    for (const char *const *f = link_flags; *f; f++) {
+        argv[n++] = *f;
+    }
+    argv[n] = NULL;
+    return n;
+}
+
+/* Every word of the command keys the cache, so no flag can change the object
+ * without changing the key. The compiler itself is its resolved path instead of
+ * argv[0]. */
 static void
 compute_key(const compiler *c, const char *source, char key[33])
 {
@@ -177,16 +273,15 @@ compute_key(const compiler *c, const char *source, char key[33])
     tack__hash_init(&h);
     tack__hash_str(&h, source);
     tack__hash_str(&h, c->path);
-    for (int k = 1; k < c->argc; k++) {
-        tack__hash_str(&h, c->argv[k]);
-    }
     struct stat sb;
     if (stat(c->path, &sb) == 0) {
         int64_t id[2] = {(int64_t)sb.st_size, (int64_t)sb.st_mtime};
         tack__hash_update(&h, id, sizeof id);
     }
-    for (const char *const *f = compile_flags; *f; f++) {
-        tack__hash_str(&h, *f);
+    const char *argv[MAX_COMMAND];
+    int n = command_words(c, NULL, NULL, argv);
+    for (int k = 1; k < n; k++) {
+        tack__hash_str(&h, argv[k]);
     }
     hash_cpu(&h);
     tack__hash_str(&h, TACK_VERSION);
@@ -195,26 +290,49 @@ compute_key(const compiler *c, const char *source, char key[33])
     tack__hash_hex(&h, key);
 }
 
-static bool
+int
+tack__jit_key_words(const char **words, int cap)
+{
+    static compiler c;
+    if (compiler_find(&c) != TACK_OK) {
+        return -1;
+    }
+    const char *argv[MAX_COMMAND];
+    int n = command_words(&c, NULL, NULL, argv);
+    int count = 0;
+    for (int k = 1; k < n && count < cap; k++) {
+        words[count++] = argv[k];
+    }
+    return count;
+}
+
+/* Writes a new file. Returns 0 or the errno of the failure (the partial file is the
+ * caller's to remove). */
+static int
 write_file(const char *path, const char *data, size_t n)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
-        return false;
+        return errno;
     }
-    bool ok = true;
-    while (n > 0 && ok) {
+    int err = 0;
+    while (n > 0 && !err) {
         ssize_t w = write(fd, data, n);
         if (w < 0 && errno == EINTR) {
             continue;
         }
-        ok = w > 0;
-        if (ok) {
+        if (w <= 0) {
+            err = w < 0 ? errno : EIO;
+        }
+        else {
             data += w;
             n -= (size_t)w;
         }
     }
-    return close(fd) == 0 && ok;
+    if (close(fd) != 0 && !err) {
+        err = errno;
+    }
+    return err;
 }
 
 /* The command line and the compiler's output, as one new string. */
@@ -224,18 +342,8 @@ read_log(const compiler *c, const char *c_path, const char *so_path,
 {
     char cmd[2048];
     size_t used = 0;
-    const char *parts[MAX_CC_ARGS + 16];
-    int np = 0;
-    for (int k = 0; k < c->argc; k++) {
-        parts[np++] = c->argv[k];
-    }
-    for (const char *const *f = compile_flags; *f; f++) {
-        parts[np++] = *f;
-    }
-    parts[np++] = c_path;
-    parts[np++] = "-o";
-    parts[np++] = so_path;
-    parts[np++] = "-lm";
+    const char *parts[MAX_COMMAND];
+    int np = command_words(c, c_path, so_path, parts);
     for (int k = 0; k < np && used < sizeof cmd; k++) {
         int n = snprintf(cmd + used, sizeof cmd - used, "%s%s", k ? " " : "", parts[k]);
         used += n > 0 ? (size_t)n : 0;
@@ -265,19 +373,8 @@ static bool
 run_compiler(const compiler *c, const char *c_path, const char *so_path,
              const char *log_path, char **log)
 {
-    const char *argv[MAX_CC_ARGS + 16];
-    int n = 0;
-    for (int k = 0; k < c->argc; k++) {
-        argv[n++] = c->argv[k];
-    }
-    for (const char *const *f = compile_flags; *f; f++) {
-        argv[n++] = *f;
-    }
-    argv[n++] = c_path;
-    argv[n++] = "-o";
-    argv[n++] = so_path;
-    argv[n++] = "-lm";
-    argv[n] = NULL;
+    const char *argv[MAX_COMMAND];
+    command_words(c, c_path, so_path, argv);
 
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -360,38 +457,155 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     return TACK_OK;
 }
 
-/* Compiles source in work_dir. On success *so_path names the object (the caller
- * publishes or deletes it). */
+/* Compiles source in a new folder: <parent>/<key>.tmpXXXXXX, or a private one under
+ * $TMPDIR when parent is NULL. On success *work names the folder and *so_path the
+ * object in it (the caller loads it, publishes it and removes the folder); on
+ * failure nothing is left on disk, and *io_err is the errno when the folder itself
+ * failed (could not be made or written: read-only, full), else 0. */
 static tack_status
-compile_to(const compiler *c, const char *work_dir, const char *key, const char *source,
-           size_t source_len, const char *name, char *so_path, size_t cap, char **log)
+compile_in(const compiler *c, const char *parent, const char *key, const char *source,
+           size_t source_len, const char *name, char work[TACK__PATH_CAP],
+           char so_path[TACK__PATH_CAP], char **log, int *io_err)
 {
-    static _Atomic unsigned serial;
-    unsigned id = atomic_fetch_add(&serial, 1);
+    const char *tmp = getenv("TMPDIR");
+    bool fits = parent
+                    ? tack__path(work, TACK__PATH_CAP, "%s/%s.tmpXXXXXX", parent, key)
+                    : tack__path(work, TACK__PATH_CAP, "%s/tack-XXXXXX",
+                                 tmp && *tmp ? tmp : "/tmp");
     char c_path[TACK__PATH_CAP], log_path[TACK__PATH_CAP];
-    long pid = (long)getpid();
-    if (!tack__path(c_path, sizeof c_path, "%s/%s.tmp%ld-%u.c", work_dir, key, pid,
-                    id) ||
-        !tack__path(log_path, sizeof log_path, "%s/%s.tmp%ld-%u.log", work_dir, key,
-                    pid, id) ||
-        !tack__path(so_path, cap, "%s/%s.tmp%ld-%u.so", work_dir, key, pid, id)) {
-        return tack__fail(TACK_ERR_COMPILE, "the kernel cache path %s is too long",
-                          work_dir);
+    *io_err = 0;
+    /* The longest name in the folder is k.so.meta (the cache entry being written). */
+    if (!fits || strlen(work) + sizeof "/k.so.meta" > TACK__PATH_CAP) {
+        return tack__fail(TACK_ERR_COMPILE,
+                          "the kernel cache path %s is too long; set TACK_CACHE_DIR "
+                          "to a shorter one",
+                          work);
     }
-    if (!write_file(c_path, source, source_len)) {
-        return tack__fail(TACK_ERR_COMPILE, "could not write %s: %s", c_path,
-                          strerror(errno));
+    if (!mkdtemp(work)) {
+        *io_err = errno;
+        return tack__fail(TACK_ERR_COMPILE,
+                          "could not create a folder to compile kernel '%s' in (%s): "
+                          "%s; set TACK_CACHE_DIR or TMPDIR to a writable folder",
+                          name, work, strerror(errno));
+    }
+    tack__path(c_path, sizeof c_path, "%s/k.c", work);
+    tack__path(log_path, sizeof log_path, "%s/k.log", work);
+    tack__path(so_path, TACK__PATH_CAP, "%s/k.so", work);
+    *io_err = write_file(c_path, source, source_len);
+    if (*io_err) {
+        tack__remove_dir(work);
+        return tack__fail(TACK_ERR_COMPILE,
+                          "could not write the source of kernel '%s' to %s: %s", name,
+                          c_path, strerror(*io_err));
     }
     atomic_fetch_add(&stat_compiles, 1);
     bool ok = run_compiler(c, c_path, so_path, log_path, log);
     unlink(c_path);
     unlink(log_path);
     if (!ok) {
-        unlink(so_path);
+        tack__remove_dir(work);
         atomic_fetch_add(&stat_failures, 1);
         return tack__fail(TACK_ERR_COMPILE, "kernel '%s' failed to compile", name);
     }
     return TACK_OK;
+}
+
+/* A compiler that fails in a folder this short of space (or read-only) may have
+ * failed for want of room, not because of the source. */
+#define LOW_SPACE_BYTES (16u << 20)
+
+static bool
+folder_looks_full(const char *dir)
+{
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0) {
+        return false;
+    }
+    return (fs.f_flag & ST_RDONLY) ||
+           (unsigned long long)fs.f_bavail * fs.f_frsize < LOW_SPACE_BYTES ||
+           (fs.f_files > 0 && fs.f_favail == 0);
+}
+
+static const char fallback_note[] =
+    "kernels are compiled in a private temporary folder and not kept after this "
+    "process";
+static const char write_advice[] =
+    "make it writable or free some space, or set TACK_CACHE_DIR to another folder";
+
+/* Loads the entry of dir verified by tack__cache_lookup, or returns NULL. */
+static tack_kernel *
+load_cached(const char *dir, const char *key, const char *source, size_t source_len,
+            const char *name, const char *filename)
+{
+    int fd = -1;
+    tack__entry e = tack__cache_lookup(dir, key, source, source_len, &fd);
+    tack_kernel *k = NULL;
+    if (e == TACK__ENTRY_OK) {
+        /* Load exactly the file that was verified, not whatever the path names a
+         * moment later. */
+        char fd_path[64], so_path[TACK__PATH_CAP];
+        tack__path(fd_path, sizeof fd_path, "/proc/self/fd/%d", fd);
+        tack__path(so_path, sizeof so_path, "%s/%s.so", dir, key);
+        if (load_object(access(fd_path, F_OK) == 0 ? fd_path : so_path, source,
+                        source_len, key, name, filename, &k) == TACK_OK) {
+            /* The descriptor stays open for the life of the process, as the kernel
+             * does: the dynamic loader knows a library by its path, and a closed
+             * descriptor's number (so its /proc/self/fd path) is reused by the next
+             * file opened, which dlopen would then answer with this library instead
+             * of loading the new one. */
+            atomic_fetch_add(&stat_disk_hits, 1);
+        }
+        else {
+            close(fd);
+            e = TACK__ENTRY_BAD;
+        }
+    }
+    if (e == TACK__ENTRY_BAD) {
+        atomic_fetch_add(&stat_rebuilds, 1);
+    }
+    return k;
+}
+
+/* Compiles and loads; publishes into dir when it is not NULL. */
+static tack_status
+compile_and_load(const compiler *c, const char *dir, const char *key,
+                 const char *source, size_t source_len, const char *name,
+                 const char *filename, tack_kernel **out, char **log)
+{
+    char work[TACK__PATH_CAP], so_path[TACK__PATH_CAP];
+    int io_err = 0;
+    tack_status st =
+        compile_in(c, dir, key, source, source_len, name, work, so_path, log, &io_err);
+    if (st != TACK_OK && dir && (io_err || folder_looks_full(dir))) {
+        /* The folder, not the source, may be at fault: a private temporary folder
+         * tells which. */
+        int cache_err = io_err;
+        tack_kernel_log_free(*log);
+        *log = NULL;
+        st = compile_in(c, NULL, key, source, source_len, name, work, so_path, log,
+                        &io_err);
+        if (st == TACK_OK) {
+            cache_unwritable = true;
+            notice("the kernel cache folder %s cannot be written (%s): %s; %s", dir,
+                   cache_err ? strerror(cache_err) : "it is read-only or nearly full",
+                   fallback_note, write_advice);
+            dir = NULL;
+        }
+    }
+    if (st != TACK_OK) {
+        return st;
+    }
+    st = load_object(so_path, source, source_len, key, name, filename, out);
+    if (st == TACK_OK && dir) {
+        int err = tack__cache_commit(dir, key, so_path, source, source_len);
+        if (err) {
+            cache_unwritable = true;
+            notice("could not keep a kernel in the cache folder %s (%s): %s; %s", dir,
+                   strerror(err), fallback_note, write_advice);
+        }
+    }
+    tack__remove_dir(work);
+    return st;
 }
 
 static tack_status
@@ -402,12 +616,12 @@ build_locked(const char *name, const char *filename, const char *source,
     compiler c = {0};
     tack_status st = compiler_find(&c);
     if (st != TACK_OK) {
-        *log = dup_str(tack_last_error(), strlen(tack_last_error()));
-        return st;
+        return st; /* no compiler ran: the message says it all, and there is no log */
     }
     char key[33];
     compute_key(&c, source, key);
-    for (tack_kernel *k = loaded; k; k = k->next) {
+    for (tack_kernel *k = atomic_load_explicit(&loaded, memory_order_acquire); k;
+         k = k->next) {
         if (strcmp(k->key, key) == 0 && k->source_len == source_len &&
             memcmp(k->source, source, source_len) == 0) {
             atomic_fetch_add(&stat_memory_hits, 1);
@@ -415,80 +629,30 @@ build_locked(const char *name, const char *filename, const char *source,
             return TACK_OK;
         }
     }
-    char dir[TACK__PATH_CAP];
-    bool persistent = tack__cache_dir(dir, sizeof dir);
-    tack_kernel *k = NULL;
-    if (persistent) {
-        int fd = -1;
-        tack__entry e = tack__cache_lookup(dir, key, source, source_len, &fd);
-        if (e == TACK__ENTRY_OK) {
-            /* Load exactly the file that was verified, not whatever the path
-             * names a moment later. */
-            char fd_path[64], so_path[TACK__PATH_CAP];
-            tack__path(fd_path, sizeof fd_path, "/proc/self/fd/%d", fd);
-            tack__path(so_path, sizeof so_path, "%s/%s.so", dir, key);
-            st = load_object(access(fd_path, F_OK) == 0 ? fd_path : so_path, source,
-                             source_len, key, name, filename, &k);
-            if (st == TACK_OK) {
-                /* The descriptor stays open for the life of the process, as the
-                 * kernel does: the dynamic loader knows a library by its path, and
-                 * a closed descriptor's number (so its /proc/self/fd path) is reused
-                 * by the next file opened, which dlopen would then answer with this
-                 * library instead of loading the new one. */
-                atomic_fetch_add(&stat_disk_hits, 1);
-            }
-            else {
-                close(fd);
-                e = TACK__ENTRY_BAD;
-            }
-        }
-        if (e == TACK__ENTRY_BAD) {
-            atomic_fetch_add(&stat_rebuilds, 1);
-        }
+    char dir[TACK__PATH_CAP], why[TACK__PATH_CAP + 256];
+    bool persistent = tack__cache_dir(dir, sizeof dir, why, sizeof why);
+    if (!persistent && why[0]) {
+        notice("%s; %s", why, fallback_note);
     }
+    tack_kernel *k =
+        persistent ? load_cached(dir, key, source, source_len, name, filename) : NULL;
     if (!k) {
-        char work[TACK__PATH_CAP];
-        if (persistent) {
-            memcpy(work, dir, sizeof work);
+        bool keep = persistent && !cache_unwritable;
+        if (keep && !swept) {
+            tack__cache_sweep(dir);
+            swept = true;
         }
-        else {
-            const char *tmp = getenv("TMPDIR");
-            if (!tack__path(work, sizeof work, "%s/tack-XXXXXX",
-                            tmp && *tmp ? tmp : "/tmp") ||
-                !mkdtemp(work)) {
-                st = tack__fail(TACK_ERR_COMPILE,
-                                "no usable kernel cache directory and no temporary "
-                                "one: %s; set TACK_CACHE_DIR to a private directory",
-                                strerror(errno));
-                *log = dup_str(tack_last_error(), strlen(tack_last_error()));
-                return st;
-            }
-        }
-        char so_path[TACK__PATH_CAP];
-        st = compile_to(&c, work, key, source, source_len, name, so_path,
-                        sizeof so_path, log);
-        if (st == TACK_OK) {
-            st = load_object(so_path, source, source_len, key, name, filename, &k);
-            if (st == TACK_OK && persistent) {
-                tack__cache_commit(dir, key, so_path, source, source_len);
-            }
-            unlink(so_path);
-        }
-        if (!persistent) {
-            rmdir(work);
-        }
+        st = compile_and_load(&c, keep ? dir : NULL, key, source, source_len, name,
+                              filename, &k, log);
         if (st != TACK_OK) {
-            if (!*log) {
-                *log = dup_str(tack_last_error(), strlen(tack_last_error()));
-            }
             return st;
         }
     }
     if (!k) { /* every path above sets k or returns */
         return tack__fail(TACK_ERR_INTERNAL, "kernel build produced no kernel");
     }
-    k->next = loaded;
-    loaded = k;
+    k->next = atomic_load_explicit(&loaded, memory_order_relaxed);
+    atomic_store_explicit(&loaded, k, memory_order_release);
     *out = k;
     return TACK_OK;
 }
@@ -502,6 +666,7 @@ tack_kernel_build(const char *name, const char *filename, const char *source,
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "tack_kernel_build needs a name, a filename and source");
     }
+    pthread_once(&fork_once, register_fork_handler);
     pthread_mutex_lock(&build_lock);
     tack_status st = build_locked(name, filename, source, out, log);
     pthread_mutex_unlock(&build_lock);

@@ -8,22 +8,31 @@
  *   <dir>/<key>.so     the shared object
  *   <dir>/<key>.meta   "tack-kernel-cache 1 <so size> <so hash>\n" + the full source
  *
- * Trust rules: the directory is private (0700, owned by this user); an entry is used
- * only if both files are regular files owned by this user, not writable by group or
- * others, the meta holds this exact source (so a hash collision cannot load the wrong
- * kernel) and the .so has the recorded size and hash (so a truncated or corrupted
- * object is rebuilt instead of loaded). Anything else is a bad entry: it is ignored
- * and replaced by a fresh build. Writers compile to a temporary name and rename into
- * place, .so first and meta last, so a reader sees either no entry, an old complete
- * one, or a new complete one; a mismatched pair fails the hash check.
+ * Trust rules: the directory is private (owned by this user, no access for others); an
+ * entry is used only if both files are regular files owned by this user, not writable
+ * by group or others, the meta holds this exact source (so a hash collision cannot load
+ * the wrong kernel) and the .so has the recorded size and hash (so a truncated or
+ * corrupted object is rebuilt instead of loaded). Anything else is a bad entry: it is
+ * ignored and replaced by a fresh build. Writers compile in a folder of their own
+ * (<key>.tmpXXXXXX, from mkdtemp, so no two processes, nor a killed one and the next
+ * with its pid, ever share a name) and rename into place, .so first and meta last,
+ * so a reader sees either no entry, an old complete one, or a new complete one; a
+ * mismatched pair fails the hash check. Temporary entries a killed process left are
+ * swept once a day old.
+ *
+ * The folder is Tack's own only if Tack created it (0700). An existing folder that is
+ * open to others (TACK_CACHE_DIR=/tmp) keeps its mode: the cache then lives in a
+ * private folder inside it, tack-<uid>.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -113,13 +122,21 @@ make_dirs(char *path)
     return mkdir(path, 0700) == 0 || errno == EEXIST;
 }
 
+/* A directory of this user that nobody else may enter. */
+static bool
+private_dir(const struct stat *sb)
+{
+    return S_ISDIR(sb->st_mode) && sb->st_uid == geteuid() && (sb->st_mode & 077) == 0;
+}
+
 bool
-tack__cache_dir(char *dir, size_t cap)
+tack__cache_dir(char *dir, size_t cap, char *why, size_t why_cap)
 {
     const char *env = getenv("TACK_CACHE_DIR");
     const char *xdg = getenv("XDG_CACHE_HOME");
     const char *home = getenv("HOME");
     bool fits;
+    why[0] = '\0';
     if (env && *env) {
         fits = tack__path(dir, cap, "%s", env);
     }
@@ -130,19 +147,108 @@ tack__cache_dir(char *dir, size_t cap)
         fits = tack__path(dir, cap, "%s/.cache/tack", home);
     }
     else {
-        return false;
+        return false; /* nowhere to keep kernels, and nothing the user asked for */
     }
-    if (!fits || !make_dirs(dir)) {
+    if (!fits) {
+        snprintf(why, why_cap, "the kernel cache path is too long");
         return false;
     }
     struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode) || sb.st_uid != geteuid()) {
-        return false; /* never trust binaries in a directory someone else controls */
-    }
-    if ((sb.st_mode & 0777) != 0700 && chmod(dir, 0700) != 0) {
+    if (!make_dirs(dir) || stat(dir, &sb) != 0) {
+        snprintf(why, why_cap, "could not create the kernel cache folder %s: %s", dir,
+                 strerror(errno));
         return false;
     }
+    if (private_dir(&sb)) {
+        return true;
+    }
+    /* Tack creates its folders 0700, so this one was made by someone else, for their
+     * own reasons (TACK_CACHE_DIR=/tmp, a shared project folder): its mode is not
+     * ours to change. A private folder inside it is safe where nobody else can
+     * rename it away: in a folder of ours, or in a sticky one such as /tmp. */
+    if (!S_ISDIR(sb.st_mode) ||
+        (sb.st_uid != geteuid() && (sb.st_mode & S_ISVTX) == 0)) {
+        snprintf(why, why_cap,
+                 "the kernel cache folder %s is not a folder of this user; set "
+                 "TACK_CACHE_DIR to one",
+                 dir);
+        return false;
+    }
+    char sub[TACK__PATH_CAP];
+    if (!tack__path(sub, sizeof sub, "%s/tack-%lu", dir, (unsigned long)geteuid())) {
+        snprintf(why, why_cap, "the kernel cache path is too long");
+        return false;
+    }
+    if (mkdir(sub, 0700) != 0 && errno != EEXIST) {
+        snprintf(why, why_cap, "could not create the kernel cache folder %s: %s", sub,
+                 strerror(errno));
+        return false;
+    }
+    /* lstat: in a shared folder the name may be a link someone else planted. */
+    if (lstat(sub, &sb) != 0 || !private_dir(&sb)) {
+        snprintf(why, why_cap,
+                 "the kernel cache folder %s is not private to this user (it must be "
+                 "a folder of this user with mode 0700); remove it or set "
+                 "TACK_CACHE_DIR",
+                 sub);
+        return false;
+    }
+    memcpy(dir, sub, strlen(sub) + 1);
     return true;
+}
+
+/* ---- temporary files --------------------------------------------------------------
+ */
+
+void
+tack__remove_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                unlinkat(dirfd(d), e->d_name, 0);
+            }
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+/* Every temporary name Tack makes in the cache folder contains ".tmp": the folder of
+ * one compile (<key>.tmpXXXXXX) and the names of earlier versions
+ * (<key>.tmp<pid>-<n>.c and the like). A compile takes seconds, so one older than
+ * this was left by a process that was killed. */
+#define STALE_SECONDS ((time_t)24 * 3600)
+
+void
+tack__cache_sweep(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        return;
+    }
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat sb;
+        if (!strstr(e->d_name, ".tmp") ||
+            fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            sb.st_uid != geteuid() || now - sb.st_mtime < STALE_SECONDS) {
+            continue;
+        }
+        if (S_ISDIR(sb.st_mode)) {
+            char path[TACK__PATH_CAP];
+            if (tack__path(path, sizeof path, "%s/%s", dir, e->d_name)) {
+                tack__remove_dir(path);
+            }
+        }
+        else {
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+    }
+    closedir(d);
 }
 
 /* ---- entries ------------------------------------------------------------------ */
@@ -273,7 +379,7 @@ write_all(int fd, const void *data, size_t n)
     return true;
 }
 
-void
+int
 tack__cache_commit(const char *dir, const char *key, const char *so_path,
                    const char *source, size_t source_len)
 {
@@ -281,31 +387,48 @@ tack__cache_commit(const char *dir, const char *key, const char *so_path,
     if (!tack__path(meta_tmp, sizeof meta_tmp, "%s.meta", so_path) ||
         !tack__path(meta_path, sizeof meta_path, "%s/%s.meta", dir, key) ||
         !tack__path(so_final, sizeof so_final, "%s/%s.so", dir, key)) {
-        return;
+        return ENAMETOOLONG;
     }
     int so = open(so_path, O_RDONLY | O_CLOEXEC);
+    if (so < 0) {
+        return errno;
+    }
     struct stat sb;
     char hex[33];
-    if (so < 0) {
-        return;
-    }
     bool ok = fstat(so, &sb) == 0 && hash_file(so, (size_t)sb.st_size, hex) &&
               fchmod(so, 0600) == 0;
+    int err = ok ? 0 : errno ? errno : EIO;
     close(so);
     if (!ok) {
-        return;
+        return err;
     }
     int meta = open(meta_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (meta < 0) {
-        return;
+        return errno;
     }
     char header[128];
     int n = snprintf(header, sizeof header, META_MAGIC " %llu %s\n",
                      (unsigned long long)sb.st_size, hex);
     ok = n > 0 && write_all(meta, header, (size_t)n) &&
          write_all(meta, source, source_len);
-    close(meta);
-    if (!ok || rename(so_path, so_final) != 0 || rename(meta_tmp, meta_path) != 0) {
+    err = ok ? 0 : errno ? errno : EIO;
+    /* A full disk may only show when the data is flushed at close. */
+    if (close(meta) != 0 && ok) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(so_path, so_final) != 0) {
+        ok = false;
+        err = errno;
+    }
+    if (ok && rename(meta_tmp, meta_path) != 0) {
+        /* The object is complete but has no meta: lookups see no entry and the
+         * next build replaces it. */
+        ok = false;
+        err = errno;
+    }
+    if (!ok) {
         unlink(meta_tmp);
     }
+    return err;
 }

@@ -13,7 +13,11 @@
  * thread, or a kernel launched from inside a kernel) runs on its own thread instead
  * of waiting, so the pool can never deadlock on itself.
  *
- * After fork() the child has no workers; the pool starts again there on first use.
+ * After fork() the child has only the forking thread: no workers, and the pool's
+ * mutex, condition variables and busy flag in whatever state the parent's threads
+ * left them (a launch running, a worker holding the lock). The child re-creates them
+ * all and the pool starts again there on first use. The handler is registered
+ * before the pool can start, so a fork during the start is covered too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -52,6 +56,7 @@ static struct {
 };
 
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT; /* never reset */
 
 uint64_t
 tack__now_ns(void)
@@ -146,10 +151,15 @@ after_fork_child(void)
 }
 
 static void
+register_fork_handler(void)
+{
+    pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+static void
 pool_start(void)
 {
     pool.threads = configured_threads();
-    pthread_atfork(NULL, NULL, after_fork_child);
     /* Workers never take signals: the interpreter's handlers belong to its threads. */
     sigset_t all, old;
     sigfillset(&all);
@@ -171,6 +181,7 @@ pool_start(void)
 int
 tack__pool_threads(void)
 {
+    pthread_once(&fork_once, register_fork_handler);
     pthread_once(&pool_once, pool_start);
     return pool.workers + 1;
 }

@@ -76,15 +76,26 @@ typedef struct tack_kernel tack_kernel;
  * source and loads it. name and filename are used in messages (the kernel's Python
  * name and file). Thread-safe; compiles run one at a time per process.
  *
- * On TACK_ERR_COMPILE, *log receives the compiler's command line and output
- * (release with tack_kernel_log_free()); on other errors *log is NULL. A failed build
- * is never cached and nothing of it is ever loaded.
+ * When the compiler ran and failed (TACK_ERR_COMPILE), *log receives its command
+ * line and output (release with tack_kernel_log_free()); otherwise *log is NULL and
+ * tack_last_error() says what was wrong (no compiler, an unloadable object). A
+ * failed build is never cached and nothing of it is ever loaded.
  * Out: *out (Borrowed: valid for the life of the process) only on success.
  */
 TACK_API tack_status tack_kernel_build(const char *name, const char *filename,
                                        const char *source, tack_kernel **out,
                                        char **log);
 TACK_API void tack_kernel_log_free(char *log);
+
+/*
+ * What the user should know about the kernel cache, once per process: set when the
+ * cache folder cannot be used (not writable, full, not private to the user) and
+ * kernels are compiled in a private temporary folder instead, so nothing is kept.
+ * The first call after that happened returns the message; every other call returns
+ * NULL. A binding checks it after tack_kernel_build and shows it as a warning.
+ * Thread-safe. Borrowed: static storage, valid for the life of the process.
+ */
+TACK_API const char *tack_kernel_cache_notice(void);
 
 /*
  * Checks the arrays of one launch before anything runs: each must live on a CPU

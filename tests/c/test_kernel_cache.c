@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "internal.h"
 #include "kernel_test_util.h"
@@ -90,16 +91,77 @@ TACK_TEST(hash_is_stable_and_sensitive)
 TACK_TEST(cache_dir_is_created_private)
 {
     const char *dir = fresh_cache_dir();
-    char got[TACK__PATH_CAP];
-    CHECK(tack__cache_dir(got, sizeof got));
+    char got[TACK__PATH_CAP], why[512];
+    CHECK(tack__cache_dir(got, sizeof got, why, sizeof why));
+    CHECK(strcmp(got, dir) == 0);
     struct stat sb;
     CHECK(stat(dir, &sb) == 0);
-    CHECK_EQ_INT(sb.st_mode & 0777, 0700);
-    /* An existing directory with looser permissions is tightened. */
-    CHECK(chmod(dir, 0755) == 0);
-    CHECK(tack__cache_dir(got, sizeof got));
+    CHECK_EQ_INT(sb.st_mode & 07777, 0700);
+    remove_cache_dir(dir);
+}
+
+/* A directory Tack did not make keeps its mode (TACK_CACHE_DIR=/tmp must not lock
+ * out other users); the cache goes into a private folder inside it. */
+static void
+check_open_dir_gets_a_private_subfolder(unsigned mode)
+{
+    const char *dir = fresh_cache_dir();
+    CHECK(mkdir(dir, 0700) == 0);
+    CHECK(chmod(dir, mode) == 0);
+    char got[TACK__PATH_CAP], want[TACK__PATH_CAP], why[512];
+    snprintf(want, sizeof want, "%s/tack-%u", dir, (unsigned)geteuid());
+    for (int round = 0; round < 2; round++) { /* creates it, then reuses it */
+        CHECK(tack__cache_dir(got, sizeof got, why, sizeof why));
+        CHECK(strcmp(got, want) == 0);
+    }
+    struct stat sb;
     CHECK(stat(dir, &sb) == 0);
-    CHECK_EQ_INT(sb.st_mode & 0777, 0700);
+    CHECK_EQ_INT(sb.st_mode & 07777, mode);
+    CHECK(stat(want, &sb) == 0);
+    CHECK_EQ_INT(sb.st_mode & 07777, 0700);
+    tack_kernel *k;
+    char *log;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    char so[TACK__PATH_CAP];
+    entry_path(want, ".so", so, sizeof so);
+    CHECK(stat(dir, &sb) == 0);
+    CHECK_EQ_INT(sb.st_mode & 07777, mode);
+    remove_cache_dir(dir);
+}
+
+TACK_TEST(shared_tmp_like_cache_dir_keeps_its_mode)
+{
+    check_open_dir_gets_a_private_subfolder(01777);
+}
+
+TACK_TEST(readable_cache_dir_keeps_its_mode)
+{
+    check_open_dir_gets_a_private_subfolder(0755);
+}
+
+TACK_TEST(subfolder_that_is_not_private_is_not_used_nor_changed)
+{
+    const char *dir = fresh_cache_dir();
+    CHECK(mkdir(dir, 0700) == 0);
+    CHECK(chmod(dir, 01777) == 0);
+    char sub[TACK__PATH_CAP];
+    snprintf(sub, sizeof sub, "%s/tack-%u", dir, (unsigned)geteuid());
+    CHECK(mkdir(sub, 0700) == 0);
+    CHECK(chmod(sub, 0777) == 0); /* anyone could plant an object in it */
+    char got[TACK__PATH_CAP], why[512];
+    CHECK(!tack__cache_dir(got, sizeof got, why, sizeof why));
+    CHECK(strstr(why, sub) != NULL);
+    struct stat sb;
+    CHECK(stat(sub, &sb) == 0);
+    CHECK_EQ_INT(sb.st_mode & 07777, 0777);
+    /* Kernels still build, in a private temporary folder, and the user is told. */
+    tack_kernel *k;
+    char *log;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    check_kernel_runs(k);
+    const char *note = tack_kernel_cache_notice();
+    CHECK(note != NULL && strstr(note, sub) != NULL);
+    CHECK(tack_kernel_cache_notice() == NULL); /* said once */
     remove_cache_dir(dir);
 }
 
@@ -203,8 +265,8 @@ TACK_TEST(foreign_cache_dir_is_not_used)
     const char *dir = fresh_cache_dir();
     CHECK(mkdir(dir, 0700) == 0);
     CHECK(chown(dir, 12345, 12345) == 0);
-    char got[TACK__PATH_CAP];
-    CHECK(!tack__cache_dir(got, sizeof got));
+    char got[TACK__PATH_CAP], why[512];
+    CHECK(!tack__cache_dir(got, sizeof got, why, sizeof why));
     tack_kernel *k;
     char *log;
     /* Still builds, in a private temporary directory. */
@@ -238,12 +300,13 @@ TACK_TEST(object_without_entry_points_is_refused)
     char *log;
     CHECK_STATUS(tack_kernel_build("empty", "t.py", "int unrelated = 1;\n", &k, &log),
                  TACK_ERR_COMPILE);
-    CHECK(log != NULL);
-    tack_kernel_log_free(log);
+    /* The compiler succeeded: the message names the kernel, there is no log. */
+    CHECK(log == NULL);
+    CHECK(strstr(tack_last_error(), "'empty'") != NULL);
     remove_cache_dir(dir);
 }
 
-TACK_TEST(missing_compiler_is_a_compile_error)
+TACK_TEST(missing_compiler_is_a_compile_error_said_once)
 {
     const char *dir = fresh_cache_dir();
     setenv("CC", "/nonexistent/tack-no-cc", 1);
@@ -251,8 +314,178 @@ TACK_TEST(missing_compiler_is_a_compile_error)
     char *log;
     CHECK_STATUS(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log),
                  TACK_ERR_COMPILE);
-    CHECK(log != NULL && strstr(log, "tack-no-cc") != NULL);
-    tack_kernel_log_free(log);
+    /* No compiler ran, so there is no log to repeat the message in. */
+    CHECK(log == NULL);
+    const char *msg = tack_last_error();
+    const char *first = strstr(msg, "tack-no-cc");
+    CHECK(first != NULL && strstr(first + 1, "tack-no-cc") == NULL);
     unsetenv("CC");
     remove_cache_dir(dir);
+}
+
+/* The key of the one entry in dir (its .meta file's name). */
+static void
+entry_key(const char *dir, char key[33])
+{
+    char meta[TACK__PATH_CAP];
+    entry_path(dir, ".meta", meta, sizeof meta);
+    const char *base = strrchr(meta, '/') + 1;
+    CHECK(strlen(base) == 32 + strlen(".meta"));
+    memcpy(key, base, 32);
+    key[32] = '\0';
+}
+
+static void
+touch_file(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0);
+    CHECK(write(fd, "partial", 7) == 7);
+    close(fd);
+}
+
+TACK_TEST(leftovers_of_a_killed_compile_with_our_pid_do_not_block_the_build)
+{
+    /* A process killed mid-compile leaves its temporary files behind; in a
+     * container the next process often has the same pid (1). */
+    const char *dir = fresh_cache_dir();
+    build_in_child();
+    char key[33];
+    entry_key(dir, key);
+    remove_cache_dir(dir);
+    CHECK(mkdir(dir, 0700) == 0);
+    static const char *const exts[] = {".c", ".log", ".so", ".so.meta"};
+    for (int serial = 0; serial < 4; serial++) {
+        for (size_t e = 0; e < sizeof exts / sizeof exts[0]; e++) {
+            char path[TACK__PATH_CAP];
+            snprintf(path, sizeof path, "%s/%s.tmp%ld-%d%s", dir, key, (long)getpid(),
+                     serial, exts[e]);
+            touch_file(path);
+        }
+    }
+    tack_kernel *k;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    check_kernel_runs(k);
+    remove_cache_dir(dir);
+}
+
+static bool
+exists(const char *path)
+{
+    struct stat sb;
+    return lstat(path, &sb) == 0;
+}
+
+TACK_TEST(stale_temporary_files_are_swept_and_fresh_ones_kept)
+{
+    const char *dir = fresh_cache_dir();
+    CHECK(mkdir(dir, 0700) == 0);
+    char old_file[TACK__PATH_CAP], old_dir[TACK__PATH_CAP],
+        old_inner[TACK__PATH_CAP + 8];
+    char fresh_dir[TACK__PATH_CAP], other[TACK__PATH_CAP];
+    snprintf(old_file, sizeof old_file, "%s/0123.tmp77-0.c", dir);
+    snprintf(old_dir, sizeof old_dir, "%s/4567.tmpAbCdEf", dir);
+    snprintf(old_inner, sizeof old_inner, "%s/k.so", old_dir);
+    snprintf(fresh_dir, sizeof fresh_dir, "%s/89ab.tmpGhIjKl", dir);
+    snprintf(other, sizeof other, "%s/notes.txt", dir);
+    touch_file(old_file);
+    CHECK(mkdir(old_dir, 0700) == 0);
+    touch_file(old_inner);
+    CHECK(mkdir(fresh_dir, 0700) == 0); /* another process compiling right now */
+    touch_file(other);
+    /* Two days old: no compile takes that long. */
+    struct timespec two_days[2] = {{time(NULL) - 2 * 86400, 0},
+                                   {time(NULL) - 2 * 86400, 0}};
+    CHECK(utimensat(AT_FDCWD, old_file, two_days, 0) == 0);
+    CHECK(utimensat(AT_FDCWD, old_inner, two_days, 0) == 0);
+    CHECK(utimensat(AT_FDCWD, old_dir, two_days, 0) == 0);
+    CHECK(utimensat(AT_FDCWD, other, two_days, 0) == 0);
+    tack_kernel *k;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    CHECK(!exists(old_file));
+    CHECK(!exists(old_dir));
+    CHECK(exists(fresh_dir));
+    CHECK(exists(other)); /* not a name Tack makes */
+    remove_cache_dir(dir);
+}
+
+TACK_TEST(a_failed_compile_leaves_no_files)
+{
+    const char *dir = fresh_cache_dir();
+    tack_kernel *k = NULL;
+    char *log;
+    CHECK_STATUS(tack_kernel_build("bad", "t.py", "int x = ;\n", &k, &log),
+                 TACK_ERR_COMPILE);
+    tack_kernel_log_free(log);
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            fprintf(stderr, "left behind: %s\n", e->d_name);
+            n++;
+        }
+    }
+    closedir(d);
+    CHECK_EQ_INT(n, 0);
+    remove_cache_dir(dir);
+}
+
+/* A $CC that writes each argument it gets on a line of argv_file, then compiles. */
+static void
+write_recording_cc(const char *tools, const char *argv_file, char *cc, size_t cap)
+{
+    snprintf(cc, cap, "%s/record-cc", tools);
+    FILE *f = fopen(cc, "w");
+    CHECK(f != NULL);
+    fprintf(f,
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%%s\\n' \"$a\" >> '%s'; done\n"
+            "exec cc \"$@\"\n",
+            argv_file);
+    CHECK(fclose(f) == 0);
+    CHECK(chmod(cc, 0755) == 0);
+}
+
+TACK_TEST(every_word_of_the_compile_command_keys_the_cache)
+{
+    const char *dir = fresh_cache_dir();
+    char tools[] = "/tmp/tack-ctest-cc-XXXXXX";
+    CHECK(mkdtemp(tools) != NULL);
+    char cc[512], argv_file[512];
+    snprintf(argv_file, sizeof argv_file, "%s/argv", tools);
+    write_recording_cc(tools, argv_file, cc, sizeof cc);
+    setenv("CC", cc, 1);
+    tack_kernel *k;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    const char *words[64];
+    int n = tack__jit_key_words(words, 64);
+    CHECK(n > 0 && n < 64);
+    FILE *f = fopen(argv_file, "r");
+    CHECK(f != NULL);
+    char line[TACK__PATH_CAP];
+    int checked = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strchr(line, '/')) {
+            continue; /* the source and object paths: not part of the key */
+        }
+        bool found = false;
+        for (int w = 0; w < n && !found; w++) {
+            found = strcmp(words[w], line) == 0;
+        }
+        if (!found) {
+            fprintf(stderr, "'%s' reaches the compiler but not the key\n", line);
+        }
+        CHECK(found);
+        checked++;
+    }
+    fclose(f);
+    CHECK(checked >= 10);
+    unsetenv("CC");
+    remove_cache_dir(dir);
+    remove_cache_dir(tools);
 }
