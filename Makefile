@@ -32,6 +32,13 @@ setup: $(VENV)/.ready $(VENV)/.mpi-ready
 run: setup
 	$(PY) examples/vtk_interop.py --output radius.vti
 
+# The strict stand-in CUDA driver and its conformance suite (docs/cuda.md), built with
+# the C tests; the suite runs against the stand-in in each build flavour.
+STANDIN_CUDA := tests/standin/libtack_standin_cuda.so
+CUDA_CONFORMANCE := tests/standin/tack_cuda_conformance
+# Valgrind's cost grows with the stand-in's mapped device memory: keep it small there.
+VALGRIND_STANDIN_MEMORY := 268435456
+
 # C unit tests (plain build), then pytest.
 test: setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
 
@@ -42,6 +49,7 @@ configure-c: $(VENV)/.ready
 test-c: configure-c
 	$(VENV)/bin/meson compile -C $(BUILD)/c >/dev/null
 	$(BUILD)/c/tests/c/tack_c_tests
+	$(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 
 # The C host example, built the way a user builds it: libtack and its headers
 # installed into a prefix, the program compiled and linked through pkg-config.
@@ -69,6 +77,7 @@ sanitize: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/asan -Dpython=false -Dtests=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	$(VENV)/bin/meson compile -C $(BUILD)/asan >/dev/null
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/tests/c/tack_c_tests
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/$(CUDA_CONFORMANCE) $(BUILD)/asan/$(STANDIN_CUDA)
 
 # The extension built with ASan+UBSan, run under pytest. A second environment sees the
 # first one's packages through a plain path entry, so the editable hook of .venv (which
@@ -87,13 +96,14 @@ sanitize-py: $(VENV)/.ready
 
 valgrind: test-c
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
+	TACK_STANDIN_MEMORY=$(VALGRIND_STANDIN_MEMORY) valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect $(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 
 lint: test-c setup
-	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c
+	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c
 	clang-tidy -quiet -p $(BUILD)/py csrc/python/*.c
-	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.c csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c
+	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/standin/cuda/*.[ch]
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
-	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends
+	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends tests/standin
 
 clean:
 	rm -rf $(BUILD)

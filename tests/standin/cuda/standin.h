@@ -47,7 +47,7 @@ TCU_ENTRY_POINTS(STANDIN_DECLARE)
 STANDIN_EXPORT int tack_standin_cuda_register_twin(const char *entry,
                                                    tack_standin_twin_fn fn, void *user);
 
-/* ---- contexts, streams, events -------------------------------------------------- */
+/* ---- contexts, streams, events --------------------------------------------------- */
 
 struct standin_op;
 
@@ -82,7 +82,7 @@ struct CUevent_st {
     struct CUevent_st *next;
 };
 
-/* ---- memory -------------------------------------------------------------------- */
+/* ---- memory ---------------------------------------------------------------------- */
 
 enum standin_alloc_kind { ALLOC_PLAIN, ALLOC_ASYNC, ALLOC_VMM };
 
@@ -112,7 +112,7 @@ typedef struct standin_range {
     bool faults; /* a VMM mapping without the needed access: the device faults */
 } standin_range;
 
-/* ---- queued operations ---------------------------------------------------------- */
+/* ---- queued operations ----------------------------------------------------------- */
 
 enum standin_op_kind { OP_COPY, OP_MEMSET, OP_WAIT, OP_FREE, OP_LAUNCH, OP_FAULT };
 
@@ -132,7 +132,7 @@ typedef struct standin_op {
     struct standin_op *next;
 } standin_op;
 
-/* ---- global state -------------------------------------------------------------- */
+/* ---- global state ---------------------------------------------------------------- */
 
 typedef struct standin_state {
     bool initialized;
@@ -151,7 +151,7 @@ typedef struct standin_state {
 extern standin_state standin;
 extern pthread_mutex_t standin_lock;
 
-/* ---- standin_core.c ------------------------------------------------------------ */
+/* ---- standin_core.c -------------------------------------------------------------- */
 
 /*
  * The prologue of every entry point: takes the lock, counts the call for fault
@@ -174,7 +174,7 @@ void standin_poison(struct CUctx_st *ctx, tcu_result rc);
 struct CUstream_st *standin_stream_new(struct CUctx_st *ctx, unsigned flags);
 bool standin_device_ok(tcu_device dev);
 
-/* ---- standin_memory.c ---------------------------------------------------------- */
+/* ---- standin_memory.c ------------------------------------------------------------ */
 
 /* Maps the device view and its alias on first use. */
 tcu_result standin_memory_init(void);
@@ -198,7 +198,7 @@ standin_alloc *standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *a
                                  struct CUctx_st *ctx, enum standin_alloc_kind kind);
 uintptr_t standin_vmm_base(void);
 
-/* ---- standin_stream.c ---------------------------------------------------------- */
+/* ---- standin_stream.c ------------------------------------------------------------ */
 
 /* Queues op on s (with the implicit waits of the legacy stream). Takes ownership. */
 void standin_enqueue(struct CUstream_st *s, standin_op *op);
@@ -211,7 +211,7 @@ tcu_result standin_run_context(struct CUctx_st *ctx);
 /* Drops all queued work of ctx (after a sticky error). */
 void standin_discard_context(struct CUctx_st *ctx);
 
-/* ---- standin_module.c ---------------------------------------------------------- */
+/* ---- standin_module.c ------------------------------------------------------------ */
 
 /* Runs a queued launch (its CPU twin). False when the twin reports a device fault. */
 bool standin_launch_run(struct standin_launch_op *launch);

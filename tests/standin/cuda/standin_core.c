@@ -26,7 +26,7 @@
 standin_state standin = {.log_fd = -1};
 pthread_mutex_t standin_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* ---- environment --------------------------------------------------------------- */
+/* ---- environment ----------------------------------------------------------------- */
 
 #define MAX_FAULTS 16
 
@@ -58,8 +58,9 @@ parse_faults(const char *spec)
                 if (rest && *rest == ':') {
                     code = strtol(rest + 1, NULL, 10);
                 }
-                if (at > 0 && strlen(item) < sizeof faults[0].name) {
-                    strcpy(faults[nfaults].name, item);
+                size_t name_len = strlen(item);
+                if (at > 0 && name_len < sizeof faults[0].name) {
+                    memcpy(faults[nfaults].name, item, name_len + 1);
                     faults[nfaults].at = at;
                     faults[nfaults].code = (tcu_result)code;
                     nfaults++;
@@ -88,7 +89,7 @@ configure(void)
                                                  : (int)n;
 }
 
-/* ---- the entry protocol -------------------------------------------------------- */
+/* ---- the entry protocol ---------------------------------------------------------- */
 
 /* The fault injected into this call, or 0. */
 static tcu_result
@@ -132,21 +133,20 @@ tcu_result
 standin_leave(tcu_result rc, const char *name, const char *fmt, ...)
 {
     if (standin.log_fd >= 0) {
-        char line[512];
-        int n = snprintf(line, sizeof line, "%s(", name);
+        char args[384], line[512];
         va_list ap;
         va_start(ap, fmt);
-        if (n >= 0 && (size_t)n < sizeof line) {
-            int m = vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
-            n = m < 0 ? n : n + m;
-        }
+        // The analyzer loses track of va_start across the branch above.
+        // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
+        int m = vsnprintf(args, sizeof args, fmt, ap);
         va_end(ap);
-        if (n >= 0 && (size_t)n < sizeof line) {
-            n += snprintf(line + n, sizeof line - (size_t)n, ") -> %d\n", rc);
+        if (m < 0) {
+            args[0] = '\0';
         }
+        int n = snprintf(line, sizeof line, "%s(%s) -> %d\n", name, args, rc);
         size_t len = n < 0 ? 0 : (size_t)n >= sizeof line ? sizeof line - 1 : (size_t)n;
-        if (len > 0 && line[len - 1] != '\n') {
-            line[len - 1] = '\n';
+        if (len > 0) {
+            line[len - 1] = '\n'; /* a truncated line still ends its line */
         }
         /* One write per line, so lines from several threads never interleave. */
         ssize_t w = write(standin.log_fd, line, len);
@@ -232,7 +232,7 @@ context_kill(struct CUctx_st *c)
     /* It may stay on some thread's stack: every call through it then fails. */
 }
 
-/* ---- initialization and versions ------------------------------------------------ */
+/* ---- initialization and versions ------------------------------------------------- */
 
 STANDIN_EXPORT tcu_result
 cuInit(unsigned int Flags)
@@ -268,7 +268,7 @@ cuDriverGetVersion(int *driverVersion)
     return standin_leave(rc, "cuDriverGetVersion", "%s", "");
 }
 
-/* ---- devices ------------------------------------------------------------------- */
+/* ---- devices --------------------------------------------------------------------- */
 
 STANDIN_EXPORT tcu_result
 cuDeviceGetCount(int *count)
@@ -323,46 +323,57 @@ cuDeviceGetName(char *name, int len, tcu_device dev)
 }
 
 /* The stand-in's device: an sm_90 part shaped like an H100/H200, with VMM and POSIX fd
- * export; memory pools are reported (cuMemAllocAsync works). */
-static int
-attribute_value(tcu_device_attribute attrib, tcu_device dev, bool *known)
+ * export; memory pools are reported (cuMemAllocAsync works). Managed memory is not
+ * modelled (a host access to it must work, which the PROT_NONE device view cannot
+ * give), so the device says it has none. */
+static const struct {
+    tcu_device_attribute attrib;
+    int value;
+} attributes[] = {
+    {TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
+    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024},
+    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
+    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647},
+    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535},
+    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535},
+    {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152},
+    {TCU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536},
+    {TCU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+    {TCU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536},
+    {TCU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1980000},
+    {TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132},
+    {TCU_DEVICE_ATTRIBUTE_INTEGRATED, 0},
+    {TCU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1},
+    {TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0x10}, /* plus the ordinal */
+    {TCU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0},
+    {TCU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 52428800},
+    {TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048},
+    {TCU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 2},
+    {TCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
+    {TCU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0},
+    {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
+    {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+    {TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0},
+    {TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0},
+    {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
+    {TCU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
+    {TCU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1},
+    {TCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
+};
+
+/* The attribute's value on dev; false for an attribute the stand-in does not model. */
+static bool
+attribute_value(tcu_device_attribute attrib, tcu_device dev, int *value)
 {
-    *known = true;
-    switch (attrib) {
-    case TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
-    case TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
-    case TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
-    case TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
-    case TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
-    case TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
-    case TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
-    case TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
-    case TCU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
-    case TCU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
-    case TCU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
-    case TCU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
-    case TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
-    case TCU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
-    case TCU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
-    case TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x10 + dev;
-    case TCU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
-    case TCU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
-    case TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
-    case TCU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
-    case TCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
-    case TCU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
-    case TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
-    case TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
-    /* Managed memory is not modelled: a host access to it must work, which the
-     * PROT_NONE device view cannot give. */
-    case TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 0;
-    case TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 0;
-    case TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
-    case TCU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
-    case TCU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
-    case TCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
-    default: *known = false; return 0;
+    for (size_t k = 0; k < sizeof attributes / sizeof attributes[0]; k++) {
+        if (attributes[k].attrib == attrib) {
+            *value = attributes[k].value +
+                     (attrib == TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? dev : 0);
+            return true;
+        }
     }
+    return false;
 }
 
 STANDIN_EXPORT tcu_result
@@ -370,17 +381,13 @@ cuDeviceGetAttribute(int *pi, tcu_device_attribute attrib, tcu_device dev)
 {
     tcu_result rc = standin_enter("cuDeviceGetAttribute");
     if (rc == TCU_SUCCESS) {
-        bool known = false;
-        int value = attribute_value(attrib, dev, &known);
-        if (!pi) {
-            rc = TCU_ERROR_INVALID_VALUE;
-        }
-        else if (!standin_device_ok(dev)) {
+        int value = 0;
+        if (pi && !standin_device_ok(dev)) {
             rc = TCU_ERROR_INVALID_DEVICE;
         }
-        else if (!known) {
-            /* Stricter: the driver knows many more attributes; asking the stand-in
-             * for one it does not model is a gap to fill, never a silent 0. */
+        else if (!pi || !attribute_value(attrib, dev, &value)) {
+            /* Stricter for an attribute the stand-in does not model: the driver knows
+             * many more; asking for one is a gap to fill, never a silent 0. */
             rc = TCU_ERROR_INVALID_VALUE;
         }
         else {
@@ -502,7 +509,7 @@ cuDevicePrimaryCtxGetState(tcu_device dev, unsigned int *flags, int *active)
     return standin_leave(rc, "cuDevicePrimaryCtxGetState", "dev=%d", dev);
 }
 
-/* ---- contexts ------------------------------------------------------------------ */
+/* ---- contexts -------------------------------------------------------------------- */
 
 STANDIN_EXPORT tcu_result
 cuCtxCreate_v4(tcu_context *pctx, tcu_ctx_create_params *params, unsigned int flags,
@@ -541,11 +548,9 @@ cuCtxDestroy_v2(tcu_context ctx)
     tcu_result rc = standin_enter("cuCtxDestroy");
     if (rc == TCU_SUCCESS) {
         struct CUctx_st *c = known_context(ctx);
-        if (!c || !c->alive) {
+        if (!c || !c->alive || c->primary) {
+            /* Unknown, destroyed, or primary (those are released instead). */
             rc = TCU_ERROR_INVALID_CONTEXT;
-        }
-        else if (c->primary) {
-            rc = TCU_ERROR_INVALID_CONTEXT; /* primary contexts are released instead */
         }
         else {
             context_kill(c);

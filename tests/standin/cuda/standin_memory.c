@@ -58,12 +58,16 @@ standin_memory_init(void)
     pool_nbytes = env ? (size_t)strtoull(env, NULL, 10) : STANDIN_DEFAULT_MEMORY;
     pool_nbytes = align_up(pool_nbytes ? pool_nbytes : STANDIN_DEFAULT_MEMORY,
                            STANDIN_GRANULARITY);
-    size_t total = pool_nbytes + STANDIN_VMM_VA;
-    void *v = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (v == MAP_FAILED) {
+    /* Reserved with one granule to spare, so the view can start on a granule: VMM
+     * addresses must be multiples of the granularity. */
+    size_t total = pool_nbytes + STANDIN_VMM_VA + STANDIN_GRANULARITY;
+    void *reserved = mmap(NULL, total, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (reserved == MAP_FAILED) {
         return TCU_ERROR_OUT_OF_MEMORY;
     }
+    unsigned char *v =
+        (unsigned char *)align_up((uintptr_t)reserved, STANDIN_GRANULARITY);
     pool_fd = memfd_create("tack-standin-device", MFD_CLOEXEC);
     if (pool_fd < 0 || ftruncate(pool_fd, (off_t)pool_nbytes) != 0) {
         goto fail;
@@ -87,7 +91,7 @@ fail:
         close(pool_fd);
         pool_fd = -1;
     }
-    munmap(v, total);
+    munmap(reserved, total);
     return TCU_ERROR_OUT_OF_MEMORY;
 }
 
@@ -114,7 +118,7 @@ grow(standin_alloc ***array, size_t *cap, size_t n)
         return true;
     }
     size_t next = *cap ? *cap * 2 : 256;
-    standin_alloc **bigger = realloc(*array, next * sizeof **array);
+    standin_alloc **bigger = realloc(*array, next * sizeof(standin_alloc *));
     if (!bigger) {
         return false;
     }
@@ -249,8 +253,7 @@ standin_twin_translate(void *ctx, uint64_t device_address, size_t nbytes)
     return r.alias;
 }
 
-/* ---- allocation ---------------------------------------------------------------------
- */
+/* ---- allocation ------------------------------------------------------------------ */
 
 static tcu_result
 pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
@@ -406,8 +409,7 @@ cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
     return standin_leave(rc, "cuMemGetInfo", "%s", "");
 }
 
-/* ---- copies and memsets
- * --------------------------------------------------------------- */
+/* ---- copies and memsets ---------------------------------------------------------- */
 
 /* One description of a copy or memset: a NULL device address means "host side". */
 typedef struct transfer {
@@ -614,8 +616,7 @@ cuMemsetD32Async(tcu_deviceptr dstDevice, unsigned int ui, size_t N, tcu_stream 
     return transfer_call(&t);
 }
 
-/* ---- pointer attributes
- * -------------------------------------------------------------- */
+/* ---- pointer attributes ---------------------------------------------------------- */
 
 /* Writes one attribute of a (possibly NULL: not a CUDA pointer) allocation. The value
  * types are those the driver documents: CUcontext, unsigned int, CUdeviceptr, void *,
@@ -627,7 +628,7 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
     switch (attr) {
     case TCU_POINTER_ATTRIBUTE_CONTEXT: {
         tcu_context c = a ? a->ctx : NULL;
-        memcpy(data, &c, sizeof c);
+        memcpy(data, &c, sizeof(tcu_context));
         return TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
@@ -730,7 +731,7 @@ cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attrib
                 }
                 else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER) {
                     void *none = NULL;
-                    memcpy(data[k], &none, sizeof none);
+                    memcpy(data[k], &none, sizeof(void *));
                 }
                 else {
                     rc = write_attribute(attributes[k], a, ptr, data[k]);
@@ -742,8 +743,7 @@ cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attrib
                          numAttributes, ptr);
 }
 
-/* ---- the VMM address range
- * ----------------------------------------------------------- */
+/* ---- the VMM address range ------------------------------------------------------- */
 
 tcu_result
 standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out)

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static struct CUmod_st *modules;
 static struct CUfunc_st *functions;
 static twin *twins;
 
-/* ---- the twin registry ---------------------------------------------------------- */
+/* ---- the twin registry ----------------------------------------------------------- */
 
 STANDIN_EXPORT int
 tack_standin_cuda_register_twin(const char *entry, tack_standin_twin_fn fn, void *user)
@@ -129,8 +130,7 @@ standin_launch_free(standin_launch_op *l)
     }
 }
 
-/* ---- reading images ---------------------------------------------------------------
- */
+/* ---- reading images -------------------------------------------------------------- */
 
 static uint64_t
 read_le(const unsigned char *p, unsigned nbytes)
@@ -171,12 +171,52 @@ ptx_without_comments(const char *text, size_t n)
     return s;
 }
 
+/* Reads the decimal number at p, after blanks. Returns the end, or NULL. */
+static const char *
+read_number(const char *p, long *out)
+{
+    while (*p == ' ' || *p == '\t') {
+        p++;
+    }
+    if (!isdigit((unsigned char)*p)) {
+        return NULL;
+    }
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (errno != 0) {
+        return NULL;
+    }
+    *out = v;
+    return end;
+}
+
+/* Copies the next token of p (up to a blank, ',' or ')') into word. Returns the end of
+ * the token, or NULL at the end of the list. */
+static const char *
+read_token(const char *p, const char *stop, char *word, size_t word_nbytes)
+{
+    while (p < stop && isspace((unsigned char)*p)) {
+        p++;
+    }
+    size_t n = 0;
+    while (p < stop && !isspace((unsigned char)*p) && *p != ',' && *p != ')') {
+        if (n + 1 < word_nbytes) {
+            word[n++] = *p;
+        }
+        p++;
+    }
+    word[n] = '\0';
+    return n ? p : NULL;
+}
+
 static tcu_result
 check_ptx(const char *text)
 {
     const char *v = strstr(text, ".version");
-    int major = 0, minor = 0;
-    if (!v || sscanf(v, ".version %d.%d", &major, &minor) != 2) {
+    long major = 0, minor = 0;
+    const char *p = v ? read_number(v + strlen(".version"), &major) : NULL;
+    if (!p || *p != '.' || !read_number(p + 1, &minor)) {
         return TCU_ERROR_INVALID_PTX;
     }
     if (major > STANDIN_PTX_MAX_MAJOR ||
@@ -184,8 +224,14 @@ check_ptx(const char *text)
         return TCU_ERROR_UNSUPPORTED_PTX_VERSION; /* newer than this driver reads */
     }
     const char *t = strstr(text, ".target");
-    int sm = 0;
-    if (!t || sscanf(t, ".target sm_%d", &sm) != 1) {
+    long sm = 0;
+    if (t) {
+        t += strlen(".target");
+        while (*t == ' ' || *t == '\t') {
+            t++;
+        }
+    }
+    if (!t || strncmp(t, "sm_", 3) != 0 || !read_number(t + 3, &sm)) {
         return TCU_ERROR_INVALID_PTX;
     }
     /* PTX for an older architecture is compiled up; a newer one cannot run here
@@ -259,8 +305,9 @@ check_cubin(const unsigned char *img, size_t n)
 static size_t
 ptx_type_size(const char *type)
 {
-    int bits = 0;
-    if (sscanf(type, ".%*[subf]%d", &bits) == 1 && bits % 8 == 0 && bits > 0) {
+    long bits = 0;
+    if (type[0] == '.' && type[1] && strchr("subf", type[1]) &&
+        read_number(type + 2, &bits) && bits % 8 == 0 && bits > 0) {
         return (size_t)bits / 8;
     }
     if (strncmp(type, ".pred", 5) == 0) {
@@ -298,12 +345,14 @@ ptx_params(const char *text, struct CUfunc_st *f)
         size_t align = 0, elem = 0, count = 1;
         const char *r = q + 6;
         char word[64];
-        int used = 0;
-        while (r < close && sscanf(r, " %63[^ \t\n,)]%n", word, &used) == 1) {
-            r += used;
-            if (strcmp(word, ".align") == 0 &&
-                sscanf(r, " %zu%n", &align, &used) == 1) {
-                r += used;
+        const char *next = NULL;
+        while ((next = read_token(r, close, word, sizeof word)) != NULL) {
+            r = next;
+            long a = 0;
+            const char *after = strcmp(word, ".align") == 0 ? read_number(r, &a) : NULL;
+            if (after && a > 0) {
+                align = (size_t)a;
+                r = after;
             }
             else if (word[0] == '.' && !elem) {
                 elem = ptx_type_size(word);
@@ -372,8 +421,7 @@ cubin_params(const unsigned char *img, size_t n, struct CUfunc_st *f)
     return TCU_SUCCESS;
 }
 
-/* ---- modules and functions ---------------------------------------------------------
- */
+/* ---- modules and functions ------------------------------------------------------- */
 
 static tcu_result
 load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out)
@@ -396,22 +444,26 @@ load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out
         rc = text ? check_ptx(text) : TCU_ERROR_OUT_OF_MEMORY;
         free(text);
     }
-    struct CUmod_st *m = NULL;
-    if (rc == TCU_SUCCESS && (!(m = calloc(1, sizeof *m)) || !(m->image = malloc(n)))) {
+    if (rc != TCU_SUCCESS) {
+        return rc;
+    }
+    struct CUmod_st *m = calloc(1, sizeof *m);
+    unsigned char *copy = malloc(n);
+    if (!m || !copy) {
         free(m);
+        free(copy);
         return TCU_ERROR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
-        memcpy(m->image, img, n);
-        m->image_nbytes = n;
-        m->cubin = cubin;
-        m->ctx = ctx;
-        m->alive = true;
-        m->next = modules;
-        modules = m;
-        *out = m;
-    }
-    return rc;
+    memcpy(copy, img, n);
+    m->image = copy;
+    m->image_nbytes = n;
+    m->cubin = cubin;
+    m->ctx = ctx;
+    m->alive = true;
+    m->next = modules; /* modules are kept for the life of the process */
+    modules = m;
+    *out = m;
+    return TCU_SUCCESS;
 }
 
 STANDIN_EXPORT tcu_result
@@ -511,8 +563,7 @@ cuModuleGetFunction(tcu_function *hfunc, tcu_module hmod, const char *name)
                          rc == TCU_SUCCESS ? f->params_nbytes : 0);
 }
 
-/* ---- launches
- * ------------------------------------------------------------------------ */
+/* ---- launches -------------------------------------------------------------------- */
 
 static struct CUfunc_st *
 known_function(tcu_function handle)
@@ -607,7 +658,7 @@ params_hex(const unsigned char *params, size_t n, char *out, size_t out_nbytes)
     for (size_t k = 0; k < shown; k++) {
         snprintf(out + 2 * k, 3, "%02x", params[k]);
     }
-    strcpy(out + 2 * shown, shown < n ? "..." : "");
+    memcpy(out + 2 * shown, shown < n ? "..." : "", shown < n ? 4 : 1);
 }
 
 static tcu_result

@@ -19,7 +19,7 @@ static const struct {
     int version; /* the ABI implemented */
     void (*fn)(void);
 } entries[] = {
-#define ENTRY_ROW(name, symbol, version) {#name, version, (void (*)(void))symbol},
+#define ENTRY_ROW(name, symbol, version) {#name, version, (void (*)(void))(symbol)},
     TCU_ENTRY_POINTS(ENTRY_ROW)
 #undef ENTRY_ROW
 };
@@ -72,7 +72,8 @@ cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t fl
     }
     if (pfn && rc != TCU_ERROR_INVALID_VALUE) {
         /* POSIX lets a function pointer travel as void *, as dlsym's result does. */
-        _Static_assert(sizeof found == sizeof *pfn, "function and data pointers differ");
+        _Static_assert(sizeof found == sizeof *pfn,
+                       "function and data pointers differ");
         memcpy(pfn, &found, sizeof found);
     }
     if (symbolStatus && rc != TCU_ERROR_INVALID_VALUE) {

@@ -21,8 +21,7 @@
 
 #include "standin.h"
 
-/* ---- streams and their queues -----------------------------------------------------
- */
+/* ---- streams and their queues ---------------------------------------------------- */
 
 struct CUstream_st *
 standin_stream_new(struct CUctx_st *ctx, unsigned flags)
@@ -164,8 +163,7 @@ standin_enqueue(struct CUstream_st *s, standin_op *op)
     }
 }
 
-/* ---- execution ---------------------------------------------------------------------
- */
+/* ---- execution ------------------------------------------------------------------- */
 
 static void
 fill(unsigned char *dst, uint32_t pattern, unsigned width, size_t count)
@@ -233,8 +231,7 @@ standin_discard_context(struct CUctx_st *ctx)
     }
 }
 
-/* ---- stream entry points ------------------------------------------------------------
- */
+/* ---- stream entry points --------------------------------------------------------- */
 
 STANDIN_EXPORT tcu_result
 cuStreamCreate(tcu_stream *phStream, unsigned int Flags)
@@ -331,8 +328,7 @@ cuStreamQuery(tcu_stream hStream)
     return standin_leave(rc, "cuStreamQuery", "stream=%p", (void *)hStream);
 }
 
-/* ---- events -------------------------------------------------------------------------
- */
+/* ---- events ---------------------------------------------------------------------- */
 
 static struct CUevent_st *
 known_event(tcu_event handle)

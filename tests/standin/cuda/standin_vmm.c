@@ -254,11 +254,10 @@ cuMemAddressFree(tcu_deviceptr ptr, size_t size)
     tcu_result rc = standin_enter("cuMemAddressFree");
     if (rc == TCU_SUCCESS) {
         reservation *r = reservation_of((uintptr_t)ptr, size);
-        if (!r || r->base != (uintptr_t)ptr || r->size != size) {
-            rc = TCU_ERROR_INVALID_VALUE; /* must name a whole reservation */
-        }
-        else if (mapped_within(r->base, r->size)) {
-            rc = TCU_ERROR_INVALID_VALUE; /* stricter: unmap first */
+        /* It must name a whole reservation, and (stricter) one with nothing mapped. */
+        if (!r || r->base != (uintptr_t)ptr || r->size != size ||
+            mapped_within(r->base, r->size)) {
+            rc = TCU_ERROR_INVALID_VALUE;
         }
         else {
             r->freed = true;
@@ -277,25 +276,18 @@ cuMemMap(tcu_deviceptr ptr, size_t size, size_t offset, tcu_mem_handle handle,
     if (rc == TCU_SUCCESS) {
         h = known_handle(handle);
         r = reservation_of((uintptr_t)ptr, size);
-        if (!h || !r || flags != 0 || (uintptr_t)ptr % STANDIN_GRANULARITY != 0) {
+        /* Stricter: the whole allocation, from offset 0; never over a mapping. */
+        if (!h || !r || flags != 0 || (uintptr_t)ptr % STANDIN_GRANULARITY != 0 ||
+            offset != 0 || size != h->size || mapped_within((uintptr_t)ptr, size)) {
             rc = TCU_ERROR_INVALID_VALUE;
-        }
-        else if (offset != 0 || size != h->size) {
-            rc = TCU_ERROR_INVALID_VALUE; /* stricter: the whole allocation */
-        }
-        else if (mapped_within((uintptr_t)ptr, size)) {
-            rc = TCU_ERROR_INVALID_VALUE; /* already mapped */
         }
     }
     standin_alloc *m = NULL;
     if (rc == TCU_SUCCESS) {
         void *at = mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED,
                         h->fd, 0);
-        if (at == MAP_FAILED) {
-            rc = TCU_ERROR_OUT_OF_MEMORY;
-        }
-        else if (!(m = standin_alloc_add((uintptr_t)ptr, size, h->alias, NULL,
-                                         ALLOC_VMM))) {
+        if (at == MAP_FAILED ||
+            !(m = standin_alloc_add((uintptr_t)ptr, size, h->alias, NULL, ALLOC_VMM))) {
             rc = TCU_ERROR_OUT_OF_MEMORY;
         }
     }
@@ -388,12 +380,10 @@ cuMemExportToShareableHandle(void *shareableHandle, tcu_mem_handle handle,
     int fd = -1;
     if (rc == TCU_SUCCESS) {
         standin_vmm_handle *h = known_handle(handle);
+        /* The handle type must also have been requested at creation. */
         if (!shareableHandle || !h || flags != 0 ||
-            handleType != TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-            rc = TCU_ERROR_INVALID_VALUE;
-        }
-        else if (!(h->handle_types & TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
-            /* Not requested in requestedHandleTypes at creation. */
+            handleType != TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+            !(h->handle_types & TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
             rc = TCU_ERROR_INVALID_VALUE;
         }
         else if ((fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
@@ -418,11 +408,16 @@ exported_device(int fd)
         return -1;
     }
     target[n] = '\0';
-    int device = -1;
-    if (sscanf(target, "/memfd:tack-standin-vmm-d%d", &device) != 1) {
+    static const char prefix[] = "/memfd:tack-standin-vmm-d";
+    if (strncmp(target, prefix, sizeof prefix - 1) != 0) {
         return -1;
     }
-    return device;
+    char *end = NULL;
+    long device = strtol(target + sizeof prefix - 1, &end, 10);
+    return end != target + sizeof prefix - 1 && device >= 0 &&
+                   device < STANDIN_MAX_DEVICES
+               ? (int)device
+               : -1;
 }
 
 STANDIN_EXPORT tcu_result
