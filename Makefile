@@ -104,6 +104,7 @@ lint: test-c setup
 	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/standin/cuda/*.[ch]
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends tests/standin
+	shellcheck scripts/*.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -7,6 +7,8 @@ of each contract without a GPU; these prove the peers agree."""
 
 from __future__ import annotations
 
+import importlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -21,9 +23,16 @@ pytestmark = pytest.mark.cuda
 N = 1 << 20
 
 
+def _peer(name: str):
+    """The peer library; on a GPU check (TACK_REQUIRE_CUDA=1) a missing one fails."""
+    if os.environ.get("TACK_REQUIRE_CUDA") == "1":
+        return importlib.import_module(name)
+    return pytest.importorskip(name)
+
+
 @pytest.fixture
 def torch():
-    torch = pytest.importorskip("torch")
+    torch = _peer("torch")
     assert torch.cuda.is_available(), "a CUDA device is visible to Tack but not to torch"
     return torch
 
@@ -100,7 +109,7 @@ def test_torch_pointers_through_array_from_ptr(torch):
 
 @pytest.mark.parametrize("stream", [None, 1, 2, -1])
 def test_cupy_both_ways(stream):
-    cupy = pytest.importorskip("cupy")
+    cupy = _peer("cupy")
     a = _tack_values()
     a.fill(4.0)
     c = cupy.from_dlpack(a)
@@ -115,12 +124,12 @@ def test_cupy_both_ways(stream):
 
 
 def test_cuda_array_interface_with_cupy_and_numba():
-    cupy = pytest.importorskip("cupy")
+    cupy = _peer("cupy")
     a = _tack_values()
     a.fill(8.0)
     c = cupy.asarray(a)  # through __cuda_array_interface__
     assert int(c.data.ptr) == a.ptr and bool((c == 8.0).all())
-    numba_cuda = pytest.importorskip("numba.cuda")
+    numba_cuda = _peer("numba.cuda")
     d = numba_cuda.as_cuda_array(a)
     assert (d.copy_to_host() == 8.0).all()
 
@@ -134,7 +143,7 @@ def test_cuda_array_interface_with_cupy_and_numba():
 
 
 def test_jax_both_ways():
-    jax = pytest.importorskip("jax")
+    jax = _peer("jax")
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
     if not gpus:
         pytest.fail("JAX sees no GPU on a machine where Tack sees one")

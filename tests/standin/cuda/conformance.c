@@ -5,7 +5,7 @@
  * real driver is a bug in the stand-in's model of it, found before it misleads Tack's
  * tests.
  *
- *   tack_cuda_conformance [driver-path] [case-name]
+ *   tack_cuda_conformance [--no-device-faults] [driver-path] [case-name]
  *
  * The driver is the argument, else $TACK_CUDA_DRIVER, else libcuda.so.1. It is opened
  * with dlopen and every entry point is resolved through cuGetProcAddress_v2 at the ABI
@@ -18,6 +18,9 @@
  *   STANDIN      a test of the stand-in's own strictness (faults on host access, stale
  *                bytes without synchronization, fault injection, the call log): not run
  *                against a real driver, and counted apart.
+ *   DEVICE_FAULT a case that makes the device fault on purpose; --no-device-faults
+ *                leaves these out (for runs under compute-sanitizer, which reports
+ * them).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -164,7 +167,7 @@ alloc(size_t nbytes)
 
 /* ---- cases ----------------------------------------------------------------------- */
 
-enum { UNVERIFIED = 1, STANDIN = 2 };
+enum { UNVERIFIED = 1, STANDIN = 2, DEVICE_FAULT = 4 };
 
 typedef void (*case_fn)(void);
 static struct {
@@ -698,7 +701,7 @@ CASE(vmm_export_needs_requested_handle_type, UNVERIFIED)
 
 /* Mapped but never given access: the device faults when the copy runs, and the fault
  * is sticky. UNVERIFIED: the driver may refuse the copy up front instead. */
-CASE(vmm_access_without_set_access_faults, UNVERIFIED)
+CASE(vmm_access_without_set_access_faults, UNVERIFIED | DEVICE_FAULT)
 {
     primary_current();
     size_t g = granularity(false);
@@ -852,7 +855,7 @@ CASE(module_image_checks, UNVERIFIED)
 
 /* A kernel that stores through a bad pointer: the fault surfaces at synchronization
  * and every later call on the context returns it (a sticky error). */
-CASE(device_fault_is_sticky, 0)
+CASE(device_fault_is_sticky, DEVICE_FAULT)
 {
     primary_current();
     tcu_function f = load_fill();
@@ -1066,6 +1069,12 @@ run_case(int k)
 int
 main(int argc, char **argv)
 {
+    bool device_faults = true;
+    if (argc > 1 && strcmp(argv[1], "--no-device-faults") == 0) {
+        device_faults = false;
+        argv++;
+        argc--;
+    }
     driver_path = argc > 1 ? argv[1] : getenv("TACK_CUDA_DRIVER");
     if (!driver_path || !*driver_path) {
         driver_path = "libcuda.so.1";
@@ -1082,7 +1091,8 @@ main(int argc, char **argv)
     printf("driver: %s (%s)\n", driver_path, standin ? "Tack stand-in" : "real");
     int passed = 0, failed = 0, standin_only = 0, unverified_failed = 0;
     for (int k = 0; k < ncases; k++) {
-        if (only && strcmp(only, cases[k].name) != 0) {
+        if ((only && strcmp(only, cases[k].name) != 0) ||
+            (!device_faults && (cases[k].marks & DEVICE_FAULT))) {
             continue;
         }
         if ((cases[k].marks & STANDIN) && !standin) {

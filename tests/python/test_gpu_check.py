@@ -1,0 +1,99 @@
+"""scripts/gpu_check.sh: without a visible CUDA device it fails at once, and says so.
+
+The script's real work (build, conformance on the real driver, pytest -m cuda, the
+sanitizer, the benchmarks) needs a GPU; what can be checked anywhere is that it never
+passes, or skips its way to a pass, where there is no device.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu_check.sh"
+
+
+def _run(tmp_path: Path, path_prefix: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(
+        os.environ,
+        OUT=str(tmp_path / "out"),
+        GPU_CHECK_BUILD=str(tmp_path / "build"),
+        PYTHON=sys.executable,
+    )
+    if path_prefix:
+        env["PATH"] = f"{path_prefix}{os.pathsep}{env['PATH']}"
+    return subprocess.run(
+        ["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def _check_failed_at_device(tmp_path: Path, result: subprocess.CompletedProcess) -> None:
+    assert result.returncode != 0
+    assert "no CUDA device" in result.stdout
+    report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert report["ok"] is False
+    assert [s["name"] for s in report["steps"]] == ["device"]
+    assert report["steps"][0]["status"] == "fail"
+    assert "no CUDA device" in (tmp_path / "out" / "gpu_check.log").read_text()
+    assert not (tmp_path / "build").exists()  # nothing was built
+
+
+def test_fails_when_nvidia_smi_lists_no_gpu(tmp_path):
+    # What nvidia-smi prints on a machine whose driver sees no GPU.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
+    fake.chmod(0o755)
+    _check_failed_at_device(tmp_path, _run(tmp_path, str(bin_dir)))
+
+
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None, reason="this machine has nvidia-smi"
+)
+def test_fails_on_a_machine_without_nvidia_tools(tmp_path):
+    _check_failed_at_device(tmp_path, _run(tmp_path))
+
+
+# A CUDA test, run by pytest in a child process with this directory's conftest.
+CUDA_TEST = """
+import pytest
+
+@pytest.mark.cuda
+def test_needs_a_gpu():
+    pass
+"""
+
+
+def _pytest_cuda(tmp_path: Path, require: bool) -> subprocess.CompletedProcess:
+    test = tmp_path / "test_marked.py"
+    test.write_text(CUDA_TEST)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))
+    # A driver path that cannot load: no CUDA device, on any machine.
+    env["TACK_CUDA_DRIVER"] = str(tmp_path / "no-such-driver.so")
+    env.pop("TACK_REQUIRE_CUDA", None)
+    if require:
+        env["TACK_REQUIRE_CUDA"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "conftest", "-p", "no:cacheprovider",
+         "--rootdir", str(tmp_path), str(test)],
+        env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+
+
+def test_cuda_tests_skip_without_a_device(tmp_path):
+    result = _pytest_cuda(tmp_path, require=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 skipped" in result.stdout
+
+
+def test_cuda_tests_fail_without_a_device_when_required(tmp_path):
+    # What gpu_check.sh sets: a CUDA test that cannot run is an error, never a skip.
+    result = _pytest_cuda(tmp_path, require=True)
+    assert result.returncode != 0
+    assert "TACK_REQUIRE_CUDA=1" in result.stdout + result.stderr
+    assert "skipped" not in result.stdout
