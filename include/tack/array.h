@@ -188,7 +188,7 @@ typedef struct tack_exported_memory {
 } tack_exported_memory;
 
 /*
- * Exports the array's memory as an OS handle (the spec's export_memory). An array
+ * Exports the array's memory as an OS handle (Array.export_memory). An array
  * allocated exportable is exported in place: its buffer is shared first, as for a
  * DLPack export. Any other array of a backend that can export waits for its queued
  * work and is copied once, device to device, into an exportable buffer that lives as
