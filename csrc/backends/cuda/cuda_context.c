@@ -188,6 +188,13 @@ open_state(tack__cuda_state *s)
             st = tack__cuda_error(s->drv, rc, "cuStreamCreate");
         }
     }
+    if (st == TACK_OK) {
+        tcu_result rc = api->cuEventCreate(&s->handoff, TCU_EVENT_DISABLE_TIMING);
+        if (rc != TCU_SUCCESS) {
+            (void)api->cuStreamDestroy(s->stream);
+            st = tack__cuda_error(s->drv, rc, "cuEventCreate");
+        }
+    }
     tack__cuda_leave(s, &g);
     /* A failed open keeps the primary context retained: it is never released, as
      * the next open retains it again and the driver counts. */
@@ -234,10 +241,12 @@ tack__cuda_open(int ordinal, const tack_device_options *options, void **state)
     s->ordinal = ordinal;
     atomic_init(&s->sticky, TCU_SUCCESS);
     pthread_mutex_init(&s->vmm_lock, NULL);
+    pthread_mutex_init(&s->handoff_lock, NULL);
     rc = drv->api.cuDeviceGet(&s->device, ordinal);
     st = rc == TCU_SUCCESS ? open_state(s) : tack__cuda_error(drv, rc, "cuDeviceGet");
     if (st != TACK_OK) {
         pthread_mutex_destroy(&s->vmm_lock);
+        pthread_mutex_destroy(&s->handoff_lock);
         tack__free(s);
         return st;
     }
@@ -255,10 +264,12 @@ tack__cuda_close(void *state)
     tack__cuda_guard g;
     if (tack__cuda_enter(s, &g) == TACK_OK) {
         (void)s->drv->api.cuStreamSynchronize(s->stream);
+        (void)s->drv->api.cuEventDestroy(s->handoff);
         (void)s->drv->api.cuStreamDestroy(s->stream);
         tack__cuda_leave(s, &g);
     }
     pthread_mutex_destroy(&s->vmm_lock);
+    pthread_mutex_destroy(&s->handoff_lock);
     tack__free(s);
 }
 

@@ -55,9 +55,14 @@ typedef struct tack__cuda_state {
     const tack__cuda_driver *drv; /* Borrowed: the process's driver */
     int ordinal;
     tcu_device device;
-    tcu_context ctx;    /* retained primary context, or the adopted current one */
-    bool primary;       /* ctx is the primary context (retained, never released) */
-    tcu_stream stream;  /* Tack's non-blocking stream; destroyed by close */
+    tcu_context ctx;   /* retained primary context, or the adopted current one */
+    bool primary;      /* ctx is the primary context (retained, never released) */
+    tcu_stream stream; /* Tack's non-blocking stream; destroyed by close */
+    /* The event of stream handoffs (record on one stream, wait on another), reused:
+     * a wait captures the record before it, so the next record cannot disturb it.
+     * handoff_lock keeps each record-and-wait pair together. */
+    tcu_event handoff;
+    pthread_mutex_t handoff_lock;
     bool pools;         /* cuMemAllocAsync is available */
     bool vmm;           /* VMM and POSIX-fd handles are supported */
     size_t granularity; /* VMM recommended granularity */

@@ -39,20 +39,14 @@ tack__cuda_order(tack__cuda_state *s, tcu_stream first, tcu_stream then)
     if (first == then) {
         return TACK_OK; /* one stream is ordered with itself */
     }
-    tcu_event ev = NULL;
-    tack_status st = tack__cuda_check(
-        s, api->cuEventCreate(&ev, TCU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    if (st != TACK_OK) {
-        return st;
-    }
-    st = tack__cuda_check(s, api->cuEventRecord(ev, first), "cuEventRecord");
+    pthread_mutex_lock(&s->handoff_lock);
+    tack_status st =
+        tack__cuda_check(s, api->cuEventRecord(s->handoff, first), "cuEventRecord");
     if (st == TACK_OK) {
-        st = tack__cuda_check(s, api->cuStreamWaitEvent(then, ev, 0),
+        st = tack__cuda_check(s, api->cuStreamWaitEvent(then, s->handoff, 0),
                               "cuStreamWaitEvent");
     }
-    /* Destroying an event whose wait is queued is allowed: the driver frees it once
-     * the wait has completed. */
-    (void)api->cuEventDestroy(ev);
+    pthread_mutex_unlock(&s->handoff_lock);
     return st;
 }
 
