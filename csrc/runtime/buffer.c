@@ -88,7 +88,19 @@ tack_buffer_release(tack_buffer *buf)
     tack_device *dev = buf->device;
     tack_buffer_release(atomic_load_explicit(&buf->export_copy, memory_order_acquire));
     switch (buf->owner) {
-    case TACK_OWNER_OWN: dev->backend->free(dev->state, buf->data); break;
+    case TACK_OWNER_OWN:
+        /* The last reference to an exported buffer may be a consumer's deleter, run
+         * when its tensor goes, not when the kernels it queued on it finish (PyTorch
+         * does this). Tack's stream first waits for the device's default stream, so
+         * the stream-ordered free cannot hand the memory to a new allocation while
+         * such a kernel still reads it. Errors here only lose the ordering. */
+        if ((atomic_load_explicit(&buf->flags, memory_order_acquire) &
+             TACK_BUFFER_SHARED) &&
+            dev->backend->order_tack_after_foreign && buf->data) {
+            (void)dev->backend->order_tack_after_foreign(dev->state, 0);
+        }
+        dev->backend->free(dev->state, buf->data);
+        break;
     case TACK_OWNER_IMPORTED: buf->release(buf->release_ctx); break;
     case TACK_OWNER_WRAPPED: break;
     }

@@ -79,7 +79,8 @@ struct tack_backend {
      * CUDA's legacy 1 and per-thread 2) wait for the work queued on Tack's stream so
      * far, without blocking the host. */
     tack_status (*order_foreign_after_tack)(void *state, uintptr_t foreign);
-    /* Makes Tack's stream wait for the work queued on a foreign stream so far. */
+    /* Makes Tack's stream wait for the work queued on a foreign stream so far; 0 is
+     * the device's default stream (CUDA's legacy NULL stream). */
     tack_status (*order_tack_after_foreign)(void *state, uintptr_t foreign);
     /* The driver library the device was opened with, for the device's repr.
      * Borrowed: static. */

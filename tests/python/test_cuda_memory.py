@@ -171,3 +171,20 @@ def test_arrays_alive_at_interpreter_exit_do_not_crash(tmp_path):
     # whatever was released at exit was released without a driver error
     assert not [line for line in log if line.startswith(("cuMemFree", "cuMemUnmap"))
                 and not line.endswith("-> 0")], log[-20:]
+
+
+def test_freeing_an_exported_buffer_first_waits_for_the_default_stream(tmp_path):
+    run(
+        """
+        a = tack.zeros(64, device="cuda")
+        b = tack.zeros(64, device="cuda")
+        a.__dlpack__(stream=1)                 # exported: a consumer may still read
+        calls()
+        del a
+        ns = names(calls())
+        assert ns == ["cuEventRecord", "cuStreamWaitEvent", "cuMemFreeAsync"], ns
+        del b                                  # never exported: just the free
+        assert names(calls()) == ["cuMemFreeAsync"]
+        """,
+        tmp_path,
+    )
