@@ -32,6 +32,8 @@ enum {
     C_DL_DEVICE,
     C_COPY,
     C_DEVICE,
+    C_DLPACK_DEVICE,         /* "__dlpack_device__" */
+    C_KW_MAX_VERSION_STREAM, /* ("max_version", "stream") */
     C_COUNT
 };
 
@@ -543,21 +545,34 @@ exchange_pending_work(const DLPackExchangeAPI *api, const DLManagedTensorVersion
 /* Tack's stream on the device x lives on (from x.__dlpack_device__()), as the int to
  * pass as stream=, or NULL with no error where there is no stream to pass. */
 static PyObject *
-consumer_stream(PyObject *x)
+consumer_stream(tackpy_state *st, PyObject *x)
 {
-    PyObject *where = PyObject_CallMethod(x, "__dlpack_device__", NULL);
+    /* NumPy arrays, the commonest producer, live in host memory: no stream to pass,
+     * and the import's hot path is spared a method call. */
+    if (strcmp(Py_TYPE(x)->tp_name, "numpy.ndarray") == 0) {
+        return NULL;
+    }
+    PyObject *args[1] = {x};
+    PyObject *where = PyObject_VectorcallMethod(
+        CONST(st, C_DLPACK_DEVICE), args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (!where) {
         PyErr_Clear(); /* __dlpack__ alone still works; it reports its own errors */
         return NULL;
     }
-    int type = 0, id = 0;
-    int ok = PyTuple_Check(where) && PyArg_ParseTuple(where, "ii", &type, &id);
+    long type = -1, id = -1;
+    if (PyTuple_Check(where) && PyTuple_GET_SIZE(where) == 2) {
+        type = PyLong_AsLong(PyTuple_GET_ITEM(where, 0));
+        id = PyLong_AsLong(PyTuple_GET_ITEM(where, 1));
+    }
     Py_DECREF(where);
-    if (!ok) {
+    if (PyErr_Occurred()) {
         PyErr_Clear();
         return NULL;
     }
-    tack_device *dev = stream_device(type, id);
+    if ((type != kDLCUDA && type != kDLCUDAManaged) || id < 0 || id > INT32_MAX) {
+        return NULL; /* the host, or a device without streams here */
+    }
+    tack_device *dev = stream_device((int32_t)type, (int32_t)id);
     if (!dev) {
         return NULL;
     }
@@ -574,7 +589,7 @@ consumer_stream(PyObject *x)
 static PyObject *
 request_capsule(tackpy_state *st, PyObject *x)
 {
-    PyObject *stream = consumer_stream(x);
+    PyObject *stream = consumer_stream(st, x);
     if (!stream && PyErr_Occurred()) {
         return NULL;
     }
@@ -583,13 +598,10 @@ request_capsule(tackpy_state *st, PyObject *x)
         /* A producer on a device with streams orders its pending writes before
          * Tack's stream (the Array API's consumer rule): without stream= it may
          * assume the legacy default stream, which Tack's stream does not follow. */
-        PyObject *kw =
-            PyTuple_Pack(2, CONST(st, C_MAX_VERSION_NAME), CONST(st, C_STREAM));
         PyObject *args[3] = {x, CONST(st, C_MAX_VERSION), stream};
-        capsule = kw ? PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
-                                                 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw)
-                     : NULL;
-        Py_XDECREF(kw);
+        capsule = PyObject_VectorcallMethod(CONST(st, C_DLPACK), args,
+                                            1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                            CONST(st, C_KW_MAX_VERSION_STREAM));
         Py_DECREF(stream);
     }
     else {
@@ -683,18 +695,26 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             mt->deleter(mt);
         }
     }
-    if (!PyObject_HasAttr(x, CONST(st, C_DLPACK))) {
+    PyObject *capsule = request_capsule(st, x);
+    if (!capsule && PyErr_ExceptionMatches(PyExc_AttributeError) &&
+        !PyObject_HasAttr(x, CONST(st, C_DLPACK))) {
         /* An object that speaks only the CUDA Array Interface (Numba, older
-         * libraries): wrapped as tack.asarray would, docs/cuda.md. */
+         * libraries): wrapped without a copy, docs/cuda.md. */
         PyObject *cai = PyObject_GetAttrString(x, "__cuda_array_interface__");
         if (cai) {
+            PyErr_Clear();
             result = tackpy_from_cuda_array_interface(st, x, cai, opts.device);
             Py_DECREF(cai);
             goto done;
         }
         PyErr_Clear();
+        PyErr_Format(PyExc_AttributeError,
+                     "%.100s has neither __dlpack__ nor __cuda_array_interface__, so "
+                     "it cannot be shared: copy it with tack.array(x), or wrap its "
+                     "memory with tack.array_from_ptr",
+                     Py_TYPE(x)->tp_name);
+        goto done;
     }
-    PyObject *capsule = request_capsule(st, x);
     if (capsule) {
         result = import_capsule(st, capsule, &opts);
         Py_DECREF(capsule);
@@ -928,7 +948,9 @@ tackpy_dlpack_init(PyObject *module, tackpy_state *st)
                                           "max_version",
                                           "dl_device",
                                           "copy",
-                                          "device"};
+                                          "device",
+                                          "__dlpack_device__",
+                                          NULL};
     PyObject *items[C_COUNT] = {NULL};
     int ok = 1;
     for (int k = 0; k < C_COUNT; k++) {
@@ -943,7 +965,10 @@ tackpy_dlpack_init(PyObject *module, tackpy_state *st)
         Py_DECREF(name);
         items[C_MAX_VERSION] =
             Py_BuildValue("(ii)", TACK_DLPACK_MAJOR, TACK_DLPACK_MINOR);
-        ok = items[C_KW_MAX_VERSION] && items[C_MAX_VERSION];
+        items[C_KW_MAX_VERSION_STREAM] =
+            PyTuple_Pack(2, items[C_MAX_VERSION_NAME], items[C_STREAM]);
+        ok = items[C_KW_MAX_VERSION] && items[C_MAX_VERSION] &&
+             items[C_KW_MAX_VERSION_STREAM];
     }
     st->dlpack_consts = ok ? PyTuple_New(C_COUNT) : NULL;
     for (int k = 0; k < C_COUNT; k++) {
