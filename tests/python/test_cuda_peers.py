@@ -46,13 +46,18 @@ def _tack_values(n=N, dtype=tack.f32):
 @pytest.mark.parametrize("stream", [None, 1, 2, "torch", -1])
 def test_tack_to_torch_every_stream_value(torch, stream):
     a = _tack_values()
-    s = torch.cuda.current_stream().cuda_stream if stream == "torch" else stream
+    side = torch.cuda.Stream()  # a stream handle of torch's own (never 0)
+    s = side.cuda_stream if stream == "torch" else stream
     a.fill(3.0)  # queued on Tack's stream: the consumer's stream must wait for it
     t = torch.utils.dlpack.from_dlpack(a.__dlpack__(stream=s))
+    assert t.data_ptr() == a.ptr
     if stream == 2:
         torch.cuda.synchronize()  # torch itself reads on the legacy stream
-    assert t.data_ptr() == a.ptr
-    assert bool((t == 3.0).all())
+    if stream == "torch":
+        with torch.cuda.stream(side):  # read on the stream that was ordered
+            assert bool((t == 3.0).all())
+    else:
+        assert bool((t == 3.0).all())
 
 
 def test_torch_from_dlpack_of_a_tack_array(torch):
