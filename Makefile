@@ -34,9 +34,9 @@ run: setup
 
 # The strict stand-in CUDA driver and its conformance suite (docs/cuda.md), built with
 # the C tests; the suite runs against the stand-in in each build flavour.
-STANDIN_DIR := tests/standin
-STANDIN_CUDA := $(STANDIN_DIR)/libtack_standin_cuda.so
-CUDA_CONFORMANCE := $(STANDIN_DIR)/tack_cuda_conformance
+STANDIN := tests/standin
+STANDIN_CUDA := $(STANDIN)/libtack_standin_cuda.so
+CUDA_CONFORMANCE := $(STANDIN)/tack_cuda_conformance
 # Valgrind's cost grows with the stand-in's mapped device memory: keep it small there.
 VALGRIND_STANDIN_MEMORY := 268435456
 

@@ -21,6 +21,7 @@
 #define TACK_STANDIN_CUDA_H
 
 #include <pthread.h>
+#include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -136,6 +137,7 @@ typedef struct standin_op {
 
 typedef struct standin_state {
     bool initialized;
+    pid_t init_pid; /* the process that called cuInit */
     int ndevices;
     bool eager; /* TACK_STANDIN_ASYNC=eager: run work when queued */
     int log_fd; /* TACK_STANDIN_LOG, or -1 */
@@ -178,6 +180,9 @@ bool standin_device_ok(tcu_device dev);
 
 /* Maps the device view and its alias on first use. */
 tcu_result standin_memory_init(void);
+/* The device memory of the process (TACK_STANDIN_MEMORY, rounded to the granularity).
+ */
+size_t standin_memory_total(void);
 /* The live allocation containing [ptr, ptr + nbytes), usable from ctx for reading
  * (write false) or writing. INVALID_VALUE if there is none. */
 tcu_result standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes,

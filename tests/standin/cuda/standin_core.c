@@ -120,10 +120,17 @@ standin_enter(const char *name)
         }
         return rc;
     }
-    if (!standin.initialized && strcmp(name, "cuInit") != 0 &&
-        strcmp(name, "cuDriverGetVersion") != 0 &&
-        strcmp(name, "cuGetErrorName") != 0 && strcmp(name, "cuGetErrorString") != 0 &&
-        strcmp(name, "cuGetProcAddress") != 0) {
+    bool anytime = strcmp(name, "cuDriverGetVersion") == 0 ||
+                   strcmp(name, "cuGetErrorName") == 0 ||
+                   strcmp(name, "cuGetErrorString") == 0 ||
+                   strcmp(name, "cuGetProcAddress") == 0;
+    /* A child forked after cuInit cannot use the driver, not even to initialize it
+     * again: CUDA is not fork-safe, and a test that forks must exec (or fork before
+     * initializing) as it would have to on a GPU. */
+    if (standin.initialized && getpid() != standin.init_pid && !anytime) {
+        return TCU_ERROR_NOT_INITIALIZED;
+    }
+    if (!standin.initialized && !anytime && strcmp(name, "cuInit") != 0) {
         return TCU_ERROR_NOT_INITIALIZED;
     }
     return TCU_SUCCESS;
@@ -136,8 +143,7 @@ standin_leave(tcu_result rc, const char *name, const char *fmt, ...)
         char args[384], line[512];
         va_list ap;
         va_start(ap, fmt);
-        // The analyzer loses track of va_start across the branch above.
-        // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized)
+        // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
         int m = vsnprintf(args, sizeof args, fmt, ap);
         va_end(ap);
         if (m < 0) {
@@ -247,7 +253,10 @@ cuInit(unsigned int Flags)
         }
         else {
             rc = standin_memory_init();
-            standin.initialized = rc == TCU_SUCCESS;
+            if (rc == TCU_SUCCESS && !standin.initialized) {
+                standin.initialized = true;
+                standin.init_pid = getpid();
+            }
         }
     }
     return standin_leave(rc, "cuInit", "%u", Flags);
@@ -432,8 +441,7 @@ cuDeviceTotalMem_v2(size_t *bytes, tcu_device dev)
             rc = TCU_ERROR_INVALID_DEVICE;
         }
         else {
-            const char *env = getenv("TACK_STANDIN_MEMORY");
-            *bytes = env ? (size_t)strtoull(env, NULL, 10) : STANDIN_DEFAULT_MEMORY;
+            *bytes = standin_memory_total();
         }
     }
     return standin_leave(rc, "cuDeviceTotalMem", "dev=%d", dev);

@@ -95,6 +95,12 @@ fail:
     return TCU_ERROR_OUT_OF_MEMORY;
 }
 
+size_t
+standin_memory_total(void)
+{
+    return pool_nbytes;
+}
+
 uintptr_t
 standin_vmm_base(void)
 {

@@ -1,0 +1,232 @@
+/*
+ * conformance_standin.c: tests of the stand-in's own strictness, run only against it
+ * (marked STANDIN): host access to device memory faults, a missing synchronization
+ * reads stale bytes, freed memory stays recognisable, fault injection and the call log.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conformance.h"
+
+/* Under valgrind, the deliberate host accesses of device memory below are the point of
+ * the test: they are kept out of its error count (valgrind still delivers the fault).
+ */
+#ifdef TACK_HAVE_VALGRIND_H /* set by tests/standin/meson.build */
+#include <valgrind/valgrind.h>
+#define TACK_EXPECTED_FAULT_BEGIN() VALGRIND_DISABLE_ERROR_REPORTING
+#define TACK_EXPECTED_FAULT_END() VALGRIND_ENABLE_ERROR_REPORTING
+#else
+#define TACK_EXPECTED_FAULT_BEGIN() ((void)0)
+#define TACK_EXPECTED_FAULT_END() ((void)0)
+#endif
+
+CASE(standin_launch_without_twin_is_not_supported, STANDIN)
+{
+    primary_current();
+    tcu_module m = NULL;
+    tcu_function f = NULL;
+    OK(cu.cuModuleLoadData(&m, fill_ptx));
+    OK(cu.cuModuleGetFunction(&f, m, "tack_fill_index"));
+    tcu_deviceptr out = alloc(64);
+    uint32_t n = 16;
+    void *params[] = {&out, &n};
+    EXPECT_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL),
+              TCU_ERROR_NOT_SUPPORTED);
+}
+
+static volatile sig_atomic_t fault_ok;
+static volatile uintptr_t fault_lo, fault_hi;
+
+static void
+on_segv(int sig, siginfo_t *info, void *uc)
+{
+    (void)sig;
+    (void)uc;
+    uintptr_t at = (uintptr_t)info->si_addr;
+    TACK_EXPECTED_FAULT_END();
+    _exit(at >= fault_lo && at < fault_hi ? 42 : 43);
+}
+
+/* Runs `touch` on p in a child; returns its exit code (42: SIGSEGV at p). */
+static int
+fault_probe(tcu_deviceptr p, size_t nbytes, bool write)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_segv;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, NULL);
+        fault_lo = (uintptr_t)p;
+        fault_hi = (uintptr_t)p + nbytes;
+        volatile unsigned char *q = (volatile unsigned char *)(uintptr_t)p;
+        TACK_EXPECTED_FAULT_BEGIN();
+        if (write) {
+            q[nbytes - 1] = 1;
+        }
+        else {
+            fault_ok = q[0];
+        }
+        _exit(0); /* the access did not fault */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+CASE(standin_host_access_to_device_memory_faults, STANDIN)
+{
+    primary_current();
+    tcu_deviceptr p = alloc((size_t)1 << 20);
+    EXPECT_EQ(fault_probe(p, 1, false), 42);
+    EXPECT_EQ(fault_probe(p, (size_t)1 << 20, true), 42);
+    /* VMM memory too, even with device access granted. */
+    size_t g = granularity(true);
+    tcu_mem_handle h = 0;
+    OK(cu.cuMemCreate(&h, g, vmm_prop(true), 0));
+    tcu_deviceptr va = vmm_map(h, g);
+    EXPECT_EQ(fault_probe(va + 4096, 1, false), 42);
+}
+
+CASE(standin_missing_sync_reads_stale_bytes, STANDIN)
+{
+    primary_current();
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    unsigned char in[64], out[64];
+    memset(in, 0x11, sizeof in);
+    memset(out, 0, sizeof out);
+    tcu_deviceptr p = alloc(sizeof in);
+    OK(cu.cuMemcpyHtoDAsync(p, in, sizeof in, s));
+    OK(cu.cuMemcpyDtoHAsync(out, p, sizeof out, s));
+    EXPECT_EQ(out[0], 0); /* nothing ran: the host buffer is untouched */
+    EXPECT_RC(cu.cuStreamQuery(s), TCU_ERROR_NOT_READY);
+    EXPECT_EQ(out[0], 0); /* one query proves nothing */
+    /* The synchronous copy runs on the legacy stream, which does not wait for a
+     * non-blocking stream: it reads the fresh allocation's fill. */
+    OK(cu.cuMemcpyDtoH(out, p, sizeof out));
+    EXPECT_EQ(out[0], 0xA5);
+    OK(cu.cuStreamSynchronize(s));
+    EXPECT_EQ(out[63], 0x11);
+}
+
+CASE_ENV(standin_eager_mode_runs_work_at_once, STANDIN, "TACK_STANDIN_ASYNC=eager")
+{
+    primary_current();
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    unsigned char in[16], out[16] = {0};
+    memset(in, 0x22, sizeof in);
+    tcu_deviceptr p = alloc(sizeof in);
+    OK(cu.cuMemcpyHtoDAsync(p, in, sizeof in, s));
+    OK(cu.cuMemcpyDtoHAsync(out, p, sizeof out, s));
+    EXPECT_EQ(out[15], 0x22);
+}
+
+CASE(standin_use_after_free_is_caught, STANDIN)
+{
+    primary_current();
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    unsigned char buf[32] = {0};
+    tcu_deviceptr p = 0;
+    OK(cu.cuMemAllocAsync(&p, sizeof buf, s));
+    OK(cu.cuMemFreeAsync(p, s));
+    /* Queued after the free: refused at once, though the free has not run yet. */
+    EXPECT_RC(cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s), TCU_ERROR_INVALID_VALUE);
+    EXPECT_RC(cu.cuMemFreeAsync(p, s), TCU_ERROR_INVALID_VALUE);
+    OK(cu.cuStreamSynchronize(s));
+    /* Addresses are never reused: a new allocation never lands on a stale pointer. */
+    tcu_deviceptr q = alloc(sizeof buf);
+    EXPECT(q != p);
+    EXPECT_RC(cu.cuMemcpyDtoH(buf, p, sizeof buf), TCU_ERROR_INVALID_VALUE);
+}
+
+/* Stricter than the driver, which with unified addressing would take a device pointer
+ * given as host memory for a device-to-device copy: Tack must say what it means. */
+CASE(standin_device_pointer_as_host_memory_is_refused, STANDIN)
+{
+    primary_current();
+    tcu_deviceptr a = alloc(64), b = alloc(64);
+    EXPECT_RC(cu.cuMemcpyHtoD(a, (const void *)(uintptr_t)b, 64),
+              TCU_ERROR_INVALID_VALUE);
+    EXPECT_RC(cu.cuMemcpyDtoH((void *)(uintptr_t)b, a, 64), TCU_ERROR_INVALID_VALUE);
+}
+
+/* Two devices: memory of one is not usable from the other's context (stricter than
+ * unified addressing), and its pointer attributes name its own ordinal. */
+CASE_ENV(standin_second_device, STANDIN, "TACK_STANDIN_DEVICES=2")
+{
+    OK(cu.cuInit(0));
+    int count = 0;
+    OK(cu.cuDeviceGetCount(&count));
+    EXPECT_EQ(count, 2);
+    tcu_context c0 = NULL, c1 = NULL;
+    OK(cu.cuDevicePrimaryCtxRetain(&c0, 0));
+    OK(cu.cuDevicePrimaryCtxRetain(&c1, 1));
+    EXPECT(c0 != c1);
+    OK(cu.cuCtxSetCurrent(c1));
+    tcu_deviceptr p = alloc(64);
+    OK(cu.cuCtxSetCurrent(c0));
+    int ordinal = -1;
+    OK(cu.cuPointerGetAttribute(&ordinal, TCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p));
+    EXPECT_EQ(ordinal, 1);
+    unsigned char buf[64] = {0};
+    EXPECT_RC(cu.cuMemcpyHtoD(p, buf, sizeof buf), TCU_ERROR_INVALID_VALUE);
+    EXPECT_RC(cu.cuMemFree(p), TCU_ERROR_INVALID_VALUE);
+    tcu_uuid u0, u1;
+    OK(cu.cuDeviceGetUuid(&u0, 0));
+    OK(cu.cuDeviceGetUuid(&u1, 1));
+    EXPECT(memcmp(&u0, &u1, sizeof u0) != 0);
+}
+
+CASE_ENV(standin_fault_injection, STANDIN,
+         "TACK_STANDIN_FAIL=cuMemAlloc:2,cuStreamSynchronize:1:700")
+{
+    primary_current();
+    tcu_deviceptr p = 0;
+    OK(cu.cuMemAlloc(&p, 64));
+    EXPECT_RC(cu.cuMemAlloc(&p, 64), TCU_ERROR_OUT_OF_MEMORY); /* the 2nd call only */
+    OK(cu.cuMemAlloc(&p, 64));
+    EXPECT_RC(cu.cuStreamSynchronize(NULL), TCU_ERROR_ILLEGAL_ADDRESS);
+    EXPECT_RC(cu.cuMemAlloc(&p, 64), TCU_ERROR_ILLEGAL_ADDRESS); /* now sticky */
+}
+
+CASE_ENV(standin_call_log, STANDIN, "TACK_STANDIN_LOG=@tempfile")
+{
+    primary_current();
+    tcu_deviceptr p = alloc(64);
+    tcu_function f = load_fill();
+    uint32_t n = 16;
+    void *params[] = {&p, &n};
+    OK(cu.cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+    OK(cu.cuStreamSynchronize(NULL));
+    char log[8192] = {0};
+    int fd = open(case_tempfile, O_RDONLY);
+    EXPECT(fd >= 0);
+    ssize_t got = read(fd, log, sizeof log - 1);
+    close(fd);
+    unlink(case_tempfile);
+    EXPECT(got > 0);
+    /* In order: init, the allocation, the launch (geometry and parameter bytes). */
+    const char *init = strstr(log, "cuInit(0) -> 0\n");
+    const char *allocation = strstr(log, "cuMemAlloc(bytes=64, ptr=0x");
+    const char *launch = strstr(log,
+                                "cuLaunchKernel(fn=tack_fill_index, grid=2x1x1, "
+                                "block=32x1x1, shared=0, stream=(nil), params=12 "
+                                "bytes ");
+    const char *sync = strstr(log, "cuStreamSynchronize(stream=(nil)) -> 0\n");
+    EXPECT(init && allocation && launch && sync);
+    EXPECT(init < allocation && allocation < launch && launch < sync);
+    EXPECT(strstr(launch, "10000000") != NULL); /* n = 16, little-endian */
+}
