@@ -216,3 +216,21 @@ def test_many_round_trips_keep_device_memory_flat(torch):
     torch.cuda.synchronize()
     free1 = torch.cuda.mem_get_info()[0]
     assert abs(free0 - free1) < (64 << 20), (free0, free1)
+
+
+def test_arrays_and_exports_alive_at_interpreter_exit(torch):
+    code = textwrap.dedent(
+        """
+        import sys, tack, torch
+        a = tack.zeros(1 << 20, device="cuda")
+        t = torch.from_dlpack(a)                  # torch holds Tack memory at exit
+        b = tack.from_dlpack(torch.ones(16, device="cuda"))   # and the reverse
+        e = tack.empty(16, device="cuda", exportable=True)
+        e.export_memory()
+        sys.keep = (a, t, b, e)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Error" not in out.stderr, out.stderr
