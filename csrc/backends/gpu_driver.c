@@ -27,19 +27,38 @@ tack__driver_load(const char *backend, const char *const *candidates,
             used += (size_t)n;
         }
     }
-    return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
-                      "the '%s' backend needs its driver library, and none was found "
-                      "(tried %s): install %s, or use tack.device('cpu')",
-                      backend, tried, what_to_install);
+    return tack__fail_remedy(
+        TACK_ERR_DEVICE_UNAVAILABLE, TACK_REMEDY_CPU,
+        "the '%s' backend needs its driver library, and none was found "
+        "(tried %s; install %s)",
+        backend, tried, what_to_install);
+}
+
+tack_status
+tack__gpu_open(const tack_backend *self, int ordinal,
+               const tack_device_options *options, void **state)
+{
+    (void)ordinal;
+    (void)options;
+    (void)state;
+    const tack__gpu_driver *drv = self->impl;
+    void *handle = NULL;
+    tack_status st =
+        tack__driver_load(self->name, drv->libraries, drv->what_to_install, &handle);
+    if (st != TACK_OK) {
+        return st;
+    }
+    return tack__driver_not_built(self->name);
 }
 
 tack_status
 tack__driver_not_built(const char *backend)
 {
-    return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
-                      "the '%s' driver is present, but this build of Tack has no '%s' "
-                      "array support yet: use tack.device('cpu')",
-                      backend, backend);
+    return tack__fail_remedy(
+        TACK_ERR_DEVICE_UNAVAILABLE, TACK_REMEDY_CPU,
+        "the '%s' driver is present, but this build of Tack has no '%s' "
+        "array support yet",
+        backend, backend);
 }
 
 static tack_status

@@ -6,6 +6,29 @@
 
 #include "../runtime/internal.h"
 
+/* A GPU backend's driver: what its table's impl points at. */
+typedef struct tack__gpu_driver {
+    const char *const *libraries; /* dlopen candidates, NULL-terminated */
+    const char *what_to_install;  /* named when none of them loads */
+} tack__gpu_driver;
+
+/*
+ * The open slot of a GPU backend whose device support this build does not contain
+ * yet: loads the driver named by self->impl (a tack__gpu_driver) and then answers
+ * TACK_ERR_DEVICE_UNAVAILABLE saying so, or names the missing library. The library
+ * stays loaded: drivers are never unloaded while a process may use them.
+ */
+tack_status tack__gpu_open(const tack_backend *self, int ordinal,
+                           const tack_device_options *options, void **state);
+
+/* The table slots every GPU backend of this build shares, for its initializer (all
+ * but open: a backend may check its options before calling tack__gpu_open). */
+#define TACK__GPU_SLOTS                                                           \
+    .close = NULL, .alloc = tack__gpu_alloc, .free = tack__gpu_free,              \
+    .copy = tack__gpu_copy, .fill = tack__gpu_fill,                               \
+    .memory_space = tack__gpu_memory_space, .synchronize = tack__gpu_synchronize, \
+    .memory_domain = tack__gpu_memory_domain
+
 /*
  * Opens the first library of candidates (NULL-terminated) that dlopen finds.
  * Out: *handle only on success. TACK_ERR_DEVICE_UNAVAILABLE, naming the libraries that

@@ -12,7 +12,7 @@
 
 #include <structmember.h>
 
-#define ARR(self) (((tackpy_Array *)(self))->arr)
+#define ARR(self) TACKPY_ARR(self)
 
 PyObject *
 tackpy_array_wrap(tackpy_state *st, tack_array *arr)
@@ -33,12 +33,6 @@ tackpy_array_check(tackpy_state *st, PyObject *obj)
     return Py_IS_TYPE(obj, st->Array_type);
 }
 
-static tackpy_state *
-state_of(PyObject *self)
-{
-    return tackpy_state_of_type(Py_TYPE(self));
-}
-
 /* ---- creation ----------------------------------------------------------------- */
 
 typedef enum { MAKE_EMPTY, MAKE_ZEROS, MAKE_FULL } make_kind;
@@ -48,14 +42,25 @@ make_array(PyObject *module, const char *fname, make_kind kind, PyObject *const 
            Py_ssize_t nargs, PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names_empty[] = {"shape", "dtype", "device", "exportable",
-                                              NULL};
-    static const char *const names_full[] = {"shape",  "fill_value", "dtype",
-                                             "device", "exportable", NULL};
-    PyObject *a[5];
     int full = kind == MAKE_FULL;
-    if (tackpy_parse_args(fname, args, nargs, kwnames, full ? names_full : names_empty,
-                          full ? 4 : 3, full ? 2 : 1, a) < 0) {
+    const tackpy_signature sig_empty = {fname,
+                                        4,
+                                        3,
+                                        0,
+                                        1,
+                                        {TACKPY_NAME_shape, TACKPY_NAME_dtype,
+                                         TACKPY_NAME_device, TACKPY_NAME_exportable}};
+    const tackpy_signature sig_full = {
+        fname,
+        5,
+        4,
+        0,
+        2,
+        {TACKPY_NAME_shape, TACKPY_NAME_fill_value, TACKPY_NAME_dtype,
+         TACKPY_NAME_device, TACKPY_NAME_exportable}};
+    PyObject *a[5];
+    if (tackpy_parse(st, full ? &sig_full : &sig_empty, args, nargs, kwnames, NULL, a,
+                     NULL) < 0) {
         return NULL;
     }
     PyObject *shape_obj = a[0];
@@ -123,36 +128,15 @@ tackpy_full_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     return make_array(module, "full", MAKE_FULL, args, nargs, kwnames);
 }
 
-/* The shape an array of dtype gets from host data: a vec dtype eats the trailing
- * dimension, which must equal its component count. */
-static int
-array_shape_of_host(tackpy_state *st, const tackpy_host *h, tack_dtype dtype,
-                    int64_t *shape)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    int ndim = h->ndim;
-    memcpy(shape, h->shape, (size_t)ndim * sizeof(int64_t));
-    if (info->ncomponents > 1) {
-        if (ndim == 0 || shape[ndim - 1] != info->ncomponents) {
-            tackpy_raise_kind(st, TACK_KIND_VALUE,
-                              "data for a %s array needs a last dimension of %d, the "
-                              "component count",
-                              info->name, (int)info->ncomponents);
-            return -1;
-        }
-        ndim--;
-    }
-    return ndim;
-}
-
 PyObject *
 tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"obj", "dtype", "device", NULL};
+    static const tackpy_signature sig = {
+        "array", 3, 3, 0, 1, {TACKPY_NAME_obj, TACKPY_NAME_dtype, TACKPY_NAME_device}};
     PyObject *a[3];
-    if (tackpy_parse_args("array", args, nargs, kwnames, names, 3, 1, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     tack_device *dev = NULL;
@@ -190,15 +174,14 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     tack_dtype dtype = h.dtype;
     int64_t shape[TACK_MAX_NDIM];
-    int ndim = -1;
+    int32_t ndim = 0;
     if (a[1] && a[1] != Py_None && tackpy_dtype_from_object(st, a[1], &dtype) < 0) {
         goto fail;
     }
-    ndim = array_shape_of_host(st, &h, dtype, shape);
-    if (ndim < 0) {
-        goto fail;
+    status = tack_array_shape_of_scalars(dtype, h.ndim, h.shape, &ndim, shape);
+    if (status == TACK_OK) {
+        status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     }
-    status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     if (status == TACK_OK) {
         Py_BEGIN_ALLOW_THREADS
             status = tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
@@ -218,20 +201,22 @@ fail:
     return NULL;
 }
 
-/* Whether host data has dst's scalar shape (vec arrays: a trailing component axis). */
+/* Whether host data has dst's scalar shape, the one its DLPack description gives
+ * (vec arrays: a trailing component axis). */
 static int
 host_has_scalar_shape(const tackpy_host *h, const tack_array *dst)
 {
-    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(dst));
-    int dn = tack_array_ndim(dst) + (info->ncomponents > 1);
-    int same = h->ndim == dn;
-    for (int k = 0; same && k < tack_array_ndim(dst); k++) {
-        same = h->shape[k] == tack_array_shape(dst)[k];
+    DLTensor t;
+    tack_dlpack_describe(dst, &t);
+    if (h->ndim != t.ndim) {
+        return 0;
     }
-    if (same && info->ncomponents > 1) {
-        same = h->shape[dn - 1] == info->ncomponents;
+    for (int k = 0; k < t.ndim; k++) {
+        if (h->shape[k] != t.shape[k]) {
+            return 0;
+        }
     }
-    return same;
+    return 1;
 }
 
 /* numpy.broadcast_to(src, dst's scalar shape), or NULL with ValueError set. */
@@ -246,10 +231,10 @@ broadcast_to_scalar_shape(tackpy_state *st, PyObject *src, const tack_array *dst
     PyObject *b = np ? PyObject_CallMethod(np, "broadcast_to", "OO", src, shape) : NULL;
     if (!b && PyErr_ExceptionMatches(PyExc_ValueError)) {
         PyErr_Clear();
-        tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "copyto: the source cannot be broadcast to the destination's "
-                          "shape %R: give data of that shape",
-                          shape);
+        tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                         "copyto: the source cannot be broadcast to the destination's "
+                         "shape %R: give data of that shape",
+                         shape);
     }
     Py_DECREF(shape);
     return b;
@@ -260,14 +245,15 @@ tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                  PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"dst", "src", NULL};
+    static const tackpy_signature sig = {
+        "copyto", 2, 2, 0, 2, {TACKPY_NAME_dst, TACKPY_NAME_src}};
     PyObject *a[2];
-    if (tackpy_parse_args("copyto", args, nargs, kwnames, names, 2, 2, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     if (!tackpy_array_check(st, a[0])) {
-        return tackpy_raise_kind(
-            st, TACK_KIND_TYPE,
+        return tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
             "copyto(dst, src): dst must be a tack array, not %.100s",
             Py_TYPE(a[0])->tp_name);
     }
@@ -353,7 +339,8 @@ static PyObject *
 array_get_dtype(PyObject *self, void *c)
 {
     (void)c;
-    return Py_NewRef(tackpy_dtype_object(state_of(self), tack_array_dtype(ARR(self))));
+    return Py_NewRef(
+        tackpy_dtype_object(tackpy_state_of(self), tack_array_dtype(ARR(self))));
 }
 
 static PyObject *
@@ -390,7 +377,7 @@ array_get_device(PyObject *self, void *c)
     (void)c;
     tack_device *dev = tack_array_device(ARR(self));
     tack_device_retain(dev);
-    return tackpy_device_wrap(state_of(self), dev);
+    return tackpy_device_wrap(tackpy_state_of(self), dev);
 }
 
 static PyObject *
@@ -423,38 +410,40 @@ static PyObject *
 array_numpy(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return tackpy_array_to_numpy(state_of(self), ARR(self), NULL);
+    return tackpy_array_to_numpy(tackpy_state_of(self), ARR(self), NULL);
 }
 
 static PyObject *
 array_dunder_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                    PyObject *kwnames)
 {
-    static const char *const names[] = {"dtype", "copy", NULL};
+    static const tackpy_signature sig = {
+        "__array__", 2, 2, 0, 0, {TACKPY_NAME_dtype, TACKPY_NAME_copy}};
     PyObject *a[2];
-    if (tackpy_parse_args("__array__", args, nargs, kwnames, names, 2, 0, a) < 0) {
+    if (tackpy_parse(tackpy_state_of(self), &sig, args, nargs, kwnames, NULL, a, NULL) <
+        0) {
         return NULL;
     }
     if (a[1] == Py_False) {
-        return tackpy_raise_kind(
-            state_of(self), TACK_KIND_VALUE,
+        return tackpy_raise_fmt(
+            tackpy_state_of(self), TACK_ERR_INVALID_ARGUMENT,
             "a Tack array cannot become a NumPy array without a copy "
             "here: use np.from_dlpack(a) to share its memory");
     }
-    return tackpy_array_to_numpy(state_of(self), ARR(self), a[0]);
+    return tackpy_array_to_numpy(tackpy_state_of(self), ARR(self), a[0]);
 }
 
 static PyObject *
 array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     int64_t shape[TACK_MAX_NDIM];
     int ndim;
     if (nargs == 0) {
-        PyErr_SetString(PyExc_TypeError,
-                        "reshape() needs the new shape, e.g. a.reshape(2, 3) or "
-                        "a.reshape((2, -1))");
-        return NULL;
+        return tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
+            "reshape() needs the new shape, e.g. a.reshape(2, 3) or "
+            "a.reshape((2, -1))");
     }
     if (nargs == 1) {
         ndim = tackpy_parse_shape(st, args[0], shape);
@@ -484,7 +473,7 @@ array_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 array_fill(PyObject *self, PyObject *value)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     if (!tack_array_writable(arr)) {
         return tackpy_raise(st, tack_array_fill(arr, NULL, tack_array_dtype(arr)));
@@ -507,18 +496,19 @@ static PyObject *
 array_to_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 PyObject *kwnames)
 {
-    tackpy_state *st = state_of(self);
-    static const char *const names[] = {"device", "stream", NULL};
+    tackpy_state *st = tackpy_state_of(self);
+    static const tackpy_signature sig = {
+        "to_device", 2, 1, 0, 1, {TACKPY_NAME_device, TACKPY_NAME_stream}};
     PyObject *a[2];
-    if (tackpy_parse_args("to_device", args, nargs, kwnames, names, 1, 1, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     if (a[1] && a[1] != Py_None) {
         /* CPU copies are synchronous: there is no stream to order them on. */
-        return tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                 "to_device(stream=%R): copies on this device are "
-                                 "synchronous; pass stream=None",
-                                 a[1]);
+        return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                                "to_device(stream=%R): copies on this device are "
+                                "synchronous; pass stream=None",
+                                a[1]);
     }
     tack_device *dev = NULL;
     if (tackpy_device_from_object(st, a[0], &dev) < 0) {
@@ -540,30 +530,27 @@ static PyObject *
 array_export_memory(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    tackpy_state *st = state_of(self);
-    tack_exported_memory mem;
+    tackpy_state *st = tackpy_state_of(self);
+    tack_exported_memory m;
     tack_status status;
-    Py_BEGIN_ALLOW_THREADS
-        status = tack_array_export_memory(ARR(self), &mem);
+    Py_BEGIN_ALLOW_THREADS /* it may wait for the device */
+        status = tack_array_export_memory(ARR(self), &m);
     Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
-    PyObject *module = PyImport_ImportModule("tack._exported_memory");
-    PyObject *cls = module ? PyObject_GetAttrString(module, "ExportedMemory") : NULL;
-    Py_XDECREF(module);
+    /* ExportedMemory is a plain dataclass of the package
+     * (src/tack/_exported_memory.py). */
+    PyObject *mod = PyImport_ImportModule("tack._exported_memory");
+    PyObject *cls = mod ? PyObject_GetAttrString(mod, "ExportedMemory") : NULL;
+    Py_XDECREF(mod);
     if (!cls) {
         return NULL;
     }
-    PyObject *kwargs = Py_BuildValue(
-        "{s:s,s:n,s:n,s:K,s:s,s:y#}", "backend", mem.backend, "size",
-        (Py_ssize_t)mem.size, "allocation_size", (Py_ssize_t)mem.allocation_size,
-        "handle", (unsigned long long)mem.handle, "handle_type", mem.handle_type,
-        "device_uuid", (const char *)mem.device_uuid, (Py_ssize_t)16);
-    PyObject *empty = PyTuple_New(0);
-    PyObject *result = kwargs && empty ? PyObject_Call(cls, empty, kwargs) : NULL;
-    Py_XDECREF(empty);
-    Py_XDECREF(kwargs);
+    PyObject *result = PyObject_CallFunction(
+        cls, "snnKsy#", m.backend, (Py_ssize_t)m.size, (Py_ssize_t)m.allocation_size,
+        (unsigned long long)m.handle, m.handle_type, (const char *)m.device_uuid,
+        (Py_ssize_t)sizeof m.device_uuid);
     Py_DECREF(cls);
     return result;
 }
@@ -577,7 +564,7 @@ static PyObject *
 array_get_cuda_array_interface(PyObject *self, void *c)
 {
     (void)c;
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     tack_device *dev = tack_array_device(arr);
     if (tack_device_dlpack_type(dev) != kDLCUDA) {
@@ -618,53 +605,39 @@ array_get_cuda_array_interface(PyObject *self, void *c)
                          Py_None, "version", 3);
 }
 
-/* Reads a full index (an int or a tuple of ints) into a flat element offset. */
+/* Reads a full index (an int or a tuple of ints) into a flat element offset; the
+ * index rules (count, range, negative entries) are the runtime's. */
 static int
 flat_index(tackpy_state *st, const tack_array *arr, PyObject *key, size_t *offset)
 {
-    int ndim = tack_array_ndim(arr);
-    const int64_t *shape = tack_array_shape(arr);
     PyObject *items = PyTuple_Check(key) ? Py_NewRef(key) : PyTuple_Pack(1, key);
     if (!items) {
         return -1;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(items);
+    int64_t index[TACK_MAX_NDIM];
     int rc = -1;
-    if (n != ndim) {
-        tackpy_raise_kind(st, TACK_KIND_INDEX,
-                          "a %d-d array takes %d indices, not %zd: Tack arrays have no "
-                          "slicing; use numpy() for a copy you can slice",
-                          ndim, ndim, n);
-        goto done;
-    }
-    size_t off = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
+    /* Past TACK_MAX_NDIM entries the count alone is wrong: the runtime refuses it
+     * before reading any entry. */
+    for (Py_ssize_t k = 0; k < n && k < TACK_MAX_NDIM; k++) {
         PyObject *item = PyTuple_GET_ITEM(items, k);
         if (!PyIndex_Check(item)) {
-            tackpy_raise_kind(st, TACK_KIND_INDEX,
-                              "only integer indices are supported, not %.100s: Tack "
-                              "arrays have no slicing",
-                              Py_TYPE(item)->tp_name);
+            tackpy_raise_fmt(st, TACK_ERR_INDEX,
+                             "only integer indices are supported, not %.100s: Tack "
+                             "arrays have no slicing; use numpy() for a copy you can "
+                             "slice",
+                             Py_TYPE(item)->tp_name);
             goto done;
         }
         Py_ssize_t i = PyNumber_AsSsize_t(item, PyExc_IndexError);
         if (i == -1 && PyErr_Occurred()) {
             goto done;
         }
-        if (i < 0) {
-            i += (Py_ssize_t)shape[k];
-        }
-        if (i < 0 || i >= shape[k]) {
-            tackpy_raise_kind(
-                st, TACK_KIND_INDEX,
-                "index %zd is out of range for dimension %zd of extent %lld",
-                PyNumber_AsSsize_t(item, NULL), k, (long long)shape[k]);
-            goto done;
-        }
-        off = off * (size_t)shape[k] + (size_t)i;
+        index[k] = (int64_t)i;
     }
-    *offset = off;
-    rc = 0;
+    int32_t count = n > INT32_MAX ? INT32_MAX : (int32_t)n;
+    tack_status status = tack_array_element_offset(arr, count, index, offset);
+    rc = status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 done:
     Py_DECREF(items);
     return rc;
@@ -673,22 +646,16 @@ done:
 static PyObject *
 array_getitem(PyObject *self, PyObject *key)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     size_t off;
     if (flat_index(st, arr, key, &off) < 0) {
         return NULL;
     }
-    tack_device *dev = tack_array_device(arr);
-    size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
     unsigned char element[16];
-    if (tack_device_dlpack_type(dev) == 1) {
-        memcpy(element, (unsigned char *)tack_array_data(arr) + off * itemsize,
-               itemsize);
-    }
-    else {
-        return tackpy_raise_kind(st, TACK_KIND_RUNTIME,
-                                 "element access needs a host array: use numpy()");
+    tack_status status = tack_array_get_element(arr, off, element);
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
     }
     return tackpy_element_to_object(element, tack_array_dtype(arr));
 }
@@ -696,35 +663,24 @@ array_getitem(PyObject *self, PyObject *key)
 static int
 array_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
-    tackpy_state *st = state_of(self);
+    tackpy_state *st = tackpy_state_of(self);
     tack_array *arr = ARR(self);
     if (!value) {
-        PyErr_SetString(PyExc_TypeError, "Tack array elements cannot be deleted");
-        return -1;
+        return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
+                                    "Tack array elements cannot be deleted");
     }
     if (!tack_array_writable(arr)) {
-        tackpy_raise_kind(
-            st, TACK_KIND_READ_ONLY,
-            "element store: the array is read-only (a read-only import or "
-            "view); copy it with tack.array(...) to get a writable array");
-        return -1;
+        /* Refused before the value is read, whatever it is. */
+        return tackpy_raise_int(st, tack_array_set_element(arr, 0, NULL));
     }
     size_t off;
-    if (flat_index(st, arr, key, &off) < 0) {
-        return -1;
-    }
     unsigned char element[16];
-    if (tackpy_scalar_to_element(st, value, tack_array_dtype(arr), element) < 0) {
+    if (flat_index(st, arr, key, &off) < 0 ||
+        tackpy_scalar_to_element(st, value, tack_array_dtype(arr), element) < 0) {
         return -1;
     }
-    if (tack_device_dlpack_type(tack_array_device(arr)) != 1) {
-        tackpy_raise_kind(st, TACK_KIND_RUNTIME,
-                          "element stores need a host array: use copyto() or a kernel");
-        return -1;
-    }
-    size_t itemsize = tack_dtype_get(tack_array_dtype(arr))->itemsize;
-    memcpy((unsigned char *)tack_array_data(arr) + off * itemsize, element, itemsize);
-    return 0;
+    tack_status status = tack_array_set_element(arr, off, element);
+    return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 }
 
 /* Iteration (the sequence protocol) over a 1-D array yields its elements; there are
@@ -734,15 +690,14 @@ array_sq_item(PyObject *self, Py_ssize_t i)
 {
     tack_array *arr = ARR(self);
     if (tack_array_ndim(arr) != 1) {
-        PyErr_Format(PyExc_TypeError,
-                     "only 1-D arrays can be iterated (this one is %d-d): iterate over "
-                     "a.reshape(-1) or a.numpy()",
-                     (int)tack_array_ndim(arr));
-        return NULL;
+        return tackpy_raise_fmt(tackpy_state_of(self), TACK_ERR_BAD_TYPE,
+                                "only 1-D arrays can be iterated (this one is %d-d): "
+                                "iterate over a.reshape(-1) or a.numpy()",
+                                (int)tack_array_ndim(arr));
     }
     if (i < 0 || i >= tack_array_shape(arr)[0]) {
-        PyErr_SetString(PyExc_IndexError, "index out of range");
-        return NULL;
+        return tackpy_raise_fmt(tackpy_state_of(self), TACK_ERR_INDEX,
+                                "index out of range");
     }
     PyObject *key = PyLong_FromSsize_t(i);
     if (!key) {
@@ -758,8 +713,8 @@ array_len(PyObject *self)
 {
     tack_array *arr = ARR(self);
     if (tack_array_ndim(arr) == 0) {
-        PyErr_SetString(PyExc_TypeError, "len() of a 0-d array");
-        return -1;
+        return tackpy_raise_fmt_int(tackpy_state_of(self), TACK_ERR_BAD_TYPE,
+                                    "len() of a 0-d array");
     }
     return (Py_ssize_t)tack_array_shape(arr)[0];
 }
@@ -855,8 +810,8 @@ static PyType_Slot array_slots[] = {
 static PyType_Spec array_spec = {
     .name = "tack.Array",
     .basicsize = sizeof(tackpy_Array),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    /* Immutable once module.c has set the DLPack exchange attributes. */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = array_slots,
 };
 

@@ -26,9 +26,9 @@ release_object(void *ctx)
 static PyObject *
 refuse(tackpy_state *st, PyObject *obj, const char *what)
 {
-    return tackpy_raise_kind(st, TACK_KIND_DLPACK_VALUE,
-                             "%.100s's __cuda_array_interface__ %s",
-                             Py_TYPE(obj)->tp_name, what);
+    return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                            "%.100s's __cuda_array_interface__ %s",
+                            Py_TYPE(obj)->tp_name, what);
 }
 
 /* Reads shape (a tuple of ints). Returns ndim, or -1 with an exception. */

@@ -28,8 +28,8 @@ static int
 parse_external_context(tackpy_state *st, PyObject *value, tack_external_context *out)
 {
     if (!PyDict_Check(value)) {
-        PyErr_Format(
-            st->kind_exc[TACK_KIND_VALUE],
+        tackpy_raise_fmt(
+            st, TACK_ERR_INVALID_ARGUMENT,
             "external_context must be a dict with the integer handles 'driver', "
             "'device' and 'context', not %.100s",
             Py_TYPE(value)->tp_name);
@@ -46,17 +46,18 @@ parse_external_context(tackpy_state *st, PyObject *value, tack_external_context 
         PyObject *index = PyNumber_Index(v);
         if (!index) {
             PyErr_Clear();
-            PyErr_Format(st->kind_exc[TACK_KIND_VALUE],
-                         "external_context['%s'] must be an integer handle, not %.100s",
-                         keys[k], Py_TYPE(v)->tp_name);
+            tackpy_raise_fmt(
+                st, TACK_ERR_INVALID_ARGUMENT,
+                "external_context['%s'] must be an integer handle, not %.100s", keys[k],
+                Py_TYPE(v)->tp_name);
             return -1;
         }
         void *p = PyLong_AsVoidPtr(index);
         Py_DECREF(index);
         if (!p && PyErr_Occurred()) {
             PyErr_Clear();
-            PyErr_Format(st->kind_exc[TACK_KIND_VALUE],
-                         "external_context['%s'] is not a valid handle", keys[k]);
+            tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                             "external_context['%s'] is not a valid handle", keys[k]);
             return -1;
         }
         *fields[k] = (uintptr_t)p;
@@ -66,14 +67,14 @@ parse_external_context(tackpy_state *st, PyObject *value, tack_external_context 
 }
 
 /* Opens a device from a name (possibly "name:N"), an ordinal and keyword options.
- * kwnames/kwvalues: the options (may be NULL). */
+ * opts: the keyword options (may be NULL). */
 static int
 open_device(tackpy_state *st, PyObject *name_obj, PyObject *ordinal_obj,
-            PyObject *kwnames, PyObject *const *kwvalues, tack_device **out)
+            const tackpy_extra *opts, tack_device **out)
 {
     if (!PyUnicode_Check(name_obj)) {
-        PyErr_Format(
-            st->kind_exc[TACK_KIND_TYPE],
+        tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
             "a device name must be a str such as 'cpu' or 'cuda:1', not %.100s",
             Py_TYPE(name_obj)->tp_name);
         return -1;
@@ -89,8 +90,8 @@ open_device(tackpy_state *st, PyObject *name_obj, PyObject *ordinal_obj,
             return -1;
         }
         if (v < 0 || v > 1 << 20) {
-            tackpy_raise_kind(st, TACK_KIND_VALUE,
-                              "device ordinal %ld is out of range: use 0 or more", v);
+            tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                             "device ordinal %ld is out of range: use 0 or more", v);
             return -1;
         }
         ordinal = (int)v;
@@ -102,31 +103,31 @@ open_device(tackpy_state *st, PyObject *name_obj, PyObject *ordinal_obj,
         return tackpy_raise_int(st, status);
     }
     if (ordinal_obj && ordinal_obj != Py_None && ordinal != given) {
-        tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "device '%s' names ordinal %d but ordinal=%d was also given: "
-                          "give the ordinal once",
-                          spec, ordinal, given);
+        tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                         "device '%s' names ordinal %d but ordinal=%d was also given: "
+                         "give the ordinal once",
+                         spec, ordinal, given);
         return -1;
     }
     tack_external_context ext;
     tack_device_options options = {NULL};
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        const char *opt = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+    Py_ssize_t nopts = opts ? opts->n : 0;
+    for (Py_ssize_t k = 0; k < nopts; k++) {
+        const char *opt = PyUnicode_AsUTF8(opts->names[k]);
         if (!opt) {
             return -1;
         }
         if (!tack_device_accepts_option(name, opt)) {
-            tackpy_raise_kind(st, TACK_KIND_VALUE,
-                              "the '%s' device does not accept the option '%s'%s", name,
-                              opt,
-                              strcmp(opt, "external_context") == 0
-                                  ? ": external_context is a level_zero option"
-                                  : ": check its spelling");
+            tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                             "the '%s' device does not accept the option '%s'%s", name,
+                             opt,
+                             strcmp(opt, "external_context") == 0
+                                 ? ": external_context is a level_zero option"
+                                 : ": check its spelling");
             return -1;
         }
         if (strcmp(opt, "external_context") == 0) {
-            if (parse_external_context(st, kwvalues[k], &ext) < 0) {
+            if (parse_external_context(st, opts->values[k], &ext) < 0) {
                 return -1;
             }
             options.external_context = &ext;
@@ -153,10 +154,10 @@ tackpy_device_from_object(tackpy_state *st, PyObject *obj, tack_device **out)
         return 0;
     }
     if (PyUnicode_Check(obj)) {
-        return open_device(st, obj, NULL, NULL, NULL, out);
+        return open_device(st, obj, NULL, NULL, out);
     }
-    PyErr_Format(
-        st->kind_exc[TACK_KIND_TYPE],
+    tackpy_raise_fmt(
+        st, TACK_ERR_BAD_TYPE,
         "device must be a tack.Device, a name such as 'cpu' or 'cuda:1', or None; "
         "not %.100s",
         Py_TYPE(obj)->tp_name);
@@ -169,71 +170,36 @@ device_from_call(PyObject *module, const char *fname, PyObject *const *args,
                  Py_ssize_t nargs, PyObject *kwnames, tack_device **out)
 {
     tackpy_state *st = PyModule_GetState(module);
-    PyObject *name = nargs > 0 ? args[0] : NULL;
-    PyObject *ordinal = nargs > 1 ? args[1] : NULL;
-    if (nargs > 2) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most 2 positional arguments",
-                     fname);
+    const tackpy_signature sig = {fname, 2, 2,
+                                  0,     0, {TACKPY_NAME_name, TACKPY_NAME_ordinal}};
+    PyObject *a[2];
+    tackpy_extra options;
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, &options) < 0) {
         return -1;
     }
-    /* Split name=/ordinal= from the options. */
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    PyObject *optnames = PyTuple_New(nkw);
-    PyObject **optvalues = PyMem_Calloc((size_t)nkw + 1, sizeof(PyObject *));
-    if (!optnames || !optvalues) {
-        Py_XDECREF(optnames);
-        PyMem_Free(optvalues);
-        PyErr_NoMemory();
-        return -1;
-    }
-    Py_ssize_t nopt = 0;
-    int rc = -1;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        PyObject *value = args[nargs + k];
-        if (PyUnicode_CompareWithASCIIString(key, "name") == 0 && !name) {
-            name = value;
-        }
-        else if (PyUnicode_CompareWithASCIIString(key, "ordinal") == 0 && !ordinal) {
-            ordinal = value;
-        }
-        else {
-            PyTuple_SET_ITEM(optnames, nopt, Py_NewRef(key));
-            optvalues[nopt++] = value;
-        }
-    }
+    PyObject *name = a[0], *ordinal = a[1];
     if (!name) {
-        PyErr_Format(PyExc_TypeError, "%s() missing the device name, e.g. 'cpu'",
-                     fname);
-        goto done;
+        return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
+                                    "%s() missing the device name, e.g. 'cpu'", fname);
     }
-    if (Py_IS_TYPE(name, st->Device_type) && nopt == 0) {
+    if (Py_IS_TYPE(name, st->Device_type) && options.n == 0) {
         /* A Device as such; an ordinal beside it must agree. */
         tack_device *dev = ((tackpy_Device *)name)->dev;
         if (ordinal && ordinal != Py_None) {
             long v = PyLong_AsLong(ordinal);
             if (v == -1 && PyErr_Occurred()) {
-                goto done;
+                return -1;
             }
             if (v != tack_device_ordinal(dev)) {
-                tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                  "ordinal=%ld contradicts the device given (%s:%d)", v,
-                                  tack_device_backend_name(dev),
-                                  tack_device_ordinal(dev));
-                goto done;
+                return tackpy_raise_fmt_int(
+                    st, TACK_ERR_INVALID_ARGUMENT,
+                    "ordinal=%ld contradicts the device given (%s:%d)", v,
+                    tack_device_backend_name(dev), tack_device_ordinal(dev));
             }
         }
-        rc = tackpy_device_from_object(st, name, out);
-        goto done;
+        return tackpy_device_from_object(st, name, out);
     }
-    if (_PyTuple_Resize(&optnames, nopt) < 0) {
-        goto done;
-    }
-    rc = open_device(st, name, ordinal, optnames, optvalues, out);
-done:
-    Py_XDECREF(optnames);
-    PyMem_Free(optvalues);
-    return rc;
+    return open_device(st, name, ordinal, &options, out);
 }
 
 PyObject *
@@ -397,8 +363,8 @@ device_reduce(PyObject *self, PyObject *unused)
     tack_device *dev = dev_of(self);
     tackpy_state *st = tackpy_state_of_type(Py_TYPE(self));
     if (tack_device_has_external_context(dev)) {
-        return tackpy_raise_kind(
-            st, TACK_KIND_TYPE,
+        return tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
             "a device opened with external_context cannot be "
             "pickled or copied: its handles belong to this process");
     }

@@ -12,31 +12,6 @@ tackpy_dtype_object(tackpy_state *st, tack_dtype dtype)
     return st->dtypes[dtype];
 }
 
-/* Matches a NumPy type string ("<f4") against the scalar dtypes. */
-static int
-from_numpy_str(const char *s, tack_dtype *out)
-{
-    /* NumPy writes '=' or '|' where byte order does not apply or is native. */
-    char norm[8];
-    PyOS_snprintf(norm, sizeof norm, "%s", s);
-    if (norm[0] == '=') {
-        norm[0] = '<';
-    }
-    for (int k = 0; k < TACK_DTYPE_COUNT; k++) {
-        const tack_dtype_info *info = tack_dtype_get((tack_dtype)k);
-        if (info->ncomponents != 1) {
-            continue;
-        }
-        const char *np = info->numpy_str;
-        if (strcmp(np, norm) == 0 ||
-            (np[0] == '|' && norm[0] == '<' && strcmp(np + 1, norm + 1) == 0)) {
-            *out = (tack_dtype)k;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 int
 tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
 {
@@ -44,42 +19,37 @@ tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
         *out = ((tackpy_DType *)obj)->dtype;
         return 0;
     }
+    tack_status status;
     if (PyUnicode_Check(obj)) {
+        /* Strings follow the runtime's one rule (tack_dtype_from_name), so Python
+         * and a C host read "i8" or "float" alike. */
         const char *name = PyUnicode_AsUTF8(obj);
         if (!name) {
             return -1;
         }
-        if (tack_dtype_from_name(name, out) == TACK_OK) {
-            return 0;
-        }
+        status = tack_dtype_from_name(name, out);
+        return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
     }
-    /* Anything NumPy understands: np.float32, np.dtype("f4"), "f4", float. */
+    /* Any other object NumPy understands (np.float32, np.dtype("f4"), float): its
+     * NumPy type string ("<f4") under the same rule. */
     PyObject *np = tackpy_numpy(st);
     if (!np) {
         return -1;
     }
     PyObject *npdt = PyObject_CallMethod(np, "dtype", "O", obj);
-    if (!npdt) {
-        PyErr_Clear();
-        goto bad;
-    }
-    PyObject *str = PyObject_GetAttrString(npdt, "str");
-    Py_DECREF(npdt);
-    if (!str) {
-        PyErr_Clear();
-        goto bad;
-    }
-    const char *s = PyUnicode_Check(str) ? PyUnicode_AsUTF8(str) : NULL;
-    int rc = s ? from_numpy_str(s, out) : -1;
-    Py_DECREF(str);
-    if (rc == 0) {
+    PyObject *str = npdt ? PyObject_GetAttrString(npdt, "str") : NULL;
+    Py_XDECREF(npdt);
+    const char *s = str && PyUnicode_Check(str) ? PyUnicode_AsUTF8(str) : NULL;
+    status = s ? tack_dtype_from_name(s, out) : TACK_ERR_BAD_DTYPE;
+    Py_XDECREF(str);
+    if (status == TACK_OK) {
         return 0;
     }
-bad:
-    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                 "%R is not a Tack dtype: use tack.bool, tack.int8..int64, "
-                 "tack.uint8..uint64, tack.float16/32/64 or tack.vec2/3/4",
-                 obj);
+    PyErr_Clear();
+    tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                     "%R is not a Tack dtype: use tack.bool, tack.int8..int64, "
+                     "tack.uint8..uint64, tack.float16/32/64 or tack.vec2/3/4",
+                     obj);
     return -1;
 }
 

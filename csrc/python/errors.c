@@ -1,82 +1,77 @@
 /*
- * errors.c: Tack's exception classes and the one way a status becomes an exception.
+ * errors.c: Tack's exception classes and the one way a failure becomes an exception.
  *
- * Each error kind has one class deriving from tack.TackError and from the builtin
- * docs/errors.md lists for it; DLPack refusals also derive from BufferError, so
- * Array API consumers that catch BufferError see them.
+ * The classes come from the runtime's TACK_ERROR_KIND_LIST: one per error kind,
+ * deriving from tack.TackError and from the builtins docs/errors.md lists for it;
+ * DLPack refusals also derive from BufferError, so Array API consumers that catch
+ * BufferError see them. Every exception the extension raises for a failure comes
+ * from a status (which decides the class) and a message: the runtime's
+ * (tackpy_raise), with the remedy worded for Python users, or the binding's own
+ * (tackpy_raise_fmt).
  */
 #include "tackpy.h"
 #include <stdarg.h>
 
-typedef struct {
-    tack_error_kind kind;
-    const char *name; /* attribute of the tack module */
-    const char *doc;
-} kind_class;
+/* The builtins named in TACK_ERROR_KIND_LIST, by address (constant expressions). */
+#define BASE_None NULL
+#define BASE_ValueError &PyExc_ValueError
+#define BASE_TypeError &PyExc_TypeError
+#define BASE_IndexError &PyExc_IndexError
+#define BASE_OverflowError &PyExc_OverflowError
+#define BASE_MemoryError &PyExc_MemoryError
+#define BASE_RuntimeError &PyExc_RuntimeError
+#define BASE_BufferError &PyExc_BufferError
+#define BASE_ZeroDivisionError &PyExc_ZeroDivisionError
 
-static const kind_class kind_classes[] = {
-    {TACK_KIND_VALUE, "TackValueError", "A bad value: shape, option, layout."},
-    {TACK_KIND_TYPE, "TackTypeError", "A bad type: dtype or argument kind."},
-    {TACK_KIND_INDEX, "TackIndexError", "An index outside an array."},
-    {TACK_KIND_OVERFLOW, "TackOverflowError", "A value that does not fit its dtype."},
-    {TACK_KIND_MEMORY, "TackMemoryError", "An allocation failed."},
-    {TACK_KIND_RUNTIME, "TackRuntimeError", "A state or environment problem."},
-    {TACK_KIND_READ_ONLY, "ReadOnlyError", "A host write to a non-writable array."},
-    {TACK_KIND_DEVICE, "DeviceUnavailableError", "A device or its driver is missing."},
-    {TACK_KIND_BUFFER, "DLPackExportError", "A DLPack export was refused."},
-    {TACK_KIND_DLPACK_VALUE, "DLPackError", "A DLPack tensor was refused."},
-    {TACK_KIND_DLPACK_TYPE, "DLPackTypeError", "A DLPack dtype was refused."},
-    {TACK_KIND_DLPACK_DEVICE, "DLPackDeviceError",
-     "A DLPack tensor is on a device the importing device cannot wrap."},
-    {TACK_KIND_ZERO_DIVISION, "TackZeroDivisionError", "Integer division by zero."},
-    {TACK_KIND_COMPILE, "CompileError", "A kernel failed to compile."},
+/* One row per error kind, from the runtime's list. */
+static const struct {
+    const char *name;       /* the class, an attribute of the tack module */
+    PyObject *const *base;  /* the builtin it also derives from */
+    PyObject *const *base2; /* a second builtin (BufferError), or NULL */
+    const char *builtin;    /* the first builtin's name */
+    const char *doc;
+} kind_rows[TACK_KIND_COUNT] = {
+#define KIND_ROW(e, cls, b1, b2, doc) [e] = {cls, BASE_##b1, BASE_##b2, #b1, doc},
+    TACK_ERROR_KIND_LIST(KIND_ROW)
+#undef KIND_ROW
 };
 
-/* The builtins each kind also derives from (NULL-terminated). */
-static int
-builtin_bases(tack_error_kind kind, PyObject **bases)
+/* The remedies of status.h in Python terms, indexed by tack_remedy. */
+static const char *const python_remedy[TACK_REMEDY_COUNT] = {
+    [TACK_REMEDY_NONE] = "",
+    [TACK_REMEDY_COPY] = "pass copy=True",
+    [TACK_REMEDY_VERSIONED] =
+        "request a versioned capsule with max_version=(1, 0) or "
+        "later, or export a copy with copy=True",
+    [TACK_REMEDY_WRITABLE_COPY] = "copy it with tack.array(a) to get a writable array",
+    [TACK_REMEDY_HOST_COPY] =
+        "move the tensor to host memory, then import it with "
+        "copy=True",
+    [TACK_REMEDY_DLPACK_1] = "ask the producer for x.__dlpack__(max_version=(1, 3))",
+    [TACK_REMEDY_CPU] = "use tack.device('cpu')",
+    [TACK_REMEDY_NO_STREAM] = "pass stream=None (or -1)",
+    [TACK_REMEDY_OWN_DEVICE] =
+        "request its own device, or the host (1, 0) with "
+        "copy=True",
+};
+
+/* The name of the builtin an exchange-API error reports for kind ("ValueError"). */
+const char *
+tackpy_kind_builtin_name(tack_error_kind kind)
 {
-    int n = 0;
-    switch (kind) {
-    case TACK_KIND_VALUE: bases[n++] = PyExc_ValueError; break;
-    case TACK_KIND_TYPE: bases[n++] = PyExc_TypeError; break;
-    case TACK_KIND_INDEX: bases[n++] = PyExc_IndexError; break;
-    case TACK_KIND_OVERFLOW: bases[n++] = PyExc_OverflowError; break;
-    case TACK_KIND_MEMORY: bases[n++] = PyExc_MemoryError; break;
-    case TACK_KIND_RUNTIME:
-    case TACK_KIND_READ_ONLY:
-    case TACK_KIND_DEVICE:
-    case TACK_KIND_COMPILE: bases[n++] = PyExc_RuntimeError; break;
-    case TACK_KIND_BUFFER: bases[n++] = PyExc_BufferError; break;
-    case TACK_KIND_DLPACK_VALUE:
-        bases[n++] = PyExc_ValueError;
-        bases[n++] = PyExc_BufferError;
-        break;
-    case TACK_KIND_DLPACK_TYPE:
-        bases[n++] = PyExc_TypeError;
-        bases[n++] = PyExc_BufferError;
-        break;
-    case TACK_KIND_DLPACK_DEVICE:
-        bases[n++] = PyExc_RuntimeError;
-        bases[n++] = PyExc_BufferError;
-        break;
-    case TACK_KIND_ZERO_DIVISION: bases[n++] = PyExc_ZeroDivisionError; break;
-    default: break;
-    }
-    return n;
+    return kind > TACK_KIND_NONE && kind < TACK_KIND_COUNT ? kind_rows[kind].builtin
+                                                           : "RuntimeError";
 }
 
 static PyObject *
 new_class(PyObject *module, const char *name, const char *doc, PyObject *base,
-          PyObject **extra, int nextra)
+          PyObject *extra1, PyObject *extra2)
 {
-    PyObject *bases = PyTuple_New(1 + nextra);
+    PyObject *bases = extra2   ? PyTuple_Pack(3, base, extra1, extra2)
+                      : extra1 ? PyTuple_Pack(2, base, extra1)
+                               : PyTuple_Pack(1, base);
     if (!bases) {
         return NULL;
-    }
-    PyTuple_SET_ITEM(bases, 0, Py_NewRef(base));
-    for (int k = 0; k < nextra; k++) {
-        PyTuple_SET_ITEM(bases, 1 + k, Py_NewRef(extra[k]));
     }
     char qualified[96];
     PyOS_snprintf(qualified, sizeof qualified, "tack.%s", name);
@@ -92,62 +87,84 @@ int
 tackpy_errors_init(PyObject *module, tackpy_state *st)
 {
     st->TackError = new_class(module, "TackError", "Base class of every Tack error.",
-                              PyExc_Exception, NULL, 0);
+                              PyExc_Exception, NULL, NULL);
     if (!st->TackError) {
         return -1;
     }
-    for (size_t k = 0; k < sizeof kind_classes / sizeof kind_classes[0]; k++) {
-        PyObject *bases[3];
-        int n = builtin_bases(kind_classes[k].kind, bases);
-        PyObject *cls = new_class(module, kind_classes[k].name, kind_classes[k].doc,
-                                  st->TackError, bases, n);
-        if (!cls) {
+    for (int k = TACK_KIND_NONE + 1; k < TACK_KIND_COUNT; k++) {
+        PyObject *base2 = kind_rows[k].base2 ? *kind_rows[k].base2 : NULL;
+        st->kind_exc[k] = new_class(module, kind_rows[k].name, kind_rows[k].doc,
+                                    st->TackError, *kind_rows[k].base, base2);
+        if (!st->kind_exc[k]) {
             return -1;
         }
-        st->kind_exc[kind_classes[k].kind] = cls;
     }
-    PyObject *syntax[] = {PyExc_SyntaxError};
     st->KernelError =
         new_class(module, "KernelError",
                   "Python that a Tack kernel cannot compile; filename and "
                   "lineno point at the kernel's source.",
-                  st->TackError, syntax, 1);
+                  st->TackError, PyExc_SyntaxError, NULL);
     return st->KernelError ? 0 : -1;
 }
 
+/* The one exit: the class of status's kind, with msg (consumed). */
+static PyObject *
+raise_message(tackpy_state *st, tack_status status, PyObject *msg)
+{
+    if (!msg) {
+        return NULL;
+    }
+    tack_error_kind kind = tack_status_kind(status);
+    PyObject *cls =
+        kind > TACK_KIND_NONE && kind < TACK_KIND_COUNT && st->kind_exc[kind]
+            ? st->kind_exc[kind]
+            : st->TackError;
+    PyErr_SetObject(cls, msg);
+    Py_DECREF(msg);
+    return NULL;
+}
+
 PyObject *
-tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt, ...)
+tackpy_raise_fmt(tackpy_state *st, tack_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
     va_end(ap);
-    if (msg) {
-        PyObject *cls = st->kind_exc[kind] ? st->kind_exc[kind] : st->TackError;
-        PyErr_SetObject(cls, msg);
-        Py_DECREF(msg);
-    }
-    return NULL;
+    return raise_message(st, status, msg);
 }
 
 PyObject *
 tackpy_raise(tackpy_state *st, tack_status status)
 {
-    if (status == TACK_ERR_NO_MEMORY) {
-        /* The builtin, so that code catching MemoryError from NumPy catches ours. */
-        PyErr_SetString(st->kind_exc[TACK_KIND_MEMORY], tack_last_error());
-        return NULL;
+    const char *problem = tack_last_error_problem();
+    if (!problem[0]) {
+        problem = tack_status_message(status);
     }
-    const char *msg = tack_last_error();
-    if (!msg[0]) {
-        msg = tack_status_message(status);
-    }
-    return tackpy_raise_kind(st, tack_status_kind(status), "%s", msg);
+    tack_remedy remedy = tack_last_error_remedy();
+    const char *advice =
+        (unsigned)remedy < TACK_REMEDY_COUNT ? python_remedy[remedy] : "";
+    const char *origin = tack_last_error_origin();
+    return raise_message(
+        st, status,
+        PyUnicode_FromFormat("%s%s%s%s%s%s", problem, advice[0] ? ": " : "", advice,
+                             origin[0] ? " [" : "", origin, origin[0] ? "]" : ""));
 }
 
 int
 tackpy_raise_int(tackpy_state *st, tack_status status)
 {
     tackpy_raise(st, status);
+    return -1;
+}
+
+int
+tackpy_raise_fmt_int(tackpy_state *st, tack_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    raise_message(st, status, msg);
     return -1;
 }

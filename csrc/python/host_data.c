@@ -1,121 +1,10 @@
 /*
- * host_data.c: Python values in and out of host memory: shapes, scalars, contiguous
- * host buffers from anything NumPy can read, NumPy copies of arrays, and the one
- * argument parser of the extension.
+ * host_data.c: host data in and out of arrays: contiguous host buffers from anything
+ * NumPy can read, and NumPy copies of arrays.
  */
 #include "tackpy.h"
 #include <math.h>
 #include <string.h>
-
-int
-tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                  PyObject *kwnames, const char *const *names, int npos_max,
-                  int nrequired, PyObject **out)
-{
-    int n = 0;
-    while (names[n]) {
-        out[n] = NULL;
-        n++;
-    }
-    if (nargs > npos_max) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s() takes at most %d positional argument%s (%zd given)", fname,
-                     npos_max, npos_max == 1 ? "" : "s", nargs);
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < nargs; k++) {
-        out[k] = args[k];
-    }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int found = -1;
-        for (int j = 0; j < n; j++) {
-            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
-                found = j;
-                break;
-            }
-        }
-        if (found < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument '%U'", fname, key);
-            return -1;
-        }
-        if (out[found]) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
-                         fname, names[found]);
-            return -1;
-        }
-        out[found] = args[nargs + k];
-    }
-    for (int j = 0; j < nrequired; j++) {
-        if (!out[j]) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fname,
-                         names[j]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static int
-parse_extent(tackpy_state *st, PyObject *item, int64_t *out)
-{
-    PyObject *index = PyNumber_Index(item);
-    if (!index) {
-        PyErr_Clear();
-        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "shape entries must be integers, not %.100s",
-                     Py_TYPE(item)->tp_name);
-        return -1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
-    Py_DECREF(index);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (overflow) {
-        tackpy_raise_kind(
-            st, TACK_KIND_VALUE,
-            "shape extent %R does not fit in 64 bits: use a smaller shape", item);
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
-}
-
-int
-tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
-{
-    if (PyLong_Check(obj) || (!PySequence_Check(obj) && PyIndex_Check(obj))) {
-        return parse_extent(st, obj, &shape[0]) < 0 ? -1 : 1;
-    }
-    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
-    if (!seq) {
-        PyErr_Clear();
-        PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                     "shape must be an int or a sequence of ints, not %.100s",
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n > TACK_MAX_NDIM) {
-        Py_DECREF(seq);
-        tackpy_raise_kind(st, TACK_KIND_VALUE,
-                          "a shape has at most %d dimensions, not %zd", TACK_MAX_NDIM,
-                          n);
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (parse_extent(st, PySequence_Fast_GET_ITEM(seq, k), &shape[k]) < 0) {
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
-    return (int)n;
-}
 
 /* The dtype of a struct-module format with the given item size. */
 static int
@@ -182,8 +71,8 @@ host_from_buffer(tackpy_state *st, PyObject *obj, tackpy_host *out)
     out->ndim = out->view.ndim;
     if (out->ndim > TACK_MAX_NDIM) {
         PyBuffer_Release(&out->view);
-        tackpy_raise_kind(st, TACK_KIND_VALUE, "data has more than %d dimensions",
-                          TACK_MAX_NDIM);
+        tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
+                         "data has more than %d dimensions", TACK_MAX_NDIM);
         return -1;
     }
     out->nscalars = 1;
@@ -240,9 +129,9 @@ tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out)
             PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyObject *type, *value, *tb;
             PyErr_Fetch(&type, &value, &tb);
-            PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                         "%.100s cannot be read as an array of numbers: %S",
-                         Py_TYPE(obj)->tp_name, value ? value : Py_None);
+            tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                             "%.100s cannot be read as an array of numbers: %S",
+                             Py_TYPE(obj)->tp_name, value ? value : Py_None);
             Py_XDECREF(type);
             Py_XDECREF(value);
             Py_XDECREF(tb);
@@ -252,8 +141,8 @@ tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out)
     int rc = host_from_buffer(st, arr, out);
     if (rc == 1) {
         PyObject *dt = PyObject_GetAttrString(arr, "dtype");
-        PyErr_Format(
-            st->kind_exc[TACK_KIND_TYPE],
+        tackpy_raise_fmt(
+            st, TACK_ERR_BAD_TYPE,
             "elements of dtype %S have no Tack dtype: convert the data to bool, "
             "an integer or a float type first",
             dt ? dt : Py_None);
@@ -269,178 +158,6 @@ tackpy_host_release(tackpy_host *h)
 {
     PyBuffer_Release(&h->view);
     Py_CLEAR(h->owner);
-}
-
-/* Range checks for Python ints going into integer dtypes. */
-static int
-int_fits(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
-{
-    const tack_dtype_info *finfo = tack_dtype_get(dtype);
-    if (finfo->kind == 'f') {
-        /* Any int a float can hold (2**64 into float64); beyond it, inf as in NumPy
-         * for float16/32, OverflowError past float64's range. */
-        double d = PyLong_AsDouble(obj);
-        if (d == -1.0 && PyErr_Occurred()) {
-            return -1;
-        }
-        tack_convert(out, dtype, &d, TACK_FLOAT64, 1);
-        return 0;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    if (overflow > 0 && dtype == TACK_UINT64) {
-        unsigned long long u = PyLong_AsUnsignedLongLong(obj);
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            goto range;
-        }
-        memcpy(out, &u, 8);
-        return 0;
-    }
-    if (overflow) {
-        goto range;
-    }
-    if (info->kind == 'b') {
-        *(uint8_t *)out = v != 0;
-        return 0;
-    }
-    unsigned bits = (unsigned)info->itemsize * 8u;
-    if (info->kind == 'i') {
-        long long lo = bits == 64 ? INT64_MIN : -(1LL << (bits - 1));
-        long long hi = bits == 64 ? INT64_MAX : (1LL << (bits - 1)) - 1;
-        if (v < lo || v > hi) {
-            goto range;
-        }
-    }
-    else if (v < 0 || (bits < 64 && (unsigned long long)v > (1ULL << bits) - 1)) {
-        goto range;
-    }
-    int64_t v64 = (int64_t)v;
-    tack_convert(out, dtype, &v64, TACK_INT64, 1);
-    return 0;
-range:
-    PyErr_Format(st->kind_exc[TACK_KIND_OVERFLOW],
-                 "Python integer %R is out of bounds for %s", obj, info->name);
-    return -1;
-}
-
-int
-tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    if (info->ncomponents > 1 && PySequence_Check(obj) && !PyUnicode_Check(obj)) {
-        Py_ssize_t n = PySequence_Size(obj);
-        if (n != (Py_ssize_t)info->ncomponents) {
-            if (n >= 0) {
-                tackpy_raise_kind(st, TACK_KIND_VALUE,
-                                  "a %s element has %d components, not %zd", info->name,
-                                  (int)info->ncomponents, n);
-            }
-            return -1;
-        }
-        for (Py_ssize_t k = 0; k < n; k++) {
-            PyObject *item = PySequence_GetItem(obj, k);
-            if (!item) {
-                return -1;
-            }
-            int rc = tackpy_scalar_to_element(st, item, TACK_FLOAT32, (float *)out + k);
-            Py_DECREF(item);
-            if (rc < 0) {
-                return -1;
-            }
-        }
-        return 0;
-    }
-    tack_dtype scalar = info->scalar;
-    unsigned char one[8];
-    if (PyBool_Check(obj)) {
-        one[0] = obj == Py_True;
-        tack_convert(one + 0, scalar, one, TACK_BOOL, 1);
-        memcpy(out, one, tack_dtype_get(scalar)->itemsize);
-    }
-    else if (PyLong_Check(obj)) {
-        if (int_fits(st, obj, scalar, out) < 0) {
-            return -1;
-        }
-    }
-    else if (PyFloat_Check(obj) || PyIndex_Check(obj) || PyNumber_Check(obj)) {
-        if (PyIndex_Check(obj) && !PyFloat_Check(obj)) {
-            PyObject *index = PyNumber_Index(obj);
-            if (!index) {
-                return -1;
-            }
-            int rc = int_fits(st, index, scalar, out);
-            Py_DECREF(index);
-            if (rc < 0) {
-                return -1;
-            }
-        }
-        else {
-            double d = PyFloat_AsDouble(obj);
-            if (d == -1.0 && PyErr_Occurred()) {
-                PyErr_Clear();
-                goto bad;
-            }
-            tack_convert(out, scalar, &d, TACK_FLOAT64, 1);
-        }
-    }
-    else {
-        goto bad;
-    }
-    /* Vec types repeat a scalar in every component. */
-    size_t ssize = tack_dtype_get(scalar)->itemsize;
-    for (size_t c = 1; c < info->ncomponents; c++) {
-        memcpy((unsigned char *)out + c * ssize, out, ssize);
-    }
-    return 0;
-bad:
-    PyErr_Format(st->kind_exc[TACK_KIND_TYPE],
-                 "cannot store a %.100s in a %s array: give a bool, int or float",
-                 Py_TYPE(obj)->tp_name, info->name);
-    return -1;
-}
-
-PyObject *
-tackpy_element_to_object(const void *p, tack_dtype dtype)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    if (info->ncomponents > 1) {
-        PyObject *t = PyTuple_New(info->ncomponents);
-        if (!t) {
-            return NULL;
-        }
-        for (Py_ssize_t k = 0; k < info->ncomponents; k++) {
-            PyObject *v = PyFloat_FromDouble(((const float *)p)[k]);
-            if (!v) {
-                Py_DECREF(t);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(t, k, v);
-        }
-        return t;
-    }
-    switch (info->kind) {
-    case 'b': return PyBool_FromLong(*(const uint8_t *)p != 0);
-    case 'f': {
-        double d;
-        tack_convert(&d, TACK_FLOAT64, p, dtype, 1);
-        return PyFloat_FromDouble(d);
-    }
-    case 'u': {
-        uint64_t u;
-        tack_convert(&u, TACK_UINT64, p, dtype, 1);
-        return PyLong_FromUnsignedLongLong(u);
-    }
-    default: {
-        int64_t i;
-        tack_convert(&i, TACK_INT64, p, dtype, 1);
-        return PyLong_FromLongLong(i);
-    }
-    }
 }
 
 PyObject *

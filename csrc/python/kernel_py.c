@@ -463,9 +463,15 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
                        PyObject *kwnames)
 {
     tackpy_state *st = PyModule_GetState(module);
-    static const char *const names[] = {"name", "filename", "source", NULL};
+    static const tackpy_signature sig = {
+        "_kernel_build",
+        3,
+        3,
+        0,
+        3,
+        {TACKPY_NAME_name, TACKPY_NAME_filename, TACKPY_NAME_source}};
     PyObject *a[3];
-    if (tackpy_parse_args("_kernel_build", args, nargs, kwnames, names, 3, 3, a) < 0) {
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
     const char *name = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8(a[0]) : NULL;
@@ -491,7 +497,7 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     if (status != TACK_OK) {
         if (status == TACK_ERR_COMPILE && log) {
-            tackpy_raise_kind(st, TACK_KIND_COMPILE, "%s:\n%s", tack_last_error(), log);
+            tackpy_raise_fmt(st, TACK_ERR_COMPILE, "%s:\n%s", tack_last_error(), log);
         }
         else {
             tackpy_raise(st, status);

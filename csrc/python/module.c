@@ -88,13 +88,30 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Makes a heap type immutable once its class attributes are set: nothing writes
+ * into an immutable type's dict, and users cannot either afterwards. */
+static int
+freeze_type(PyTypeObject *type)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    return PyType_Freeze(type);
+#else
+    /* What PyType_Freeze (3.14) does: the flag, then the type caches are told. */
+    type->tp_flags |= Py_TPFLAGS_IMMUTABLETYPE;
+    PyType_Modified(type);
+    return 0;
+#endif
+}
+
 static int
 module_exec(PyObject *module)
 {
     tackpy_state *st = PyModule_GetState(module);
-    if (tackpy_errors_init(module, st) < 0 || tackpy_dtype_init(module, st) < 0 ||
-        tackpy_device_init(module, st) < 0 || tackpy_array_init(module, st) < 0 ||
-        tackpy_dlpack_init(module, st) < 0 || tackpy_kernel_init(module, st) < 0) {
+    if (tackpy_names_init(st) < 0 || tackpy_errors_init(module, st) < 0 ||
+        tackpy_dtype_init(module, st) < 0 || tackpy_device_init(module, st) < 0 ||
+        tackpy_array_init(module, st) < 0 || tackpy_dlpack_init(module, st) < 0 ||
+        tackpy_exchange_init(module, st) < 0 || freeze_type(st->Array_type) < 0 ||
+        tackpy_kernel_init(module, st) < 0) {
         return -1;
     }
     if (PyModule_AddIntConstant(module, "MAX_NDIM", TACK_MAX_NDIM) < 0 ||
@@ -120,8 +137,13 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     }
     Py_VISIT(st->KernelError);
     Py_VISIT(st->numpy);
-    Py_VISIT(st->dlpack_consts);
+    Py_VISIT(st->dlpack_kw_max_version);
+    Py_VISIT(st->dlpack_kw_max_version_stream);
+    Py_VISIT(st->dlpack_max_version);
     Py_VISIT(st->Kernel_type);
+    for (int k = 0; k < TACKPY_NAME_COUNT; k++) {
+        Py_VISIT(st->names[k]);
+    }
     return 0;
 }
 
@@ -141,8 +163,13 @@ module_clear(PyObject *module)
     }
     Py_CLEAR(st->KernelError);
     Py_CLEAR(st->numpy);
-    Py_CLEAR(st->dlpack_consts);
+    Py_CLEAR(st->dlpack_kw_max_version);
+    Py_CLEAR(st->dlpack_kw_max_version_stream);
+    Py_CLEAR(st->dlpack_max_version);
     Py_CLEAR(st->Kernel_type);
+    for (int k = 0; k < TACKPY_NAME_COUNT; k++) {
+        Py_CLEAR(st->names[k]);
+    }
     return 0;
 }
 
@@ -152,8 +179,17 @@ module_free(void *module)
     module_clear(module);
 }
 
+/* Declared truthfully: a buffer held by array_from_ptr is released with the
+ * PyGILState API, which knows only the main interpreter, so subinterpreters are not
+ * supported; module state and the per-type exchange cache rely on the GIL. */
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL},
 };
 

@@ -21,7 +21,23 @@ typedef struct tackpy_exchange_cache {
     const void *api;    /* the DLPackExchangeAPI, or NULL for none */
 } tackpy_exchange_cache;
 
-/* Exception classes beyond the per-kind ones. */
+/* Every keyword name a function of the extension takes (args.c). */
+// clang-format off
+#define TACKPY_NAME_LIST(X)                                                         \
+    X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
+    X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
+    X(ordinal) X(filename) X(source) X(x)                                           \
+    X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)      \
+    X(__dlpack_device__) X(__cuda_array_interface__)
+// clang-format on
+
+typedef enum tackpy_name {
+#define TACKPY__NAME_ENUM(n) TACKPY_NAME_##n,
+    TACKPY_NAME_LIST(TACKPY__NAME_ENUM)
+#undef TACKPY__NAME_ENUM
+        TACKPY_NAME_COUNT
+} tackpy_name;
+
 typedef struct tackpy_state {
     PyTypeObject *Array_type;
     PyTypeObject *Device_type;
@@ -31,18 +47,25 @@ typedef struct tackpy_state {
     PyObject *kind_exc[TACK_KIND_COUNT]; /* error kind -> exception class */
     PyObject *KernelError; /* SyntaxError subclass, raised by the front end */
     PyObject *numpy;       /* numpy module, imported on first use */
-    /* DLPack binding (dlpack_py.c): interned names and constants, and the
-     * exchange-table lookups of recent producer types. */
-    PyObject *dlpack_consts;
+    /* DLPack binding: the arguments of __dlpack__(max_version=(1, 3)) (dlpack_py.c)
+     * and the exchange-table lookups of recent producer types
+     * (dlpack_exchange_py.c). */
+    PyObject *dlpack_kw_max_version;        /* ("max_version",) */
+    PyObject *dlpack_kw_max_version_stream; /* ("max_version", "stream") */
+    PyObject *dlpack_max_version;           /* (1, 3) */
     tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
     int dlpack_cache_next;
-    PyTypeObject *Kernel_type; /* tack.Kernel (kernel_py.c) */
+    PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
+    PyObject *names[TACKPY_NAME_COUNT]; /* interned keyword names (args.c) */
 } tackpy_state;
 
 typedef struct {
     PyObject_HEAD tack_array *arr; /* Owned reference */
     PyObject *weakreflist;
 } tackpy_Array;
+
+/* The C array of a tack.Array. Borrowed: valid while the object lives. */
+#define TACKPY_ARR(self) (((tackpy_Array *)(self))->arr)
 
 typedef struct {
     PyObject_HEAD tack_device *dev; /* Owned reference */
@@ -56,17 +79,29 @@ typedef struct {
 extern PyModuleDef tackpy_module_def;
 /* The state of the module that defined type (Array, Device or DType). */
 tackpy_state *tackpy_state_of_type(PyTypeObject *type);
+/* The state of the module that defined obj's type. */
+static inline tackpy_state *
+tackpy_state_of(PyObject *obj)
+{
+    return tackpy_state_of_type(Py_TYPE(obj));
+}
 /* The numpy module. Returns: borrowed reference, or NULL with an exception set. */
 PyObject *tackpy_numpy(tackpy_state *st);
 
 /* ---- errors.c ----------------------------------------------------------------- */
 int tackpy_errors_init(PyObject *module, tackpy_state *st);
-/* Raises the exception of status's kind with the runtime's last message; returns
- * NULL so that a failure reads `return tackpy_raise(st, status);`. */
+/* The one way a failure becomes an exception: the class of status's error kind.
+ * tackpy_raise takes the runtime's last message (its remedy worded for Python);
+ * tackpy_raise_fmt the binding's own (PyUnicode_FromFormat). Both return NULL, so a
+ * failure reads `return tackpy_raise(st, status);`; the _int forms return -1. */
 PyObject *tackpy_raise(tackpy_state *st, tack_status status);
-/* As tackpy_raise, for functions returning int: returns -1. */
+PyObject *tackpy_raise_fmt(tackpy_state *st, tack_status status, const char *fmt, ...);
 int tackpy_raise_int(tackpy_state *st, tack_status status);
-/* Raises the class of kind with a formatted message; returns NULL. */
+int tackpy_raise_fmt_int(tackpy_state *st, tack_status status, const char *fmt, ...);
+/* The builtin exception name of an error kind ("ValueError"), for the DLPack
+ * exchange API's SetError. Static string. */
+const char *tackpy_kind_builtin_name(tack_error_kind kind);
+
 /* Whether Python can no longer be touched (finalized, or finalizing on another
  * thread): a release callback then leaks instead. */
 int tackpy_python_gone(void);
@@ -78,8 +113,75 @@ int tackpy_python_gone(void);
 PyObject *tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj,
                                            PyObject *cai, tack_device *dev);
 
-PyObject *tackpy_raise_kind(tackpy_state *st, tack_error_kind kind, const char *fmt,
-                            ...);
+/* The Tack device behind a DLPack device with streams (kDLCUDA, kDLCUDAManaged), or
+ * NULL: no streams there, or the device cannot be opened (the import then says
+ * why). Returns: new reference (dlpack_exchange_py.c). */
+tack_device *tackpy_stream_device(int32_t device_type, int32_t device_id);
+
+/* ---- args.c --------------------------------------------------------------------- */
+/* A function's parameters, in order: the first npos_max may come by position, the
+ * first npos_only only by position, the first nrequired must be given. */
+typedef struct tackpy_signature {
+    const char *fname;
+    int nparams, npos_max, npos_only, nrequired;
+    tackpy_name params[8];
+} tackpy_signature;
+/* Keywords a function with **options takes beyond its parameters. Borrowed. */
+#define TACKPY_MAX_EXTRA 8
+typedef struct tackpy_extra {
+    Py_ssize_t n;
+    PyObject *names[TACKPY_MAX_EXTRA];
+    PyObject *values[TACKPY_MAX_EXTRA];
+} tackpy_extra;
+/* Interns TACKPY_NAME_LIST into st->names. Returns 0, or -1 with an exception. */
+int tackpy_names_init(tackpy_state *st);
+/* Parses a METH_FASTCALL | METH_KEYWORDS call: out[j] is the argument of parameter j
+ * (borrowed) or NULL. pos_slots, when not NULL, gives the parameter of each
+ * positional argument (for functions that read them by type); extra, when not NULL,
+ * collects unknown keywords instead of refusing them. Returns 0, or -1 with a
+ * TypeError (tack.TackTypeError) for an unknown or repeated keyword, too many
+ * positionals or a missing argument. */
+int tackpy_parse_slow(tackpy_state *st, const tackpy_signature *sig,
+                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                      const int *pos_slots, PyObject **out, tackpy_extra *extra);
+/* The common case inline (on the hot __dlpack__ and from_dlpack calls): positionals
+ * in order and keywords that are the interned names themselves, each given once.
+ * Anything else, errors included, is left to tackpy_parse_slow. */
+static inline int
+tackpy_parse(tackpy_state *st, const tackpy_signature *sig, PyObject *const *args,
+             Py_ssize_t nargs, PyObject *kwnames, const int *pos_slots, PyObject **out,
+             tackpy_extra *extra)
+{
+    if (pos_slots || extra || nargs > sig->npos_max) {
+        return tackpy_parse_slow(st, sig, args, nargs, kwnames, pos_slots, out, extra);
+    }
+    for (int j = 0; j < sig->nparams; j++) {
+        out[j] = j < nargs ? args[j] : NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int j = sig->npos_only;
+        while (j < sig->nparams && st->names[sig->params[j]] != key) {
+            j++;
+        }
+        if (j == sig->nparams || out[j]) {
+            return tackpy_parse_slow(st, sig, args, nargs, kwnames, pos_slots, out,
+                                     extra);
+        }
+        out[j] = args[nargs + k];
+    }
+    for (int j = 0; j < sig->nrequired; j++) {
+        if (!out[j]) {
+            return tackpy_parse_slow(st, sig, args, nargs, kwnames, pos_slots, out,
+                                     extra);
+        }
+    }
+    return 0;
+}
+/* Parses a shape: an int or a sequence of ints. Returns ndim, or -1 with an
+ * exception set. */
+int tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape);
 
 /* ---- dtype_type.c ------------------------------------------------------------- */
 int tackpy_dtype_init(PyObject *module, tackpy_state *st);
@@ -125,6 +227,18 @@ PyObject *tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
 PyObject *tackpy_array_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
                                 Py_ssize_t nargs, PyObject *kwnames);
+
+/* ---- dlpack_exchange_py.c -------------------------------------------------------- */
+/* Publishes Tack's exchange table on tack.Array (still mutable). */
+int tackpy_exchange_init(PyObject *module, tackpy_state *st);
+/* The exchange table of a producer type, or NULL; cached per type version. */
+const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp);
+/* Whether the producer may still have work pending on the tensor's device that Tack
+ * cannot order after. */
+int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,
+                                 const DLManagedTensorVersioned *mt);
+
+/* ---- array_from_ptr.c ------------------------------------------------------------ */
 PyObject *tackpy_array_from_ptr_fn(PyObject *module, PyObject *const *args,
                                    Py_ssize_t nargs, PyObject *kwnames);
 
@@ -142,16 +256,6 @@ typedef struct tackpy_host {
  * Returns 0, or -1 with an exception set (nothing to release then). */
 int tackpy_host_get(tackpy_state *st, PyObject *obj, tackpy_host *out);
 void tackpy_host_release(tackpy_host *h);
-/* Parses a shape: an int or a sequence of ints. Returns ndim, or -1 with an
- * exception set. */
-int tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape);
-/* Converts a Python scalar (bool, int, float, or a sequence for vec types) into one
- * element of dtype at out (at least 16 bytes). Returns 0, or -1 with OverflowError or
- * TypeError set. */
-int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
-                             void *out);
-/* One element at p as a Python object (a tuple for vec types). New reference. */
-PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
 /* arr's shape as NumPy sees its scalars (vec types add a component axis). New
  * reference, or NULL with an exception set. */
 PyObject *tackpy_scalar_shape(const tack_array *arr);
@@ -159,12 +263,14 @@ PyObject *tackpy_scalar_shape(const tack_array *arr);
 PyObject *tackpy_array_to_numpy(tackpy_state *st, const tack_array *arr,
                                 PyObject *dtype);
 
-/* Argument parsing for METH_FASTCALL | METH_KEYWORDS: fills out[0..n) from positional
- * args then keywords by name; missing ones stay NULL. Returns 0, or -1 with TypeError
- * (unknown or repeated keyword, too many positionals, missing required). */
-int tackpy_parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs,
-                      PyObject *kwnames, const char *const *names, int npos_max,
-                      int nrequired, PyObject **out);
+/* ---- scalars.c ------------------------------------------------------------------ */
+/* Converts a Python scalar (bool, int, float, or a sequence for vec types) into one
+ * element of dtype at out (at least 16 bytes), by the runtime's rules. Returns 0, or
+ * -1 with OverflowError or TypeError set. */
+int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
+                             void *out);
+/* One element at p as a Python object (a tuple for vec types). New reference. */
+PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
 
 /* ---- kernel_py.c ------------------------------------------------------------------
  */

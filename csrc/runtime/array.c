@@ -13,6 +13,10 @@
 tack_status
 tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nelem)
 {
+    TACK__CHECK_ARG(nelem);
+    if (ndim > 0) {
+        TACK__CHECK_ARG(shape);
+    }
     if (ndim < 0 || ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_BAD_SHAPE,
                           "an array has 0 to %d dimensions, not %d: reshape the data",
@@ -61,6 +65,41 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     return TACK_OK;
 }
 
+tack_status
+tack_array_shape_of_scalars(tack_dtype dtype, int32_t scalar_ndim,
+                            const int64_t *scalar_shape, int32_t *ndim, int64_t *shape)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    TACK__CHECK_ARG(ndim);
+    TACK__CHECK_ARG(shape);
+    if (scalar_ndim > 0) {
+        TACK__CHECK_ARG(scalar_shape);
+    }
+    if (!info) {
+        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
+                          (int)dtype);
+    }
+    if (scalar_ndim < 0 || scalar_ndim > TACK_MAX_NDIM) {
+        return tack__fail(TACK_ERR_BAD_SHAPE, "data has %d dimensions: 0 to %d work",
+                          (int)scalar_ndim, TACK_MAX_NDIM);
+    }
+    int32_t n = scalar_ndim;
+    if (info->ncomponents > 1) {
+        if (n == 0 || scalar_shape[n - 1] != info->ncomponents) {
+            return tack__fail(TACK_ERR_BAD_SHAPE,
+                              "data for a %s array needs a last dimension of %d, the "
+                              "component count",
+                              info->name, (int)info->ncomponents);
+        }
+        n--;
+    }
+    if (n > 0) {
+        memcpy(shape, scalar_shape, (size_t)n * sizeof(int64_t));
+    }
+    *ndim = n;
+    return TACK_OK;
+}
+
 /* adopt: the array takes over the caller's reference to buf (on success only)
  * instead of taking one of its own, which saves an atomic increment on paths that
  * make a buffer for one array. */
@@ -68,6 +107,8 @@ static tack_status
 array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
            size_t nelem, bool writable, bool adopt, tack_array **out)
 {
+    assert(buf && out && ndim >= 0 && ndim <= TACK_MAX_NDIM);
+    assert(nelem * tack_dtype_get(dtype)->itemsize <= buf->nbytes);
     tack_array *arr;
     /* shape, then the DLPack layout (see internal.h) */
     size_t nextents = (size_t)ndim + 2 * (size_t)tack__dl_ndim(dtype, ndim);
@@ -93,25 +134,27 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
     return TACK_OK;
 }
 
+/* The element count of a shape of dtype, the dtype checked first. Out: *nelem only
+ * on success. */
 static tack_status
-check_dtype(tack_dtype dtype)
+dtype_shape_size(tack_dtype dtype, int32_t ndim, const int64_t *shape, size_t *nelem)
 {
-    if (!tack_dtype_get(dtype)) {
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    if (!info) {
         return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
                           (int)dtype);
     }
-    return TACK_OK;
+    return tack_shape_size(ndim, shape, info->itemsize, nelem);
 }
 
 tack_status
 tack_array_empty(tack_device *dev, tack_dtype dtype, int32_t ndim, const int64_t *shape,
                  unsigned flags, tack_array **out)
 {
-    tack_status st = check_dtype(dtype);
+    TACK__CHECK_ARG(dev);
+    TACK__CHECK_ARG(out);
     size_t nelem = 0;
-    if (st == TACK_OK) {
-        st = tack_shape_size(ndim, shape, tack_dtype_get(dtype)->itemsize, &nelem);
-    }
+    tack_status st = dtype_shape_size(dtype, ndim, shape, &nelem);
     if (st != TACK_OK) {
         return st;
     }
@@ -131,6 +174,7 @@ tack_status
 tack_array_zeros(tack_device *dev, tack_dtype dtype, int32_t ndim, const int64_t *shape,
                  unsigned flags, tack_array **out)
 {
+    TACK__CHECK_ARG(out);
     tack_array *arr;
     tack_status st = tack_array_empty(dev, dtype, ndim, shape, flags, &arr);
     if (st != TACK_OK) {
@@ -153,11 +197,10 @@ tack_status
 tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                        const int64_t *shape, bool writable, tack_array **out)
 {
-    tack_status st = check_dtype(dtype);
+    TACK__CHECK_ARG(buf);
+    TACK__CHECK_ARG(out);
     size_t nelem = 0;
-    if (st == TACK_OK) {
-        st = tack_shape_size(ndim, shape, tack_dtype_get(dtype)->itemsize, &nelem);
-    }
+    tack_status st = dtype_shape_size(dtype, ndim, shape, &nelem);
     if (st != TACK_OK) {
         return st;
     }
@@ -174,6 +217,9 @@ tack_array_from_buffer(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
 void
 tack_array_retain(tack_array *arr)
 {
+    if (!arr) {
+        return;
+    }
     atomic_fetch_add_explicit(&arr->refcount, 1, memory_order_relaxed);
 }
 
@@ -183,7 +229,9 @@ tack_array_release(tack_array *arr)
     if (!arr) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel) == 1) {
+    size_t before = atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel);
+    assert(before > 0 && "tack_array_release of an array already released");
+    if (before == 1) {
         tack_buffer *buf = arr->buffer;
         tack__free(arr);
         tack_buffer_release(buf);
@@ -193,61 +241,66 @@ tack_array_release(tack_array *arr)
 void *
 tack_array_data(const tack_array *arr)
 {
-    return arr->buffer->data;
+    return arr ? arr->buffer->data : NULL;
 }
 
 tack_dtype
 tack_array_dtype(const tack_array *arr)
 {
-    return arr->dtype;
+    return arr ? arr->dtype : TACK_DTYPE_COUNT;
 }
 
 int32_t
 tack_array_ndim(const tack_array *arr)
 {
-    return arr->ndim;
+    return arr ? arr->ndim : 0;
 }
 
 const int64_t *
 tack_array_shape(const tack_array *arr)
 {
-    return arr->shape;
+    return arr ? arr->shape : NULL;
 }
 
 size_t
 tack_array_nelem(const tack_array *arr)
 {
-    return arr->nelem;
+    return arr ? arr->nelem : 0;
 }
 
 size_t
 tack_array_nbytes(const tack_array *arr)
 {
-    return arr->nbytes;
+    return arr ? arr->nbytes : 0;
 }
 
 bool
 tack_array_writable(const tack_array *arr)
 {
-    return arr->writable;
+    return arr && arr->writable;
 }
 
 tack_buffer *
 tack_array_buffer(const tack_array *arr)
 {
-    return arr->buffer;
+    return arr ? arr->buffer : NULL;
 }
 
 tack_device *
 tack_array_device(const tack_array *arr)
 {
-    return arr->buffer->device;
+    return arr ? arr->buffer->device : NULL;
 }
 
 tack_status
 tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
                    tack_array **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
+    if (ndim > 0) {
+        TACK__CHECK_ARG(shape);
+    }
     if (ndim < 0 || ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_BAD_SHAPE, "an array has 0 to %d dimensions, not %d",
                           TACK_MAX_NDIM, (int)ndim);
@@ -294,6 +347,8 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
 tack_status
 tack_array_readonly_view(const tack_array *arr, tack_array **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
     return array_make(arr->buffer, arr->dtype, arr->ndim, arr->shape, arr->nelem, false,
                       false, out);
 }
@@ -302,11 +357,10 @@ static tack_status
 check_writable(const tack_array *arr, const char *what)
 {
     if (!arr->writable) {
-        return tack__fail(
-            TACK_ERR_READ_ONLY,
-            "%s: the array is read-only (a read-only import or view); copy "
-            "it with tack.array(...) to get a writable array",
-            what);
+        return tack__fail_remedy(TACK_ERR_READ_ONLY, TACK_REMEDY_WRITABLE_COPY,
+                                 "%s: the array is read-only (a read-only import or "
+                                 "view)",
+                                 what);
     }
     return TACK_OK;
 }
@@ -333,7 +387,14 @@ finish_shared(tack_status st, const tack_buffer *a, const tack_buffer *b)
 tack_status
 tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 {
+    TACK__CHECK_ARG(arr);
     tack_status st = check_writable(arr, "fill");
+    if (st != TACK_OK) {
+        return st;
+    }
+    TACK__CHECK_ARG(value);
+    size_t one = 0;
+    st = dtype_shape_size(value_dtype, 0, NULL, &one); /* the value's dtype exists */
     if (st != TACK_OK) {
         return st;
     }
@@ -364,13 +425,17 @@ tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 static bool
 on_host(const tack_array *arr)
 {
-    return arr->buffer->device->backend->dlpack_device_type == 1;
+    return tack__device_is_host(arr->buffer->device);
 }
 
 tack_status
 tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype,
                           size_t nscalars)
 {
+    TACK__CHECK_ARG(dst);
+    if (nscalars > 0) {
+        TACK__CHECK_ARG(src);
+    }
     tack_status st = check_writable(dst, "copy");
     if (st != TACK_OK) {
         return st;
@@ -407,6 +472,10 @@ tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype
 tack_status
 tack_array_copy_to_host(const tack_array *src, void *dst, tack_dtype dst_dtype)
 {
+    TACK__CHECK_ARG(src);
+    if (src->nbytes > 0) {
+        TACK__CHECK_ARG(dst);
+    }
     size_t nscalars = src->nelem * ncomponents(src->dtype);
     if (src->nbytes == 0) {
         return TACK_OK;
@@ -461,6 +530,8 @@ same_scalar_shape(const tack_array *a, const tack_array *b)
 tack_status
 tack_array_copyto(tack_array *dst, const tack_array *src)
 {
+    TACK__CHECK_ARG(dst);
+    TACK__CHECK_ARG(src);
     tack_status st = check_writable(dst, "copyto");
     if (st != TACK_OK) {
         return st;
@@ -513,6 +584,9 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
 tack_status
 tack_array_to_device(const tack_array *src, tack_device *dev, tack_array **out)
 {
+    TACK__CHECK_ARG(src);
+    TACK__CHECK_ARG(dev);
+    TACK__CHECK_ARG(out);
     tack_array *dst;
     tack_status st = tack_array_empty(dev, src->dtype, src->ndim, src->shape,
                                       TACK_BUFFER_WRITABLE, &dst);
@@ -528,12 +602,7 @@ tack_array_to_device(const tack_array *src, tack_device *dev, tack_array **out)
     return TACK_OK;
 }
 
-tack_status
-tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
-                size_t nelem, bool writable, tack_array **out)
-{
-    return array_make(buf, dtype, ndim, shape, nelem, writable, true, out);
-}
+/* ---- memory for other APIs ---------------------------------------------------- */
 
 /* The exportable copy of buf for export_memory, made once. Borrowed: lives as long
  * as buf. */
@@ -576,28 +645,175 @@ export_copy(tack_buffer *buf, tack_buffer **out)
 tack_status
 tack_array_export_memory(tack_array *arr, tack_exported_memory *out)
 {
-    if (!arr || !out) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT, "export_memory needs an array");
-    }
-    tack_buffer *buf = arr->buffer;
-    tack_device *dev = buf->device;
-    if (!dev->backend->export_memory) {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
+    const tack_device *dev = arr->buffer->device;
+    tack_status (*export_memory)(void *, void *, size_t, tack_exported_memory *) =
+        TACK__BACKEND_SLOT(dev->backend, export_memory);
+    if (!export_memory) {
         return tack__fail(TACK_ERR_UNSUPPORTED,
-                          "backend '%s' does not support memory export: only CUDA "
-                          "arrays export an OS handle; share this array with DLPack "
-                          "instead",
+                          "backend %s does not support memory export: only CUDA arrays "
+                          "(and Metal on macOS) can be exported as OS handles; share "
+                          "this array through DLPack instead",
                           dev->backend->name);
     }
-    tack_buffer *target = buf;
-    tack_status st;
-    if (tack_buffer_flags(buf) & TACK_BUFFER_EXPORTABLE) {
-        st = tack_buffer_share(buf); /* exported in place, as DLPack does */
-    }
-    else {
-        st = export_copy(buf, &target);
-    }
+    /* An exportable buffer is exported in place; the other API may read at once, so
+     * the launches queued so far finish first (share). Any other buffer is exported
+     * through its one-time copy, which waits for them. */
+    tack_buffer *target = arr->buffer;
+    tack_status st = (tack_buffer_flags(target) & TACK_BUFFER_EXPORTABLE)
+                         ? tack_buffer_share(target)
+                         : export_copy(arr->buffer, &target);
     if (st != TACK_OK) {
         return st;
     }
-    return dev->backend->export_memory(dev->state, target->data, arr->nbytes, out);
+    tack_exported_memory m;
+    memset(&m, 0, sizeof m);
+    st = export_memory(dev->state, target->data, arr->nbytes, &m);
+    if (st == TACK_OK) {
+        m.backend = dev->backend->name;
+        m.size = arr->nbytes;
+        *out = m;
+    }
+    return st;
+}
+
+/* ---- memory Tack does not own -------------------------------------------------- */
+
+/* Whether a pointer the backend located can be wrapped by it. */
+static bool
+space_ok(const tack_device *dev, tack_memory_space space)
+{
+    if (tack__device_is_host(dev)) {
+        return space != TACK_MEMORY_DEVICE;
+    }
+    return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_MANAGED;
+}
+
+/* Checks what a foreign pointer must satisfy that the shape does not say. */
+static tack_status
+check_pointer(tack_device *dev, const void *data, size_t nbytes, size_t align)
+{
+    if (!data) {
+        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+                          "a NULL pointer cannot hold elements: pass the address of "
+                          "the first element");
+    }
+    if (!tack__range_fits((uintptr_t)data, nbytes)) {
+        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+                          "%zu bytes from address %p reach past the end of the "
+                          "address space: pass the address of the first element",
+                          nbytes, data);
+    }
+    if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
+        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+                          "address %p is not aligned to the %zu bytes its elements "
+                          "need: pass an aligned address, or copy the data",
+                          data, align);
+    }
+    if (dev->backend->memory_space) {
+        tack_memory_space space = TACK_MEMORY_UNKNOWN;
+        tack_status st = dev->backend->memory_space(dev->state, data, &space);
+        if (st != TACK_OK) {
+            return st;
+        }
+        if (!space_ok(dev, space)) {
+            return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+                              "address %p is not in the memory space of %s:%d: pass "
+                              "a pointer that belongs to that device, or import on "
+                              "the device that owns it",
+                              data, dev->backend->name, dev->ordinal);
+        }
+    }
+    return TACK_OK;
+}
+
+tack_status
+tack__array_wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
+                           const int64_t *shape, size_t nelem, bool writable,
+                           tack_release_fn release, void *ctx, tack_array **out)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    tack_status st = TACK_OK;
+    if (nelem > 0) {
+        st = check_pointer(dev, data, nelem * info->itemsize,
+                           tack_dtype_get(info->scalar)->itemsize);
+    }
+    if (st != TACK_OK) {
+        if (release) {
+            release(ctx);
+        }
+        return st;
+    }
+    size_t nbytes = nelem * info->itemsize;
+    tack_buffer *buf = NULL;
+    st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
+                          writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
+    if (st != TACK_OK) {
+        return st; /* tack_buffer_wrap has called release */
+    }
+    st = tack__array_new(buf, dtype, ndim, shape, nelem, writable, out);
+    if (st != TACK_OK) {
+        tack_buffer_release(buf); /* not adopted: runs release */
+    }
+    return st;
+}
+
+/* tack_array_wrap_memory and _region: validates the arguments and the size against
+ * the region's nbytes, then wraps. Consumes the release obligation. */
+static tack_status
+wrap_checked(const char *fname, tack_device *dev, void *data, size_t nbytes,
+             tack_dtype dtype, int32_t ndim, const int64_t *shape, bool writable,
+             tack_release_fn release, void *ctx, tack_array **out)
+{
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    size_t nelem = 0;
+    tack_status st = TACK_OK;
+    if (!dev || !out) {
+        st = tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                        "%s(): argument '%s' is NULL: pass a valid pointer", fname,
+                        dev ? "out" : "dev");
+    }
+    else {
+        st = dtype_shape_size(dtype, ndim, shape, &nelem);
+    }
+    if (st == TACK_OK && nelem * info->itemsize > nbytes) {
+        st = tack__fail(TACK_ERR_BAD_SHAPE,
+                        "the shape and dtype need %zu bytes but the memory holds %zu: "
+                        "give a shape and dtype that describe the memory",
+                        nelem * info->itemsize, nbytes);
+    }
+    if (st != TACK_OK) {
+        if (release) {
+            release(ctx);
+        }
+        return st;
+    }
+    return tack__array_wrap_validated(dev, data, dtype, ndim, shape, nelem, writable,
+                                      release, ctx, out);
+}
+
+tack_status
+tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
+                       const int64_t *shape, bool writable, tack_release_fn release,
+                       void *ctx, tack_array **out)
+{
+    return wrap_checked("tack_array_wrap_memory", dev, data, SIZE_MAX, dtype, ndim,
+                        shape, writable, release, ctx, out);
+}
+
+tack_status
+tack_array_wrap_region(tack_device *dev, void *data, size_t nbytes, tack_dtype dtype,
+                       int32_t ndim, const int64_t *shape, bool writable,
+                       tack_release_fn release, void *ctx, tack_array **out)
+{
+    return wrap_checked("tack_array_wrap_region", dev, data, nbytes, dtype, ndim, shape,
+                        writable, release, ctx, out);
+}
+
+tack_status
+tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shape,
+                size_t nelem, bool writable, tack_array **out)
+{
+    return array_make(buf, dtype, ndim, shape, nelem, writable, true, out);
 }

@@ -27,6 +27,8 @@ buffer_alloc_struct(tack_device *dev, tack_buffer **out)
 tack_status
 tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags, tack_buffer **out)
 {
+    TACK__CHECK_ARG(dev);
+    TACK__CHECK_ARG(out);
     tack_buffer *buf;
     tack_status st = buffer_alloc_struct(dev, &buf);
     if (st != TACK_OK) {
@@ -50,8 +52,17 @@ tack_status
 tack_buffer_wrap(tack_device *dev, void *data, size_t nbytes, unsigned flags,
                  tack_release_fn release, void *ctx, tack_buffer **out)
 {
-    tack_buffer *buf;
-    tack_status st = buffer_alloc_struct(dev, &buf);
+    tack_buffer *buf = NULL;
+    tack_status st = TACK_OK;
+    if (!dev || !out) {
+        st = tack__fail(
+            TACK_ERR_INVALID_ARGUMENT,
+            "tack_buffer_wrap(): argument '%s' is NULL: pass a valid pointer",
+            dev ? "out" : "dev");
+    }
+    else {
+        st = buffer_alloc_struct(dev, &buf);
+    }
     if (st != TACK_OK) {
         /* The release obligation is consumed even on failure. */
         if (release) {
@@ -73,6 +84,9 @@ tack_buffer_wrap(tack_device *dev, void *data, size_t nbytes, unsigned flags,
 void
 tack_buffer_retain(tack_buffer *buf)
 {
+    if (!buf) {
+        return;
+    }
     atomic_fetch_add_explicit(&buf->refcount, 1, memory_order_relaxed);
 }
 
@@ -82,11 +96,17 @@ tack_buffer_release(tack_buffer *buf)
     if (!buf) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&buf->refcount, 1, memory_order_acq_rel) != 1) {
+    size_t before = atomic_fetch_sub_explicit(&buf->refcount, 1, memory_order_acq_rel);
+    assert(before > 0 && "tack_buffer_release of a buffer already released");
+    if (before != 1) {
         return;
     }
+    /* Only an imported buffer has a release callback, and it always has one. */
+    assert((buf->owner == TACK_OWNER_IMPORTED) == (buf->release != NULL));
     tack_device *dev = buf->device;
     tack_buffer_release(atomic_load_explicit(&buf->export_copy, memory_order_acquire));
+    tack_status (*order)(void *, uintptr_t) =
+        TACK__BACKEND_SLOT(dev->backend, order_tack_after_foreign);
     switch (buf->owner) {
     case TACK_OWNER_OWN:
         /* The last reference to an exported buffer may be a consumer's deleter, run
@@ -96,8 +116,8 @@ tack_buffer_release(tack_buffer *buf)
          * such a kernel still reads it. Errors here only lose the ordering. */
         if ((atomic_load_explicit(&buf->flags, memory_order_acquire) &
              TACK_BUFFER_SHARED) &&
-            dev->backend->order_tack_after_foreign && buf->data) {
-            (void)dev->backend->order_tack_after_foreign(dev->state, 0);
+            order && buf->data) {
+            (void)order(dev->state, 0);
         }
         dev->backend->free(dev->state, buf->data);
         break;
@@ -111,36 +131,40 @@ tack_buffer_release(tack_buffer *buf)
 void *
 tack_buffer_data(const tack_buffer *buf)
 {
-    return buf->data;
+    return buf ? buf->data : NULL;
 }
 
 size_t
 tack_buffer_nbytes(const tack_buffer *buf)
 {
-    return buf->nbytes;
+    return buf ? buf->nbytes : 0;
 }
 
 unsigned
 tack_buffer_flags(const tack_buffer *buf)
 {
+    if (!buf) {
+        return 0;
+    }
     return atomic_load_explicit(&((tack_buffer *)buf)->flags, memory_order_acquire);
 }
 
 tack_owner_kind
 tack_buffer_owner(const tack_buffer *buf)
 {
-    return buf->owner;
+    return buf ? buf->owner : TACK_OWNER_WRAPPED;
 }
 
 tack_device *
 tack_buffer_device(const tack_buffer *buf)
 {
-    return buf->device;
+    return buf ? buf->device : NULL;
 }
 
 tack_status
 tack_buffer_share(tack_buffer *buf)
 {
+    TACK__CHECK_ARG(buf);
     tack_status st = tack_device_synchronize(buf->device);
     if (st == TACK_OK) {
         atomic_fetch_or_explicit(&buf->flags, TACK_BUFFER_SHARED, memory_order_acq_rel);

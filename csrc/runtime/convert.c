@@ -356,6 +356,9 @@ tack_convert(void *dst, tack_dtype dst_dtype, const void *src, tack_dtype src_dt
 {
     const tack_dtype_info *di = tack_dtype_get(dst_dtype);
     const tack_dtype_info *si = tack_dtype_get(src_dtype);
+    if (n == 0 || !dst || !src || !di || !si) {
+        return; /* nothing to convert, or nothing valid to convert with */
+    }
     dst_dtype = di->scalar;
     src_dtype = si->scalar;
     size_t dsize = tack_dtype_get(dst_dtype)->itemsize;

@@ -75,6 +75,8 @@ find_backend(const char *name, size_t *index)
 tack_status
 tack_device_parse(const char *spec, char *name_out, size_t name_cap, int *ordinal)
 {
+    TACK__CHECK_ARG(name_out);
+    TACK__CHECK_ARG(ordinal);
     if (!spec || !*spec) {
         return tack__fail(
             TACK_ERR_UNKNOWN_DEVICE,
@@ -117,6 +119,9 @@ bool
 tack_device_accepts_option(const char *name, const char *option)
 {
     size_t index;
+    if (!name || !option) {
+        return false;
+    }
     const tack_backend *b = find_backend(name, &index);
     if (!b || !b->option_names) {
         return false;
@@ -134,7 +139,7 @@ device_make(const tack_backend *b, int ordinal, const tack_device_options *optio
             tack_device **out)
 {
     void *state = NULL;
-    tack_status st = b->open(ordinal, options, &state);
+    tack_status st = b->open(b, ordinal, options, &state);
     if (st != TACK_OK) {
         return st;
     }
@@ -160,6 +165,7 @@ tack_status
 tack_device_open(const char *name, int ordinal, const tack_device_options *options,
                  tack_device **out)
 {
+    TACK__CHECK_ARG(out);
     if (!name) {
         return tack__fail(TACK_ERR_UNKNOWN_DEVICE, "no device name given");
     }
@@ -216,7 +222,9 @@ tack_device_release(tack_device *dev)
     if (!dev || dev->in_registry) {
         return;
     }
-    if (atomic_fetch_sub_explicit(&dev->refcount, 1, memory_order_acq_rel) == 1) {
+    size_t before = atomic_fetch_sub_explicit(&dev->refcount, 1, memory_order_acq_rel);
+    assert(before > 0 && "tack_device_release of a device already released");
+    if (before == 1) {
         if (dev->backend->close) {
             dev->backend->close(dev->state);
         }
@@ -227,64 +235,66 @@ tack_device_release(tack_device *dev)
 const char *
 tack_device_backend_name(const tack_device *dev)
 {
-    return dev->backend->name;
+    return dev ? dev->backend->name : "";
 }
 
 int
 tack_device_ordinal(const tack_device *dev)
 {
-    return dev->ordinal;
+    return dev ? dev->ordinal : -1;
 }
 
 int
 tack_device_dlpack_type(const tack_device *dev)
 {
-    return dev->backend->dlpack_device_type;
+    return dev ? dev->backend->dlpack_device_type : 0;
 }
 
 uint64_t
 tack_device_memory_domain(const tack_device *dev)
 {
-    return dev->memory_domain;
+    return dev ? dev->memory_domain : 0;
 }
 
 bool
 tack_device_has_external_context(const tack_device *dev)
 {
-    return dev->external_context;
+    return dev && dev->external_context;
 }
 
 const tack_backend *
 tack_device_backend(const tack_device *dev)
 {
-    return dev->backend;
+    return dev ? dev->backend : NULL;
 }
 
 tack_status
 tack_device_synchronize(tack_device *dev)
 {
+    TACK__CHECK_ARG(dev);
     return dev->backend->synchronize ? dev->backend->synchronize(dev->state) : TACK_OK;
 }
 
 uintptr_t
 tack_device_stream(const tack_device *dev)
 {
-    return dev->backend->stream ? dev->backend->stream(dev->state) : 0;
+    uintptr_t (*stream)(void *) = TACK__BACKEND_SLOT(dev->backend, stream);
+    return stream ? stream(dev->state) : 0;
 }
 
 tack_status
 tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign)
 {
-    if (!dev->backend->order_tack_after_foreign) {
-        return TACK_OK;
-    }
-    return dev->backend->order_tack_after_foreign(dev->state, foreign);
+    tack_status (*order)(void *, uintptr_t) =
+        TACK__BACKEND_SLOT(dev->backend, order_tack_after_foreign);
+    return order ? order(dev->state, foreign) : TACK_OK;
 }
 
 const char *
 tack_device_driver_path(const tack_device *dev)
 {
-    return dev->backend->driver_path ? dev->backend->driver_path(dev->state) : NULL;
+    const char *(*path)(void *) = TACK__BACKEND_SLOT(dev->backend, driver_path);
+    return path ? path(dev->state) : NULL;
 }
 
 tack_status
@@ -294,6 +304,7 @@ tack_default_device(tack_device **out)
      * a registry device as the default (the common case) no lock is taken: this is
      * on the DLPack import's hot path. */
     static _Atomic(tack_device *) cpu_device;
+    TACK__CHECK_ARG(out);
     tack_device *dev = atomic_load_explicit(&default_device, memory_order_acquire);
     if (dev && !dev->in_registry) {
         /* Another thread may replace and release it: retain under the lock. */

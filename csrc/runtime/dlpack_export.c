@@ -41,6 +41,13 @@ tack__array_fill_dl_layout(tack_array *arr)
 void
 tack_dlpack_describe(const tack_array *arr, DLTensor *out)
 {
+    if (!out) {
+        return;
+    }
+    if (!arr) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     const tack_dtype_info *info = tack_dtype_get(arr->dtype);
     tack_device *dev = arr->buffer->device;
     memset(out, 0, sizeof *out);
@@ -56,35 +63,6 @@ tack_dlpack_describe(const tack_array *arr, DLTensor *out)
     out->byte_offset = 0;
 }
 
-tack_status
-tack_dlpack_export_stream(const tack_device *dev, bool given, int64_t stream,
-                          tack_dlpack_export_options *opts)
-{
-    bool streams = dev->backend->stream && dev->backend->order_foreign_after_tack;
-    if (!streams) {
-        if (given && stream != -1) {
-            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                              "stream=%lld: an array on %s:%d has no streams; pass "
-                              "stream=None (or -1)",
-                              (long long)stream, dev->backend->name, dev->ordinal);
-        }
-        opts->has_stream = false;
-        opts->stream = 0;
-        return TACK_OK;
-    }
-    if (given && (stream == 0 || stream < -1)) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                          "stream=%lld is not a %s stream: pass None or 1 for the "
-                          "legacy default stream, 2 for the per-thread default "
-                          "stream, a stream handle, or -1 for no ordering",
-                          (long long)stream, dev->backend->name);
-    }
-    /* None means the legacy default stream (Array API); -1 asks for no ordering. */
-    opts->has_stream = !given || stream != -1;
-    opts->stream = given ? (uintptr_t)stream : 1u;
-    return TACK_OK;
-}
-
 /* Makes the buffer safe for a consumer that may read at once and keep reading: with
  * a consumer stream, that stream waits for the work queued so far (no host wait);
  * otherwise the host waits (share). Either way the buffer is shared from now on, so
@@ -95,15 +73,18 @@ static tack_status
 share_for_consumer(tack_buffer *buf, const tack_dlpack_export_options *opts)
 {
     const tack_backend *b = buf->device->backend;
-    if (opts && opts->has_stream && b->order_foreign_after_tack) {
-        tack_status st = b->order_foreign_after_tack(buf->device->state, opts->stream);
+    tack_status (*order)(void *, uintptr_t) =
+        TACK__BACKEND_SLOT(b, order_foreign_after_tack);
+    if (opts && opts->has_stream && order) {
+        tack_status st = order(buf->device->state, opts->stream);
         if (st == TACK_OK) {
             atomic_fetch_or_explicit(&buf->flags, TACK_BUFFER_SHARED,
                                      memory_order_acq_rel);
         }
         return st;
     }
-    if (!(tack_buffer_flags(buf) & TACK_BUFFER_SHARED) || b->stream) {
+    if (!(tack_buffer_flags(buf) & TACK_BUFFER_SHARED) ||
+        TACK__BACKEND_SLOT(b, stream)) {
         return tack_buffer_share(buf);
     }
     return TACK_OK;
@@ -118,10 +99,10 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
     bool copy = opts && opts->copy;
     tack_device *want = opts && opts->device ? opts->device : arr->buffer->device;
     if (want != arr->buffer->device && !copy) {
-        return TACK__FAIL(
-            TACK_ERR_EXPORT_REFUSED,
-            "the array is on %s:%d and cannot be exported on %s:%d without a copy: "
-            "pass copy=True, or request the array's own device",
+        return TACK__FAIL_REMEDY(
+            TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_COPY,
+            "the array is on %s:%d and cannot be exported on %s:%d without a copy "
+            "(only its own device shares its memory)",
             arr->buffer->device->backend->name, arr->buffer->device->ordinal,
             want->backend->name, want->ordinal);
     }
@@ -142,6 +123,87 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
     }
     *copied = copy;
     *out = src;
+    return TACK_OK;
+}
+
+/* ---- what a consumer asked for ------------------------------------------------- */
+
+tack_status
+tack__dlpack_stream_check(int32_t device_type, int64_t stream)
+{
+    bool ok;
+    switch (device_type) {
+    case kDLCPU: ok = stream == -1; break; /* no streams: only "do not synchronize" */
+    case kDLCUDA:
+    case kDLCUDAManaged: ok = stream >= -1 && stream != 0; break; /* 0 is ambiguous */
+    case kDLROCM: ok = stream >= -1 && stream != 1 && stream != 2; break;
+    default: ok = stream >= -1; break;
+    }
+    if (!ok) {
+        return tack__fail_remedy(
+            TACK_ERR_DLPACK_INVALID,
+            device_type == kDLCPU ? TACK_REMEDY_NO_STREAM : TACK_REMEDY_NONE,
+            "stream %lld is not a stream of DLPack device type %d%s", (long long)stream,
+            (int)device_type, device_type == kDLCPU ? ", which has no streams" : "");
+    }
+    return TACK_OK;
+}
+
+tack_status
+tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_request *req,
+                           bool *versioned, tack_dlpack_export_options *opts)
+{
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(req);
+    TACK__CHECK_ARG(versioned);
+    TACK__CHECK_ARG(opts);
+    const tack_device *own = arr->buffer->device;
+    int32_t own_type = own->backend->dlpack_device_type;
+    tack_dlpack_export_options o = {
+        req->has_copy && req->copy, NULL, false, 0, false, 0};
+    if (req->has_stream) {
+        tack_status st = tack__dlpack_stream_check(own_type, req->stream);
+        if (st != TACK_OK) {
+            return st;
+        }
+    }
+    /* On a device with streams the consumer's stream is ordered after the array's
+     * queued work instead of the host waiting (None means the legacy default stream,
+     * 1); -1 asks for no ordering, and the export then waits on the host. */
+    if (TACK__BACKEND_SLOT(own->backend, order_foreign_after_tack) &&
+        (!req->has_stream || req->stream != -1)) {
+        o.has_stream = true;
+        o.stream = req->has_stream ? (uintptr_t)req->stream : 1u;
+    }
+    bool v = false;
+    if (req->has_max_version) {
+        v = req->max_major >= 1;
+        if (req->max_major == TACK_DLPACK_MAJOR) {
+            o.limit_minor = true;
+            o.max_minor = req->max_minor < 0 ? 0u
+                          : req->max_minor > TACK_DLPACK_MINOR
+                              ? (uint32_t)TACK_DLPACK_MINOR
+                              : (uint32_t)req->max_minor;
+        }
+    }
+    if (req->has_dl_device &&
+        (req->device_type != own_type || req->device_id != own->ordinal)) {
+        /* Another device: only the host, and only as a copy. */
+        tack_status st = TACK_ERR_EXPORT_REFUSED;
+        if (req->device_type == kDLCPU && req->device_id == 0 && o.copy) {
+            st = tack_device_open("cpu", 0, NULL, &o.device);
+        }
+        if (st != TACK_OK) {
+            return tack__fail_remedy(
+                TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_OWN_DEVICE,
+                "DLPack device (%d, %d) was requested, but the array "
+                "is on %s:%d (DLPack (%d, %d))",
+                (int)req->device_type, (int)req->device_id, own->backend->name,
+                own->ordinal, (int)own_type, own->ordinal);
+        }
+    }
+    *versioned = v;
+    *opts = o;
     return TACK_OK;
 }
 
@@ -215,6 +277,8 @@ tack_status
 tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
                              DLManagedTensorVersioned **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
     tack_array *src = NULL;
     bool copied = false;
     void *block = NULL;
@@ -248,13 +312,14 @@ tack_status
 tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opts,
                           DLManagedTensor **out)
 {
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
     if (!arr->writable && !(opts && opts->copy)) {
         /* The legacy ABI has no read-only flag; NumPy refuses the same way. */
-        return TACK__FAIL(
-            TACK_ERR_EXPORT_REFUSED,
-            "a read-only array cannot be exported through legacy DLPack, which would "
-            "hand out write access: request a versioned capsule with "
-            "max_version=(1, 0) or later, or export a copy with copy=True");
+        return TACK__FAIL_REMEDY(
+            TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_VERSIONED,
+            "a read-only array cannot be exported as a legacy DLPack tensor, which "
+            "has no read-only flag and would hand out write access");
     }
     tack_array *src = NULL;
     bool copied = false;

@@ -54,10 +54,10 @@ check_device_type(int32_t type, const device_row **row)
     if (type == kDLMetal) {
         /* data is an id<MTLBuffer> handle, not an address, and byte_offset locates
          * the tensor inside that buffer: nothing Tack could wrap. */
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                          "a kDLMetal tensor holds a Metal buffer handle, not an "
-                          "address, and cannot be imported: move the tensor to host "
-                          "memory and import it with copy=True");
+        return TACK__FAIL_REMEDY(
+            TACK_ERR_DLPACK_INVALID, TACK_REMEDY_HOST_COPY,
+            "a kDLMetal tensor holds a Metal buffer handle, not an "
+            "address, and cannot be imported as it is");
     }
     *row = find_device(type);
     if (!*row) {
@@ -218,6 +218,12 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
      * without elements has no layout at all. NULL strides mean C-contiguous. */
     bool contiguous = true;
     int64_t lo = 0, hi = (int64_t)(nelem * itemsize);
+    if (!tack__range_fits(address, nelem * itemsize)) {
+        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+                          "the DLPack tensor's %zu bytes from %p reach past the end of "
+                          "the address space: the producer sent an invalid tensor",
+                          nelem * itemsize, (void *)address);
+    }
     if (t->strides && nelem > 0) {
         int64_t expect = 1;
         for (int32_t k = t->ndim - 1; k >= 0; k--) {
@@ -254,108 +260,6 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     out->span_lo = lo;
     out->span_hi = hi;
     return TACK_OK;
-}
-
-/* ---- raw pointers ------------------------------------------------------------------
- */
-
-/* Whether a pointer the backend located can be wrapped by it. */
-static bool
-space_ok(const tack_device *dev, tack_memory_space space)
-{
-    if (dev->backend->dlpack_device_type == kDLCPU) {
-        return space != TACK_MEMORY_DEVICE;
-    }
-    return space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_MANAGED;
-}
-
-/* Checks what a foreign pointer must satisfy that the shape does not say. */
-static tack_status
-check_pointer(tack_device *dev, const void *data, size_t align)
-{
-    if (!data) {
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                          "a NULL pointer cannot hold elements: pass the address of "
-                          "the first element");
-    }
-    if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                          "address %p is not aligned to the %zu bytes its elements "
-                          "need: pass an aligned address, or copy the data",
-                          data, align);
-    }
-    if (dev->backend->memory_space) {
-        tack_memory_space space = TACK_MEMORY_UNKNOWN;
-        tack_status st = dev->backend->memory_space(dev->state, data, &space);
-        if (st != TACK_OK) {
-            return st;
-        }
-        if (!space_ok(dev, space)) {
-            return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
-                              "address %p is not in the memory space of %s:%d: pass "
-                              "a pointer that belongs to that device, or import on "
-                              "the device that owns it",
-                              data, dev->backend->name, dev->ordinal);
-        }
-    }
-    return TACK_OK;
-}
-
-/* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
- * is their element count. Consumes the release obligation. */
-static tack_status
-wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
-               const int64_t *shape, size_t nelem, bool writable,
-               tack_release_fn release, void *ctx, tack_array **out)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    tack_status st = TACK_OK;
-    if (nelem > 0) {
-        st = check_pointer(dev, data, tack_dtype_get(info->scalar)->itemsize);
-    }
-    if (st != TACK_OK) {
-        if (release) {
-            release(ctx);
-        }
-        return st;
-    }
-    size_t nbytes = nelem * info->itemsize;
-    tack_buffer *buf = NULL;
-    st = tack_buffer_wrap(dev, nbytes ? data : NULL, nbytes,
-                          writable ? TACK_BUFFER_WRITABLE : 0u, release, ctx, &buf);
-    if (st != TACK_OK) {
-        return st; /* tack_buffer_wrap has called release */
-    }
-    st = tack__array_new(buf, dtype, ndim, shape, nelem, writable, out);
-    if (st != TACK_OK) {
-        tack_buffer_release(buf); /* not adopted: runs release */
-    }
-    return st;
-}
-
-tack_status
-tack_array_wrap_memory(tack_device *dev, void *data, tack_dtype dtype, int32_t ndim,
-                       const int64_t *shape, bool writable, tack_release_fn release,
-                       void *ctx, tack_array **out)
-{
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    size_t nelem = 0;
-    tack_status st;
-    if (info) {
-        st = tack_shape_size(ndim, shape, info->itemsize, &nelem);
-    }
-    else {
-        st = TACK__FAIL(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                        (int)dtype);
-    }
-    if (st != TACK_OK) {
-        if (release) {
-            release(ctx);
-        }
-        return st;
-    }
-    return wrap_validated(dev, data, dtype, ndim, shape, nelem, writable, release, ctx,
-                          out);
 }
 
 /* ---- import ------------------------------------------------------------------------
@@ -400,11 +304,11 @@ open_tensor_device(const char *backend, int ordinal, tack_device **out)
     tack_status st = tack_device_open(backend, ordinal, NULL, out);
     if (st == TACK_ERR_DEVICE_UNAVAILABLE) {
         char why[512];
-        snprintf(why, sizeof why, "%s", tack_last_error());
-        return TACK__FAIL(TACK_ERR_DLPACK_DEVICE,
-                          "the DLPack tensor lives on %s:%d, which this process cannot "
-                          "open: %s",
-                          backend, ordinal, why);
+        snprintf(why, sizeof why, "%s", tack_last_error_problem());
+        return TACK__FAIL_REMEDY(TACK_ERR_DLPACK_DEVICE, tack_last_error_remedy(),
+                                 "the DLPack tensor lives on %s:%d, which this process "
+                                 "cannot open: %s",
+                                 backend, ordinal, why);
     }
     return st;
 }
@@ -454,7 +358,7 @@ copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
         *out = arr;
         return TACK_OK;
     }
-    bool direct = dev->backend->dlpack_device_type == kDLCPU;
+    bool direct = tack__device_is_host(dev);
     unsigned char *dst = direct ? arr->buffer->data : tack__alloc(arr->nbytes, 0);
     if (!dst) {
         tack_array_release(arr);
@@ -529,6 +433,7 @@ static tack_status
 import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
               const tack_dlpack_import_options *opts, tack_array **out)
 {
+    assert(t && release && mt && out);
     tack_dlpack_copy copy = opts ? opts->copy : TACK_DLPACK_COPY_NEVER;
     tack__dlpack_layout lay;
     memset(&lay, 0, sizeof lay);
@@ -545,35 +450,37 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     bool share =
         copy != TACK_DLPACK_COPY_ALWAYS && wraps && lay.contiguous && lay.aligned;
     if (share) {
-        st = wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim, t->shape,
-                            lay.nelem, writable, release, mt, out);
+        st =
+            tack__array_wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim,
+                                       t->shape, lay.nelem, writable, release, mt, out);
         tack_device_release(dev);
         return st;
     }
     if (copy == TACK_DLPACK_COPY_NEVER) {
         if (!wraps) {
-            st = TACK__FAIL(TACK_ERR_DLPACK_DEVICE,
-                            "a DLPack tensor on device type %d, id %d cannot be "
-                            "wrapped by %s:%d without a copy: import it on "
-                            "tack.device('%s', %d), or pass copy=True",
-                            (int)t->device.device_type, (int)t->device.device_id,
-                            dev->backend->name, dev->ordinal, lay.backend,
-                            find_device((int32_t)t->device.device_type)->host_memory
-                                ? 0
-                                : (int)t->device.device_id);
+            st = TACK__FAIL_REMEDY(
+                TACK_ERR_DLPACK_DEVICE, TACK_REMEDY_COPY,
+                "a DLPack tensor on device type %d, id %d cannot be "
+                "wrapped by %s:%d without a copy (its memory belongs to "
+                "device '%s' ordinal %d, which can import it)",
+                (int)t->device.device_type, (int)t->device.device_id,
+                dev->backend->name, dev->ordinal, lay.backend,
+                find_device((int32_t)t->device.device_type)->host_memory
+                    ? 0
+                    : (int)t->device.device_id);
         }
         else if (!lay.contiguous) {
-            st = TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                            "the DLPack tensor is not C-contiguous and Tack arrays "
-                            "always are: pass copy=True for a contiguous copy, or "
-                            "make it contiguous in the producer");
+            st = TACK__FAIL_REMEDY(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
+                                   "the DLPack tensor is not C-contiguous and Tack "
+                                   "arrays always are (a copy is contiguous; so is a "
+                                   "tensor made contiguous by its producer)");
         }
         else {
-            st = TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                            "the DLPack tensor's first element at %p is not aligned "
-                            "to its %zu-byte scalars: pass copy=True for an aligned "
-                            "copy",
-                            (void *)lay.address, lay.itemsize);
+            st = TACK__FAIL_REMEDY(
+                TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
+                "the DLPack tensor's first element at %p is not aligned "
+                "to its %zu-byte scalars (a copy is aligned)",
+                (void *)lay.address, lay.itemsize);
         }
     }
     else {
@@ -589,17 +496,19 @@ tack_status
 tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
                              const tack_dlpack_import_options *opts, tack_array **out)
 {
-    if (!mt) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+    TACK__CHECK_ARG(mt);
+    if (!out) {
+        release_versioned(mt); /* consumed even on failure */
+        TACK__CHECK_ARG(out);
     }
     if (mt->version.major != 1) {
         /* Only the fields up to flags are known in another major version. */
         uint32_t major = mt->version.major, minor = mt->version.minor;
         release_versioned(mt);
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                          "the DLPack tensor has version %u.%u and Tack reads major "
-                          "version 1: ask the producer for max_version=(1, %d)",
-                          (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
+        return TACK__FAIL_REMEDY(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_DLPACK_1,
+                                 "the DLPack tensor has version %u.%u and Tack reads "
+                                 "major version 1 (up to 1.%d)",
+                                 (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
     }
     bool writable = (mt->flags & DLPACK_FLAG_BITMASK_READ_ONLY) == 0;
     return import_tensor(&mt->dl_tensor, writable, release_versioned, mt, opts, out);
@@ -609,8 +518,10 @@ tack_status
 tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options *opts,
                           tack_array **out)
 {
-    if (!mt) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID, "no DLPack tensor (NULL) to import");
+    TACK__CHECK_ARG(mt);
+    if (!out) {
+        release_legacy(mt); /* consumed even on failure */
+        TACK__CHECK_ARG(out);
     }
     /* Legacy tensors import writable: DLPack shares memory both ways, and only a
      * versioned tensor can opt out with READ_ONLY (docs/dlpack.md). */
@@ -623,6 +534,8 @@ tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options 
 tack_status
 tack_dlpack_allocate(const DLTensor *prototype, DLManagedTensorVersioned **out)
 {
+    TACK__CHECK_ARG(prototype);
+    TACK__CHECK_ARG(out);
     const device_row *row = NULL;
     tack_status st = check_device_type((int32_t)prototype->device.device_type, &row);
     if (st != TACK_OK) {

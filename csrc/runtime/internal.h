@@ -5,6 +5,7 @@
 #ifndef TACK_INTERNAL_H
 #define TACK_INTERNAL_H
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -13,23 +14,73 @@
 
 #include "tack/alloc.h"
 #include "tack/array.h"
-#include "tack/backend.h"
 #include "tack/device.h"
 #include "tack/dlpack_abi.h"
 #include "tack/dtype.h"
 #include "tack/status.h"
 
+#include "backend.h"
+
 #if defined(__GNUC__)
 #define TACK__PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+/* Failure paths: kept out of line, so checks cost a branch on the hot paths. */
+#define TACK__COLD __attribute__((cold, noinline))
+#define TACK__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define TACK__PRINTF(fmt, args)
+#define TACK__COLD
+#define TACK__UNLIKELY(x) (x)
 #endif
 
 /* ---- errors (status.c) ------------------------------------------------------- */
 
 /* Records a message for tack_last_error() and returns st, so a failure reads
- * `return tack__fail(TACK_ERR_BAD_SHAPE, "...", ...);`. */
-tack_status tack__fail(tack_status st, const char *fmt, ...) TACK__PRINTF(2, 3);
+ * `return tack__fail(TACK_ERR_BAD_SHAPE, "...", ...);`. tack__fail_remedy also
+ * records what the caller can do (status.h, TACK_REMEDY_LIST), which bindings word
+ * in their own language. Debug builds record the file and line of the failure and
+ * show them in the message. */
+tack_status tack__fail_at(const char *file, int line, tack_status st,
+                          tack_remedy remedy, const char *fmt, ...)
+    TACK__PRINTF(5, 6) TACK__COLD;
+/* The failure of a public function given a NULL pointer argument. */
+tack_status tack__null_argument(const char *file, int line, const char *function,
+                                const char *argument) TACK__COLD;
+#ifdef NDEBUG
+#define TACK__ORIGIN NULL, 0
+#else
+#define TACK__ORIGIN __FILE__, __LINE__
+#endif
+/* The status of a failure as a value the static analyzer can see (it cannot look
+ * into status.c), so out-parameters are not reported as unset on success paths. */
+static inline tack_status
+tack__failed(tack_status st, tack_status recorded)
+{
+    (void)recorded;
+    return st;
+}
+/* st is evaluated twice: pass a constant or a plain variable. */
+#define tack__fail(st, ...) \
+    tack__failed((st), tack__fail_at(TACK__ORIGIN, (st), TACK_REMEDY_NONE, __VA_ARGS__))
+#define tack__fail_remedy(st, remedy, ...) \
+    tack__failed((st), tack__fail_at(TACK__ORIGIN, (st), (remedy), __VA_ARGS__))
+
+/* A public entry point's check of a pointer argument: a NULL handle is the caller's
+ * mistake, reported as TACK_ERR_INVALID_ARGUMENT, never dereferenced. */
+#define TACK__CHECK_ARG(ptr)                                           \
+    do {                                                               \
+        if (TACK__UNLIKELY(!(ptr))) {                                  \
+            return (tack__null_argument(TACK__ORIGIN, __func__, #ptr), \
+                    TACK_ERR_INVALID_ARGUMENT);                        \
+        }                                                              \
+    } while (0)
+
+/* Whether nbytes starting at address stay inside the address space (the last byte
+ * is at most UINTPTR_MAX): a foreign range that wraps past 2**64 is refused. */
+static inline bool
+tack__range_fits(uintptr_t address, size_t nbytes)
+{
+    return nbytes == 0 || nbytes - 1 <= UINTPTR_MAX - address;
+}
 
 /* ---- allocation (alloc.c) ----------------------------------------------------- */
 
@@ -61,6 +112,13 @@ struct tack_device {
  * device is open in this process, TACK_MEMORY_HOST otherwise; the driver is never
  * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
 tack_memory_space tack__cuda_pointer_kind(const void *ptr);
+
+/* Whether the device's memory is the CPU's own (host pointers, plain memcpy). */
+static inline bool
+tack__device_is_host(const tack_device *dev)
+{
+    return dev->backend->dlpack_device_type == kDLCPU;
+}
 
 /* ---- buffers and arrays (buffer.c, array.c) ---------------------------------- */
 
@@ -112,6 +170,12 @@ tack__array_dl_strides(const tack_array *arr)
     return tack__array_dl_shape(arr) + tack__dl_ndim(arr->dtype, arr->ndim);
 }
 void tack__array_fill_dl_layout(tack_array *arr);
+/* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
+ * is their element count (array.c). Consumes the release obligation. */
+tack_status tack__array_wrap_validated(tack_device *dev, void *data, tack_dtype dtype,
+                                       int32_t ndim, const int64_t *shape, size_t nelem,
+                                       bool writable, tack_release_fn release,
+                                       void *ctx, tack_array **out);
 /* An array over buf from its first byte, for callers that already validated dtype
  * and shape and computed nelem (the DLPack import's hot path; array.c). Consumes the
  * caller's reference to buf on success; on failure the caller still holds it. */
@@ -119,9 +183,14 @@ tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                             const int64_t *shape, size_t nelem, bool writable,
                             tack_array **out);
 
-/* tack__fail whose value the static analyzer can see is the status (it cannot look
- * into status.c), so out-parameters are not reported as unset on success paths. */
-#define TACK__FAIL(st, ...) (tack__fail((st), __VA_ARGS__), (st))
+/* The same as tack__fail and tack__fail_remedy (older spelling). */
+#define TACK__FAIL(st, ...) tack__fail((st), __VA_ARGS__)
+#define TACK__FAIL_REMEDY(st, remedy, ...) \
+    tack__fail_remedy((st), (remedy), __VA_ARGS__)
+
+/* Whether stream is one the consumer may pass for a DLPack device type (the Array
+ * API's numbering; dlpack_export.c). TACK_ERR_DLPACK_INVALID otherwise. */
+tack_status tack__dlpack_stream_check(int32_t device_type, int64_t stream);
 
 /* What the import learns from validating a foreign DLTensor (dlpack_import.c). */
 typedef struct tack__dlpack_layout {

@@ -99,6 +99,16 @@ TACK_API tack_status tack_shape_size(int32_t ndim, const int64_t *shape,
                                      size_t itemsize, size_t *nelem);
 
 /*
+ * The shape of an array of dtype holding host data of scalar_shape (scalar_ndim
+ * extents of scalars, as NumPy gives them): the same, except that a vec dtype takes
+ * the trailing dimension, which must equal its component count. Out: *ndim and
+ * shape[0..*ndim) only on success. Errors: TACK_ERR_BAD_SHAPE.
+ */
+TACK_API tack_status tack_array_shape_of_scalars(tack_dtype dtype, int32_t scalar_ndim,
+                                                 const int64_t *scalar_shape,
+                                                 int32_t *ndim, int64_t *shape);
+
+/*
  * A new array with uninitialized elements on dev. flags as for tack_buffer_new.
  * Returns: new reference in *out, release with tack_array_release().
  */
@@ -175,6 +185,35 @@ TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst,
  */
 TACK_API tack_status tack_array_copyto(tack_array *dst, const tack_array *src);
 
+/* ---- single elements ------------------------------------------------------ */
+
+/*
+ * The flat element offset of an index with one entry per dimension; negative entries
+ * count from the end, as in Python. Out: *offset only on success. Errors:
+ * TACK_ERR_INDEX (another number of entries than ndim, or an entry out of range).
+ */
+TACK_API tack_status tack_array_element_offset(const tack_array *arr, int32_t nindex,
+                                               const int64_t *index, size_t *offset);
+
+/*
+ * Copies the element at a flat offset (itemsize bytes, every component) to out, host
+ * memory, wherever the array lives; launches that wrote the array finish first.
+ * Errors: TACK_ERR_INDEX, a backend's copy error.
+ */
+TACK_API tack_status tack_array_get_element(const tack_array *arr, size_t offset,
+                                            void *out);
+
+/*
+ * Stores one element of the array's own dtype (itemsize bytes at value, host memory)
+ * at a flat offset. Errors: TACK_ERR_READ_ONLY (memory unchanged), TACK_ERR_INDEX.
+ */
+TACK_API tack_status tack_array_set_element(tack_array *arr, size_t offset,
+                                            const void *value);
+
+/* A copy of src on dev (same dtype and shape). Returns: new reference. */
+TACK_API tack_status tack_array_to_device(const tack_array *src, tack_device *dev,
+                                          tack_array **out);
+
 /* ---- memory for other APIs ------------------------------------------------- */
 
 /* An allocation exported as an OS handle another graphics or compute API imports. */
@@ -188,9 +227,9 @@ typedef struct tack_exported_memory {
 } tack_exported_memory;
 
 /*
- * Exports the array's memory as an OS handle (Array.export_memory). An array
- * allocated exportable is exported in place: its buffer is shared first, as for a
- * DLPack export. Any other array of a backend that can export waits for its queued
+ * Exports the array's memory as an OS handle (Array.export_memory in Python). An
+ * array allocated exportable is exported in place: its buffer is shared first, as for
+ * a DLPack export. Any other array of a backend that can export waits for its queued
  * work and is copied once, device to device, into an exportable buffer that lives as
  * long as the array's buffer; later writes to the array are not reflected in it.
  * Out: *out only on success. Errors: TACK_ERR_UNSUPPORTED on a backend that cannot
@@ -199,9 +238,35 @@ typedef struct tack_exported_memory {
 TACK_API tack_status tack_array_export_memory(tack_array *arr,
                                               tack_exported_memory *out);
 
-/* A copy of src on dev (same dtype and shape). Returns: new reference. */
-TACK_API tack_status tack_array_to_device(const tack_array *src, tack_device *dev,
-                                          tack_array **out);
+/* ---- memory Tack does not own ----------------------------------------------- */
+
+/*
+ * An array over memory Tack does not own: data (the first element) holding the
+ * C-contiguous elements of shape. The backend checks that data is in dev's memory
+ * space; data must be aligned to the scalar size and non-NULL when there are
+ * elements. With release == NULL the caller keeps the memory alive (wrapped buffer);
+ * otherwise release(ctx) runs exactly once, when the last array over the memory goes,
+ * and this function consumes that obligation even on failure. The buffer is shared
+ * from birth. Returns: new reference in *out. Out: set only on success.
+ * Errors: TACK_ERR_INVALID_ARGUMENT (NULL, misaligned, wrong memory space),
+ * TACK_ERR_BAD_SHAPE, TACK_ERR_SIZE_OVERFLOW, TACK_ERR_BAD_DTYPE, TACK_ERR_NO_MEMORY.
+ */
+TACK_API tack_status tack_array_wrap_memory(tack_device *dev, void *data,
+                                            tack_dtype dtype, int32_t ndim,
+                                            const int64_t *shape, bool writable,
+                                            tack_release_fn release, void *ctx,
+                                            tack_array **out);
+
+/*
+ * As tack_array_wrap_memory over a region of nbytes at data (the buffer another
+ * library lent): refuses, with TACK_ERR_BAD_SHAPE, a shape and dtype that need more
+ * bytes than the region has. Consumes the release obligation, even on failure.
+ */
+TACK_API tack_status tack_array_wrap_region(tack_device *dev, void *data, size_t nbytes,
+                                            tack_dtype dtype, int32_t ndim,
+                                            const int64_t *shape, bool writable,
+                                            tack_release_fn release, void *ctx,
+                                            tack_array **out);
 
 #ifdef __cplusplus
 }

@@ -1,15 +1,15 @@
 /*
- * dlpack.h: DLPack exchange in C, and the raw-pointer wrap it is built on.
+ * dlpack.h: DLPack exchange in C.
  *
  * Export: an array becomes a managed tensor (legacy or versioned) that holds a
  * reference to the array until the consumer calls the deleter. The deleter is pure
  * C: it needs no interpreter lock, runs on any thread and after Python has gone.
  *
- * Import: a producer's managed tensor is validated and wrapped as an array over the
- * producer's memory (zero copy), or copied. The import functions consume the managed
- * tensor: on every failure its deleter has been called, exactly once, before they
- * return; on success it is called when the last array over the memory (reshape
- * views included) is released.
+ * Import: a producer's managed tensor is validated and wrapped (tack_array_wrap_memory,
+ * array.h) as an array over the producer's memory (zero copy), or copied. The import
+ * functions consume the managed tensor: on every failure its deleter has been called,
+ * exactly once, before they return; on success it is called when the last array over
+ * the memory (reshape views included) is released.
  *
  * Device rules of an import (docs/dlpack.md, import step 5): the DLPack device
  * type names the backend that can wrap the memory (kDLCPU, kDLCUDAHost, kDLROCMHost:
@@ -51,22 +51,43 @@ typedef struct tack_dlpack_export_options {
     /* With has_stream, the consumer's stream (a driver handle, or CUDA's 1 for the
      * legacy and 2 for the per-thread default stream): it is made to wait for the
      * work queued on the array, and the host does not wait. Without it the export
-     * waits for that work (share). tack_dlpack_export_stream fills both. */
+     * waits for that work (share). tack_dlpack_export_prepare fills both. */
     bool has_stream;
     uintptr_t stream;
 } tack_dlpack_export_options;
 
 /*
- * Applies the DLPack `stream=` rules of the Array API for an array on dev to opts
- * (docs/cuda.md). given is false for stream=None. On CUDA: None and 1 are the legacy
- * default stream, 2 the per-thread default stream, a larger value a stream handle,
- * -1 "do not order" (the export still waits for queued work), 0 is ambiguous and
- * refused. Devices without streams accept None and -1 only. Out: opts->has_stream and
- * opts->stream, only on success. Errors: TACK_ERR_DLPACK_INVALID for a refused value.
+ * What a consumer asked of an export: the keywords of the DLPack Python protocol's
+ * __dlpack__(stream=, max_version=, dl_device=, copy=), each with a flag saying
+ * whether it was given (an unset member is Python's None).
  */
-TACK_API tack_status tack_dlpack_export_stream(const tack_device *dev, bool given,
-                                               int64_t stream,
-                                               tack_dlpack_export_options *opts);
+typedef struct tack_dlpack_export_request {
+    bool has_stream;
+    int64_t stream; /* the consumer's stream, in the Array API's numbering */
+    bool has_max_version;
+    int64_t max_major, max_minor; /* the newest DLPack version the consumer reads */
+    bool has_dl_device;
+    int32_t device_type, device_id; /* the DLPack device the consumer wants */
+    bool has_copy;
+    bool copy; /* true: a private copy; false: share or fail */
+} tack_dlpack_export_request;
+
+/*
+ * Decides an export of arr from a consumer's request, by the DLPack and Array API
+ * rules, before anything is exported: the ABI (versioned when max_version's major is
+ * 1 or more, legacy otherwise), the version to report, the device, and whether the
+ * stream is one this device has (the CPU has none: only -1, "do not synchronize";
+ * CUDA refuses 0; ROCm refuses 1 and 2; below -1 is never a stream). A dl_device
+ * other than the array's own is refused unless it is the host (kDLCPU, 0) and a copy
+ * was asked for. Out, only on success: *versioned and *opts for
+ * tack_dlpack_export_versioned/_legacy; opts->device is a new reference or NULL,
+ * release it with tack_device_release(). Errors: TACK_ERR_DLPACK_INVALID (a stream
+ * the device has not got), TACK_ERR_EXPORT_REFUSED (another device).
+ */
+TACK_API tack_status tack_dlpack_export_prepare(const tack_array *arr,
+                                                const tack_dlpack_export_request *req,
+                                                bool *versioned,
+                                                tack_dlpack_export_options *opts);
 
 /*
  * Exports arr as a versioned managed tensor: version 1.3 (or the consumer's
@@ -140,24 +161,19 @@ TACK_API tack_status tack_dlpack_import_legacy(DLManagedTensor *mt,
                                                const tack_dlpack_import_options *opts,
                                                tack_array **out);
 
-/* ---- raw pointers --------------------------------------------------------------- */
+/* ---- the C exchange API (consumer side) ------------------------------------------ */
 
 /*
- * An array over memory Tack does not own: data (the first element) holding the
- * C-contiguous elements of shape. The backend checks that data is in dev's memory
- * space; data must be aligned to the scalar size and non-NULL when there are
- * elements. With release == NULL the caller keeps the memory alive (wrapped buffer);
- * otherwise release(ctx) runs exactly once, when the last array over the memory goes,
- * and this function consumes that obligation even on failure. The buffer is shared
- * from birth. Returns: new reference in *out. Out: set only on success.
- * Errors: TACK_ERR_INVALID_ARGUMENT (NULL, misaligned, wrong memory space),
- * TACK_ERR_BAD_SHAPE, TACK_ERR_SIZE_OVERFLOW, TACK_ERR_BAD_DTYPE, TACK_ERR_NO_MEMORY.
+ * The table of major version 1 published at address by another library (the value
+ * of its __c_dlpack_exchange_api__, or the pointer of its "dlpack_exchange_api"
+ * capsule), following prev_api links to an older table when needed. Refuses,
+ * without reading anything, an address that cannot be a table: NULL, the first
+ * page, misaligned, or outside user memory. Out: *out only on success. Errors:
+ * TACK_ERR_DLPACK_INVALID (no plausible table, or none of major version 1),
+ * TACK_ERR_INVALID_ARGUMENT (out is NULL).
  */
-TACK_API tack_status tack_array_wrap_memory(tack_device *dev, void *data,
-                                            tack_dtype dtype, int32_t ndim,
-                                            const int64_t *shape, bool writable,
-                                            tack_release_fn release, void *ctx,
-                                            tack_array **out);
+TACK_API tack_status tack_dlpack_exchange_api_find(uintptr_t address,
+                                                   const DLPackExchangeAPI **out);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #ifndef TACK_DTYPE_H
 #define TACK_DTYPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,39 @@ TACK_API tack_status tack_dtype_from_dlpack(uint8_t code, uint8_t bits,
  */
 TACK_API void tack_convert(void *dst, tack_dtype dst_dtype, const void *src,
                            tack_dtype src_dtype, size_t n);
+
+/* A host scalar of one of the four kinds a caller's language has. */
+typedef enum tack_scalar_kind {
+    TACK_SCALAR_BOOL,
+    TACK_SCALAR_INT,  /* v.i: a signed 64-bit integer */
+    TACK_SCALAR_UINT, /* v.u: an unsigned 64-bit integer (above INT64_MAX) */
+    TACK_SCALAR_FLOAT /* v.f: a double */
+} tack_scalar_kind;
+
+typedef struct tack_scalar {
+    tack_scalar_kind kind;
+    union {
+        bool b;
+        int64_t i;
+        uint64_t u;
+        double f;
+    } v;
+} tack_scalar;
+
+/*
+ * Converts a host scalar into one element of dtype at out (itemsize bytes; a vec
+ * dtype gets it in every component). An integer stored in an integer dtype must fit
+ * its range, as in NumPy (TACK_ERR_VALUE_OVERFLOW: np.int8(300) is refused, not
+ * wrapped); into bool it is "nonzero"; into a float it rounds to nearest. A float
+ * converts as tack_convert does. Out: *out only on success.
+ */
+TACK_API tack_status tack_scalar_to_element(const tack_scalar *s, tack_dtype dtype,
+                                            void *out);
+
+/* Reads component (0 for scalars) of the element of dtype at p: a BOOL, INT (signed
+ * dtypes), UINT (unsigned) or FLOAT (float dtypes, widened to double) scalar. */
+TACK_API tack_status tack_element_to_scalar(const void *p, tack_dtype dtype,
+                                            uint32_t component, tack_scalar *out);
 
 #ifdef __cplusplus
 }

@@ -21,26 +21,49 @@ extern "C" {
 
 /*
  * Error kinds: the family of a failure, independent of where it happened. The Python
- * extension maps each kind to one exception class that derives from tack.TackError
- * and from the builtin that docs/errors.md lists for the kind.
+ * extension expands TACK_ERROR_KIND_LIST into one exception class per kind, named
+ * as given, deriving from tack.TackError and from the builtins named in the last two
+ * columns (docs/errors.md lists them; DLPack refusals are also BufferErrors). The
+ * builtins are names, not C symbols: a C host reads them as documentation, and the
+ * DLPack exchange API reports them as its error kinds.
+ *
+ * X(enum, class name, first builtin, second builtin or None, description)
  */
+#define TACK_ERROR_KIND_LIST(X)                                                        \
+    X(TACK_KIND_NONE, NULL, None, None, "success")                                     \
+    X(TACK_KIND_VALUE, "TackValueError", ValueError, None,                             \
+      "A bad value: shape, option, layout.")                                           \
+    X(TACK_KIND_TYPE, "TackTypeError", TypeError, None,                                \
+      "A bad type: dtype or argument kind.")                                           \
+    X(TACK_KIND_INDEX, "TackIndexError", IndexError, None,                             \
+      "An index outside an array.")                                                    \
+    X(TACK_KIND_OVERFLOW, "TackOverflowError", OverflowError, None,                    \
+      "A value that does not fit its dtype.")                                          \
+    X(TACK_KIND_MEMORY, "TackMemoryError", MemoryError, None, "An allocation failed.") \
+    X(TACK_KIND_RUNTIME, "TackRuntimeError", RuntimeError, None,                       \
+      "A state or environment problem.")                                               \
+    X(TACK_KIND_READ_ONLY, "ReadOnlyError", RuntimeError, None,                        \
+      "A host write to a non-writable array.")                                         \
+    X(TACK_KIND_DEVICE, "DeviceUnavailableError", RuntimeError, None,                  \
+      "A device or its driver is missing.")                                            \
+    X(TACK_KIND_BUFFER, "DLPackExportError", BufferError, None,                        \
+      "A DLPack export was refused.")                                                  \
+    X(TACK_KIND_DLPACK_VALUE, "DLPackError", ValueError, BufferError,                  \
+      "A DLPack tensor was refused.")                                                  \
+    X(TACK_KIND_DLPACK_TYPE, "DLPackTypeError", TypeError, BufferError,                \
+      "A DLPack dtype was refused.")                                                   \
+    X(TACK_KIND_DLPACK_DEVICE, "DLPackDeviceError", RuntimeError, BufferError,         \
+      "A DLPack tensor is on a device the importing device cannot wrap.")              \
+    X(TACK_KIND_ZERO_DIVISION, "TackZeroDivisionError", ZeroDivisionError, None,       \
+      "Integer division by zero.")                                                     \
+    X(TACK_KIND_COMPILE, "CompileError", RuntimeError, None,                           \
+      "A kernel failed to compile.")
+
 typedef enum tack_error_kind {
-    TACK_KIND_NONE = 0,      /* success */
-    TACK_KIND_VALUE,         /* ValueError: a bad value (shape, option, layout) */
-    TACK_KIND_TYPE,          /* TypeError: a bad type (dtype, argument kind) */
-    TACK_KIND_INDEX,         /* IndexError: an index outside an array */
-    TACK_KIND_OVERFLOW,      /* OverflowError: a value does not fit its target */
-    TACK_KIND_MEMORY,        /* MemoryError: an allocation failed */
-    TACK_KIND_RUNTIME,       /* RuntimeError: a state or environment problem */
-    TACK_KIND_READ_ONLY,     /* RuntimeError: a host write to a non-writable array */
-    TACK_KIND_DEVICE,        /* RuntimeError: a device or driver is unavailable */
-    TACK_KIND_BUFFER,        /* BufferError: a DLPack export refused */
-    TACK_KIND_DLPACK_VALUE,  /* ValueError and BufferError: a DLPack import refused */
-    TACK_KIND_DLPACK_TYPE,   /* TypeError and BufferError: a DLPack dtype refused */
-    TACK_KIND_DLPACK_DEVICE, /* RuntimeError and BufferError: wrong importing device */
-    TACK_KIND_ZERO_DIVISION, /* ZeroDivisionError: integer division by zero (debug) */
-    TACK_KIND_COMPILE, /* tack.CompileError (RuntimeError): a kernel build failed */
-    TACK_KIND_COUNT
+#define TACK__KIND_ENUM(e, cls, base, base2, doc) e,
+    TACK_ERROR_KIND_LIST(TACK__KIND_ENUM)
+#undef TACK__KIND_ENUM
+        TACK_KIND_COUNT
 } tack_error_kind;
 
 /* X(enum, short name, generic message, error kind) */
@@ -89,6 +112,43 @@ typedef enum tack_status {
         TACK_STATUS_COUNT
 } tack_status;
 
+/*
+ * Remedies: what a caller can do about a failure, recorded beside the message so each
+ * caller can say it in its own terms. tack_last_error() ends with the remedy in C
+ * terms (the second column); a binding takes the problem alone
+ * (tack_last_error_problem()) and words the remedy for its own users.
+ *
+ * X(enum, the remedy in C terms)
+ */
+#define TACK_REMEDY_LIST(X)                                             \
+    X(TACK_REMEDY_NONE, "")                                             \
+    X(TACK_REMEDY_COPY,                                                 \
+      "request a copy (TACK_DLPACK_COPY_ALWAYS in the import "          \
+      "options, copy = true in the export options)")                    \
+    X(TACK_REMEDY_VERSIONED,                                            \
+      "export a versioned tensor "                                      \
+      "(tack_dlpack_export_versioned), or a copy (copy = true "         \
+      "in the export options)")                                         \
+    X(TACK_REMEDY_WRITABLE_COPY,                                        \
+      "copy it into a new array (tack_array_empty, then "               \
+      "tack_array_copyto) to get a writable one")                       \
+    X(TACK_REMEDY_HOST_COPY,                                            \
+      "move the tensor to host memory, then import a copy "             \
+      "(TACK_DLPACK_COPY_ALWAYS)")                                      \
+    X(TACK_REMEDY_DLPACK_1, "ask the producer for a DLPack 1.x tensor") \
+    X(TACK_REMEDY_CPU, "open the 'cpu' device instead")                 \
+    X(TACK_REMEDY_NO_STREAM, "leave the stream unset, or pass -1")      \
+    X(TACK_REMEDY_OWN_DEVICE,                                           \
+      "request the array's own device, or the host "                    \
+      "(kDLCPU, 0) with a copy")
+
+typedef enum tack_remedy {
+#define TACK__REMEDY_ENUM(e, text) e,
+    TACK_REMEDY_LIST(TACK__REMEDY_ENUM)
+#undef TACK__REMEDY_ENUM
+        TACK_REMEDY_COUNT
+} tack_remedy;
+
 /* The short stable name of a status ("no_memory"); "unknown" for a bad value. */
 TACK_API const char *tack_status_name(tack_status st);
 
@@ -103,6 +163,16 @@ TACK_API tack_error_kind tack_status_kind(tack_status st);
  * Tack call on this thread. Never NULL; empty when nothing failed yet.
  */
 TACK_API const char *tack_last_error(void);
+
+/*
+ * The parts of the last failure on this thread: the problem alone (what was wrong,
+ * without the remedy), the remedy (TACK_REMEDY_NONE when the problem says it all),
+ * and, in debug builds of the runtime, "file:line" where the failure started (empty
+ * otherwise). Borrowed: valid until the next Tack call on this thread; never NULL.
+ */
+TACK_API const char *tack_last_error_problem(void);
+TACK_API tack_remedy tack_last_error_remedy(void);
+TACK_API const char *tack_last_error_origin(void);
 
 /* Forget the last failure on this thread. */
 TACK_API void tack_clear_error(void);

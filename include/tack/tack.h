@@ -7,7 +7,6 @@
 
 #include "tack/alloc.h"
 #include "tack/array.h"
-#include "tack/backend.h"
 #include "tack/device.h"
 #include "tack/dlpack.h"
 #include "tack/dtype.h"

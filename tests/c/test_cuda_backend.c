@@ -128,26 +128,48 @@ TACK_TEST(cuda_exportable_allocation_failure_leaks_nothing)
     tack_array_release(a);
 }
 
+/* The export options tack_dlpack_export_prepare makes of a request with only a
+ * stream (has false: stream=None). */
+static tack_status
+prepare_stream(tack_array *arr, bool has, int64_t stream, tack_dlpack_export_options *o)
+{
+    tack_dlpack_export_request req;
+    memset(&req, 0, sizeof req);
+    req.has_stream = has;
+    req.stream = stream;
+    bool versioned = false;
+    memset(o, 0, sizeof *o);
+    return tack_dlpack_export_prepare(arr, &req, &versioned, o);
+}
+
 TACK_TEST(cuda_dlpack_stream_rules)
 {
     tack_device *dev = open_standin(NULL);
     tack_device *cpu = NULL;
     CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    int64_t shape[1] = {4};
+    tack_array *g = NULL, *h = NULL;
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &g));
+    CHECK_OK(tack_array_zeros(cpu, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &h));
     tack_dlpack_export_options o;
-    memset(&o, 0, sizeof o);
-    CHECK_OK(tack_dlpack_export_stream(dev, false, 0, &o));
+    CHECK_OK(prepare_stream(g, false, 0, &o));
     CHECK(o.has_stream && o.stream == 1); /* None: the legacy default stream */
-    CHECK_OK(tack_dlpack_export_stream(dev, true, 2, &o));
+    CHECK_OK(prepare_stream(g, true, 2, &o));
     CHECK(o.has_stream && o.stream == 2);
-    CHECK_OK(tack_dlpack_export_stream(dev, true, -1, &o));
+    CHECK_OK(prepare_stream(g, true, -1, &o));
     CHECK(!o.has_stream);
-    CHECK_STATUS(tack_dlpack_export_stream(dev, true, 0, &o), TACK_ERR_DLPACK_INVALID);
-    CHECK_STATUS(tack_dlpack_export_stream(dev, true, -7, &o), TACK_ERR_DLPACK_INVALID);
-    CHECK_OK(tack_dlpack_export_stream(cpu, true, -1, &o));
-    CHECK_STATUS(tack_dlpack_export_stream(cpu, true, 1, &o), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(prepare_stream(g, true, 0, &o), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(prepare_stream(g, true, -7, &o), TACK_ERR_DLPACK_INVALID);
+    CHECK_OK(prepare_stream(h, true, -1, &o));
+    CHECK(!o.has_stream);
+    CHECK_OK(prepare_stream(h, false, 0, &o));
+    CHECK(!o.has_stream);
+    CHECK_STATUS(prepare_stream(h, true, 1, &o), TACK_ERR_DLPACK_INVALID);
     CHECK(tack_device_stream(dev) != 0 && tack_device_stream(cpu) == 0);
     CHECK(strcmp(tack_device_driver_path(dev), TACK_TEST_STANDIN_CUDA) == 0);
     CHECK(tack_device_driver_path(cpu) == NULL);
+    tack_array_release(g);
+    tack_array_release(h);
 }
 
 static void *

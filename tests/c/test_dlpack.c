@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "harness.h"
+#include "internal.h"
 
 /* ---- a counting producer -----------------------------------------------------------
  */
@@ -174,8 +175,12 @@ TACK_TEST(dlpack_export_read_only)
     DLManagedTensor *l = NULL;
     CHECK_STATUS(tack_dlpack_export_legacy(ro, NULL, &l), TACK_ERR_EXPORT_REFUSED);
     CHECK(l == NULL);
-    CHECK(strstr(tack_last_error(), "max_version") != NULL);
-    CHECK(strstr(tack_last_error(), "copy=True") != NULL);
+    /* The remedy in C terms; a binding words it for its own users. */
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_VERSIONED);
+    CHECK(strstr(tack_last_error(), "tack_dlpack_export_versioned") != NULL);
+    CHECK(strstr(tack_last_error_problem(), "read-only") != NULL);
+    CHECK(strstr(tack_last_error(), "max_version") == NULL);
+    CHECK(strstr(tack_last_error(), "copy=True") == NULL);
     tack_dlpack_export_options copy = {true, NULL, false, 0, false, 0};
     CHECK_OK(tack_dlpack_export_legacy(ro, &copy, &l));
     CHECK(l->dl_tensor.data != tack_array_data(arr));
@@ -396,7 +401,8 @@ TACK_TEST(dlpack_import_metal_message_says_copy)
     p->v.dl_tensor.device.device_type = kDLMetal;
     import_v(p, TACK_DLPACK_COPY_ALWAYS, TACK_ERR_DLPACK_INVALID);
     CHECK(strstr(tack_last_error(), "host memory") != NULL);
-    CHECK(strstr(tack_last_error(), "copy=True") != NULL);
+    CHECK(strstr(tack_last_error(), "copy") != NULL);
+    CHECK(strstr(tack_last_error(), "copy=True") == NULL);
 }
 
 TACK_TEST(dlpack_import_non_contiguous)
@@ -408,7 +414,9 @@ TACK_TEST(dlpack_import_non_contiguous)
     memcpy(t->shape, shape, sizeof shape);
     memcpy(t->strides, strides, sizeof strides);
     import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_INVALID);
-    CHECK(strstr(tack_last_error(), "copy=True") != NULL);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_COPY);
+    CHECK(strstr(tack_last_error(), "TACK_DLPACK_COPY_ALWAYS") != NULL);
+    CHECK(strstr(tack_last_error(), "copy=True") == NULL);
 
     p = producer_new(12);
     t = &p->v.dl_tensor;
@@ -486,7 +494,8 @@ TACK_TEST(dlpack_import_device_rules)
     tack_array *arr = NULL;
     CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr),
                  TACK_ERR_DLPACK_DEVICE);
-    CHECK(strstr(tack_last_error(), "tack.device('cuda', 1)") != NULL);
+    CHECK(strstr(tack_last_error(), "device 'cuda' ordinal 1") != NULL);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_COPY);
     CHECK_EQ_INT(deleted_versioned, 2);
     p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLROCM;
@@ -771,4 +780,154 @@ TACK_TEST(dlpack_export_reports_the_consumers_minor_version)
     CHECK_EQ_INT(mt->version.minor, TACK_DLPACK_MINOR);
     mt->deleter(mt);
     tack_array_release(a);
+}
+
+/* ---- the exchange table of another library --------------------------------------- */
+
+static int
+no_from_py(void *py_object, DLManagedTensorVersioned **out)
+{
+    (void)py_object;
+    (void)out;
+    return -1;
+}
+
+TACK_TEST(exchange_table_addresses_that_cannot_be_tables_are_refused)
+{
+    const DLPackExchangeAPI *api = NULL;
+    static const uintptr_t forged[] = {0,    1,    (uintptr_t)-1,     8,
+                                       4095, 4097, (uintptr_t)1 << 62};
+    for (size_t k = 0; k < sizeof forged / sizeof forged[0]; k++) {
+        CHECK_STATUS(tack_dlpack_exchange_api_find(forged[k], &api),
+                     TACK_ERR_DLPACK_INVALID);
+    }
+    CHECK(api == NULL);
+    CHECK_STATUS(tack_dlpack_exchange_api_find(4096, NULL), TACK_ERR_INVALID_ARGUMENT);
+}
+
+TACK_TEST(exchange_table_versions_are_checked_and_chains_followed)
+{
+    static DLPackExchangeAPI v1 = {.header = {{1, 2}, NULL},
+                                   .managed_tensor_from_py_object_no_sync = no_from_py};
+    static DLPackExchangeAPI v2 = {.header = {{2, 0}, &v1.header}};
+    static DLPackExchangeAPI v9 = {.header = {{9, 0}, NULL}};
+    static DLPackExchangeAPI empty = {.header = {{1, 3}, NULL}};
+    static DLPackExchangeAPI bad_link = {
+        .header = {{2, 0}, (DLPackExchangeAPIHeader *)8}};
+    const DLPackExchangeAPI *api = NULL;
+    CHECK_OK(tack_dlpack_exchange_api_find((uintptr_t)&v1, &api));
+    CHECK(api == &v1);
+    api = NULL;
+    CHECK_OK(tack_dlpack_exchange_api_find((uintptr_t)&v2, &api));
+    CHECK(api == &v1);
+    CHECK_STATUS(tack_dlpack_exchange_api_find((uintptr_t)&v9, &api),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack_dlpack_exchange_api_find((uintptr_t)&empty, &api),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack_dlpack_exchange_api_find((uintptr_t)&bad_link, &api),
+                 TACK_ERR_DLPACK_INVALID);
+}
+
+/* ---- address ranges past the end of the address space ------------------------------
+ */
+
+TACK_TEST(wrapped_ranges_past_the_address_space_are_refused)
+{
+    tack_device *dev = NULL;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    tack_array *arr = NULL;
+    int64_t four[1] = {4}, two[1] = {2};
+    CHECK_STATUS(tack_array_wrap_memory(dev, (void *)(UINTPTR_MAX - 7), TACK_FLOAT32, 1,
+                                        four, false, NULL, NULL, &arr),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tack_last_error(), "address space") != NULL);
+    /* A range whose last byte is the last address is fine. */
+    CHECK_OK(tack_array_wrap_memory(dev, (void *)(UINTPTR_MAX - 15), TACK_FLOAT64, 1,
+                                    two, false, NULL, NULL, &arr));
+    tack_array_release(arr);
+
+    producer *p = producer_new(4);
+    p->v.dl_tensor.data = (void *)(UINTPTR_MAX - 7);
+    deleted_versioned = 0;
+    CHECK_STATUS(tack_dlpack_import_versioned(&p->v, NULL, &arr),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK(strstr(tack_last_error(), "address space") != NULL);
+    CHECK_EQ_INT(deleted_versioned, 1);
+}
+
+/* ---- what a consumer asks of an export ----------------------------------------------
+ */
+
+TACK_TEST(export_request_rules)
+{
+    tack_array *arr = NULL;
+    int64_t shape[1] = {4};
+    CHECK_OK(
+        tack_array_zeros(cpu(), TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    tack_dlpack_export_request req;
+    memset(&req, 0, sizeof req);
+    bool versioned = true;
+    tack_dlpack_export_options opts;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(!versioned && !opts.copy && opts.device == NULL);
+    /* max_version: 1.x is versioned and reports at most the consumer's minor. */
+    req.has_max_version = true;
+    req.max_major = 1;
+    req.max_minor = 0;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(versioned && opts.limit_minor && opts.max_minor == 0);
+    req.max_minor = 99;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK_EQ_INT(opts.max_minor, TACK_DLPACK_MINOR);
+    req.max_major = 0;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(!versioned);
+    req.max_major = 2; /* a newer major: versioned, Tack's own minor */
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(versioned && !opts.limit_minor);
+    /* stream: the CPU has none, only -1 ("do not synchronize") */
+    req.has_stream = true;
+    req.stream = -1;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    req.stream = 1;
+    versioned = false;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK(!versioned); /* out untouched on failure */
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_NO_STREAM);
+    req.has_stream = false;
+    /* dl_device: the array's own, or the host with a copy */
+    req.has_dl_device = true;
+    req.device_type = kDLCPU;
+    req.device_id = 0;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(opts.device == NULL);
+    req.device_type = kDLCUDA;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_EXPORT_REFUSED);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_OWN_DEVICE);
+    req.has_copy = true;
+    req.copy = true;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_EXPORT_REFUSED);
+    req.device_type = kDLCPU;
+    req.device_id = 1;
+    CHECK_STATUS(tack_dlpack_export_prepare(arr, &req, &versioned, &opts),
+                 TACK_ERR_EXPORT_REFUSED);
+    tack_array_release(arr);
+}
+
+TACK_TEST(stream_rules_per_device_type)
+{
+    CHECK_OK(tack__dlpack_stream_check(kDLCPU, -1));
+    CHECK_STATUS(tack__dlpack_stream_check(kDLCPU, 0), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack__dlpack_stream_check(kDLCUDA, 0), TACK_ERR_DLPACK_INVALID);
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, 1));
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, 2));
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, 0x7f0000001000));
+    CHECK_OK(tack__dlpack_stream_check(kDLCUDA, -1));
+    CHECK_STATUS(tack__dlpack_stream_check(kDLCUDA, -2), TACK_ERR_DLPACK_INVALID);
+    CHECK_OK(tack__dlpack_stream_check(kDLROCM, 0));
+    CHECK_STATUS(tack__dlpack_stream_check(kDLROCM, 1), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack__dlpack_stream_check(kDLROCM, 2), TACK_ERR_DLPACK_INVALID);
 }

@@ -147,3 +147,39 @@ TACK_TEST(direct_conversion_pairs_follow_the_general_rules)
     tack_convert(back, TACK_FLOAT64, u32, TACK_UINT32, 4);
     CHECK_EQ_DBL(back[3], 4294967295.0);
 }
+
+TACK_TEST(dtype_strings_follow_numpy_or_are_refused)
+{
+    static const struct {
+        const char *s;
+        tack_dtype want;
+    } ok[] = {
+        {"i8", TACK_INT64},    {"u8", TACK_UINT64},      {"i1", TACK_INT8},
+        {"u2", TACK_UINT16},   {"f2", TACK_FLOAT16},     {"<f8", TACK_FLOAT64},
+        {"=f4", TACK_FLOAT32}, {"|b1", TACK_BOOL},       {"float", TACK_FLOAT64},
+        {"int", TACK_INT64},   {"double", TACK_FLOAT64}, {"half", TACK_FLOAT16},
+        {"?", TACK_BOOL},      {"b", TACK_INT8},         {"B", TACK_UINT8},
+        {"d", TACK_FLOAT64},   {"q", TACK_INT64},        {"float32", TACK_FLOAT32},
+        {"f32", TACK_FLOAT32}, {"i16", TACK_INT16},      {"u64", TACK_UINT64},
+        {"vec3", TACK_VEC3F},  {"bool", TACK_BOOL},      {"uintp", TACK_UINT64},
+    };
+    for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+        tack_dtype dt = TACK_DTYPE_COUNT;
+        CHECK_OK(tack_dtype_from_name(ok[k].s, &dt));
+        if (dt != ok[k].want) {
+            tack_test_fail(__FILE__, __LINE__, "'%s' read as %d, want %d", ok[k].s,
+                           (int)dt, (int)ok[k].want);
+        }
+    }
+    static const char *const refused[] = {"f16",     "float128", "longdouble", "c8",
+                                          "complex", ">f8",      "g",          "O",
+                                          "",        "i3",       "f4 ",        "<f32"};
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        tack_dtype dt = TACK_INT8;
+        CHECK_STATUS(tack_dtype_from_name(refused[k], &dt), TACK_ERR_BAD_DTYPE);
+        CHECK_EQ_INT(dt, TACK_INT8); /* out untouched on failure */
+    }
+    tack_dtype dt;
+    CHECK_STATUS(tack_dtype_from_name("f16", &dt), TACK_ERR_BAD_DTYPE);
+    CHECK(strstr(tack_last_error(), "NumPy") != NULL);
+}

@@ -44,5 +44,37 @@ TACK_TEST(last_error_is_per_thread)
     CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0);
     CHECK(pthread_join(t, &res) == 0);
     CHECK(res == (void *)1);
-    CHECK(strcmp(tack_last_error(), "main thread failure") == 0);
+    CHECK(strcmp(tack_last_error_problem(), "main thread failure") == 0);
+}
+
+TACK_TEST(messages_name_their_origin_in_debug_builds_and_their_remedy)
+{
+    tack_clear_error();
+    CHECK(tack_last_error_origin()[0] == '\0');
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_NONE);
+    tack_array *arr = NULL;
+    int64_t shape[1] = {-1};
+    tack_device *dev = NULL;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    CHECK_STATUS(tack_array_empty(dev, TACK_FLOAT32, 1, shape, 0, &arr),
+                 TACK_ERR_BAD_SHAPE);
+#ifdef NDEBUG
+    CHECK(tack_last_error_origin()[0] == '\0');
+#else
+    /* The file and line where the failure started, shown in the message. */
+    CHECK(strncmp(tack_last_error_origin(), "csrc/runtime/array.c:", 21) == 0);
+    CHECK(strstr(tack_last_error(), tack_last_error_origin()) != NULL);
+#endif
+    CHECK(strstr(tack_last_error(), tack_last_error_problem()) == tack_last_error());
+    /* A failure with a remedy ends with it, in C terms. */
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, (int64_t[]){2}, 0, &arr));
+    float v = 1.0f;
+    CHECK_STATUS(tack_array_fill(arr, &v, TACK_FLOAT32), TACK_ERR_READ_ONLY);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_WRITABLE_COPY);
+    CHECK(strstr(tack_last_error(), "tack_array_copyto") != NULL);
+    CHECK(strstr(tack_last_error_problem(), "tack_array_copyto") == NULL);
+    tack_array_release(arr);
+    tack_clear_error();
+    CHECK(tack_last_error_problem()[0] == '\0');
+    CHECK(tack_last_error_origin()[0] == '\0');
 }

@@ -135,3 +135,13 @@ def test_torch_both_directions():
     assert t[0].item() == 42
     back = torch.from_dlpack(tack.array(np.arange(3, dtype=np.int32)))
     assert back.tolist() == [0, 1, 2]
+
+
+def test_array_type_is_immutable_with_its_exchange_attributes():
+    # The attributes were set before the type was frozen, never written into an
+    # immutable type's dict; afterwards nobody can change them.
+    with pytest.raises(TypeError):
+        tack.Array.__c_dlpack_exchange_api__ = 1
+    with pytest.raises(TypeError):
+        tack.Array.__dlpack_c_exchange_api__ = None
+    assert isinstance(tack.Array.__c_dlpack_exchange_api__, int)

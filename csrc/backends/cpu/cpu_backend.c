@@ -18,8 +18,10 @@ static int cpu_state;
 #define CPU_ALIGNMENT 64u
 
 static tack_status
-cpu_open(int ordinal, const tack_device_options *options, void **state)
+cpu_open(const tack_backend *self, int ordinal, const tack_device_options *options,
+         void **state)
 {
+    (void)self;
     (void)options;
     if (ordinal != 0) {
         return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
@@ -139,8 +141,9 @@ cpu_memory_domain(void *state, int ordinal)
 static const char *const cpu_options[] = {NULL};
 
 const tack_backend tack__backend_cpu = {
+    .size = sizeof(tack_backend),
     .name = "cpu",
-    .dlpack_device_type = 1, /* kDLCPU */
+    .dlpack_device_type = kDLCPU,
     .option_names = cpu_options,
     .open = cpu_open,
     .close = NULL,

@@ -5,12 +5,14 @@
  */
 #include "cuda_internal.h"
 
-static const char *const cuda_options[] = {NULL};
+static const char *const options[] = {NULL};
 
 const tack_backend tack__backend_cuda = {
+    .size = sizeof(tack_backend),
     .name = "cuda",
-    .dlpack_device_type = 2,
-    .option_names = cuda_options,
+    .dlpack_device_type = kDLCUDA,
+    .option_names = options,
+    .impl = NULL,
     .open = tack__cuda_open,
     .close = tack__cuda_close,
     .alloc = tack__cuda_alloc,

@@ -202,8 +202,10 @@ open_state(tack__cuda_state *s)
 }
 
 tack_status
-tack__cuda_open(int ordinal, const tack_device_options *options, void **state)
+tack__cuda_open(const tack_backend *self, int ordinal,
+                const tack_device_options *options, void **state)
 {
+    (void)self;
     if (options && options->external_context) {
         return tack__fail(TACK_ERR_UNKNOWN_OPTION,
                           "the cuda backend takes no external_context: make the "

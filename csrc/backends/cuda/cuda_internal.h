@@ -88,8 +88,8 @@ void tack__cuda_leave(tack__cuda_state *s, tack__cuda_guard *g);
  * launch) is recorded on s, so every later call says the device is unusable. */
 tack_status tack__cuda_check(tack__cuda_state *s, tcu_result rc, const char *call);
 
-tack_status tack__cuda_open(int ordinal, const tack_device_options *options,
-                            void **state);
+tack_status tack__cuda_open(const tack_backend *self, int ordinal,
+                            const tack_device_options *options, void **state);
 void tack__cuda_close(void *state);
 uint64_t tack__cuda_memory_domain(void *state, int ordinal);
 const char *tack__cuda_driver_path(void *state);

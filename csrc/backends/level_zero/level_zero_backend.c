@@ -9,9 +9,6 @@
 
 #include "../gpu_driver.h"
 
-static const char *const level_zero_libraries[] = {"libze_loader.so.1",
-                                                   "libze_loader.so", NULL};
-
 static tack_status
 check_external_context(const tack_external_context *ctx)
 {
@@ -42,38 +39,30 @@ check_external_context(const tack_external_context *ctx)
 }
 
 static tack_status
-level_zero_open(int ordinal, const tack_device_options *options, void **state)
+level_zero_open(const tack_backend *self, int ordinal,
+                const tack_device_options *options, void **state)
 {
-    (void)ordinal;
-    (void)state;
+    /* The handles are checked before the driver is loaded, so a mistake in them is
+     * reported as such on every machine. */
     if (options && options->external_context) {
         tack_status st = check_external_context(options->external_context);
         if (st != TACK_OK) {
             return st;
         }
     }
-    void *handle;
-    tack_status st = tack__driver_load("level_zero", level_zero_libraries,
-                                       "the oneAPI Level Zero loader", &handle);
-    if (st != TACK_OK) {
-        return st;
-    }
-    return tack__driver_not_built("level_zero");
+    return tack__gpu_open(self, ordinal, options, state);
 }
 
-static const char *const level_zero_options[] = {"external_context", NULL};
+static const char *const libraries[] = {"libze_loader.so.1", "libze_loader.so", NULL};
+static const tack__gpu_driver driver = {libraries, "the oneAPI Level Zero loader"};
+static const char *const options[] = {"external_context", NULL};
 
 const tack_backend tack__backend_level_zero = {
+    .size = sizeof(tack_backend),
     .name = "level_zero",
-    .dlpack_device_type = 14, /* kDLOneAPI */
-    .option_names = level_zero_options,
-    .open = level_zero_open,
-    .close = NULL,
-    .alloc = tack__gpu_alloc,
-    .free = tack__gpu_free,
-    .copy = tack__gpu_copy,
-    .fill = tack__gpu_fill,
-    .memory_space = tack__gpu_memory_space,
-    .synchronize = tack__gpu_synchronize,
-    .memory_domain = tack__gpu_memory_domain,
+    .dlpack_device_type = kDLOneAPI,
+    .option_names = options,
+    .impl = &driver,
+    .open = level_zero_open, /* checks external_context first */
+    TACK__GPU_SLOTS,
 };

@@ -1,11 +1,15 @@
 /*
- * backend.h: the backend table. Each backend (csrc/backends/<name>/) fills one
- * tack_backend with function pointers. The runtime never calls a driver directly;
- * GPU backends open their driver with dlopen on first use, so Tack builds, imports
- * and runs its CPU tests with no GPU and no GPU toolkit.
+ * backend.h: the backend table, internal to the runtime (not part of the public
+ * headers). Each backend (csrc/backends/<name>/) fills one tack_backend with function
+ * pointers. The runtime never calls a driver directly; GPU backends open their driver
+ * with dlopen on first use, so Tack builds, imports and runs its CPU tests with no
+ * GPU and no GPU toolkit.
  *
- * The table is append-only: later capabilities add slots at the end, and a backend
- * that lacks one leaves it NULL (the runtime then reports TACK_ERR_UNSUPPORTED).
+ * The table is append-only and carries its own size: later capabilities add slots at
+ * the end, a backend sets .size = sizeof(tack_backend) as it was compiled, and the
+ * runtime reads a slot only through TACK__BACKEND_SLOT, which treats a slot beyond
+ * the table's size, or NULL, as absent (the runtime then reports
+ * TACK_ERR_UNSUPPORTED). A table built before a slot existed stays valid.
  */
 #ifndef TACK_BACKEND_H
 #define TACK_BACKEND_H
@@ -39,15 +43,21 @@ typedef enum tack_copy_kind {
 } tack_copy_kind;
 
 struct tack_backend {
+    size_t size;            /* sizeof(tack_backend) when the backend was compiled */
     const char *name;       /* "cpu" */
     int dlpack_device_type; /* kDLCPU = 1, kDLCUDA = 2, kDLROCM = 10, kDLOneAPI = 14 */
     /* Options the backend's devices accept, NULL-terminated. tack.device() refuses
      * any other keyword before anything is constructed. */
     const char *const *option_names;
 
+    /* What the backend's own code needs to know about itself, static (the GPU
+     * backends: their driver libraries, a tack__gpu_driver); may be NULL. */
+    const void *impl;
+
     /* Prepares the backend state of a device: loads the driver, checks the ordinal,
-     * adopts an external context. Out: *state only on success. */
-    tack_status (*open)(int ordinal, const tack_device_options *options, void **state);
+     * adopts an external context. self is this table. Out: *state only on success. */
+    tack_status (*open)(const tack_backend *self, int ordinal,
+                        const tack_device_options *options, void **state);
     /* Frees what open made; may be NULL. Never called at process exit. */
     void (*close)(void *state);
 
@@ -65,15 +75,16 @@ struct tack_backend {
     /* The memory domain of a device of this backend (see device.h). */
     uint64_t (*memory_domain)(void *state, int ordinal);
 
-    /* ---- appended slots; NULL where a backend has no such thing ---- */
+    /* ---- appended slots: read them through TACK__BACKEND_SLOT ---- */
 
     /* Exports nbytes at ptr (an allocation of this backend) as an OS handle another
      * API can import (a CUDA VMM allocation as a POSIX fd). The handle stays owned by
-     * the allocation. Out: *out only on success. NULL: the backend cannot export. */
+     * the allocation. Out: *out only on success. Absent: the backend cannot export
+     * (the CPU). */
     tack_status (*export_memory)(void *state, void *ptr, size_t nbytes,
                                  tack_exported_memory *out);
     /* Tack's own stream on this device, as the driver's integer handle (what a CUDA
-     * consumer passes as `stream=`). NULL: launches are synchronous. */
+     * consumer passes as `stream=`). Absent: work is synchronous. */
     uintptr_t (*stream)(void *state);
     /* Makes a foreign stream (a driver handle, or the driver's special values such as
      * CUDA's legacy 1 and per-thread 2) wait for the work queued on Tack's stream so
@@ -86,6 +97,10 @@ struct tack_backend {
      * Borrowed: static. */
     const char *(*driver_path)(void *state);
 };
+
+/* The slot of backend b, or NULL when b's table predates it or leaves it empty. */
+#define TACK__BACKEND_SLOT(b, slot) \
+    ((b)->size >= offsetof(tack_backend, slot) + sizeof((b)->slot) ? (b)->slot : NULL)
 
 /* The backend tables Tack was built with. Borrowed: static. */
 extern const tack_backend tack__backend_cpu;

@@ -1,0 +1,203 @@
+/*
+ * test_null_args.c: every public entry point given NULL handles answers
+ * TACK_ERR_INVALID_ARGUMENT (or, for accessors and releases, a neutral value) and
+ * never dereferences them. Each test runs in its own process, so a crash fails only
+ * the test of the function that crashed.
+ */
+#include "harness.h"
+
+static tack_device *
+cpu(void)
+{
+    tack_device *dev = NULL;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    return dev;
+}
+
+static tack_array *
+small_array(void)
+{
+    tack_array *arr = NULL;
+    int64_t shape[1] = {4};
+    CHECK_OK(
+        tack_array_zeros(cpu(), TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    return arr;
+}
+
+#define CHECK_INVALID(expr)                               \
+    do {                                                  \
+        tack_clear_error();                               \
+        CHECK_STATUS(expr, TACK_ERR_INVALID_ARGUMENT);    \
+        CHECK(strstr(tack_last_error(), "NULL") != NULL); \
+    } while (0)
+
+static int released;
+static void
+count_release(void *ctx)
+{
+    (void)ctx;
+    released++;
+}
+
+TACK_TEST(null_args_buffers)
+{
+    tack_buffer *buf = NULL;
+    CHECK_INVALID(tack_buffer_new(NULL, 8, 0, &buf));
+    CHECK_INVALID(tack_buffer_new(cpu(), 8, 0, NULL));
+    static float data[4];
+    released = 0;
+    CHECK_INVALID(tack_buffer_wrap(NULL, data, 16, 0, count_release, NULL, &buf));
+    CHECK_EQ_INT(released, 1); /* the release obligation is consumed on failure too */
+    CHECK_INVALID(tack_buffer_wrap(cpu(), data, 16, 0, count_release, NULL, NULL));
+    CHECK_EQ_INT(released, 2);
+    CHECK(buf == NULL);
+    tack_buffer_retain(NULL);
+    tack_buffer_release(NULL);
+    CHECK(tack_buffer_data(NULL) == NULL);
+    CHECK_EQ_INT(tack_buffer_nbytes(NULL), 0);
+    CHECK_EQ_INT(tack_buffer_flags(NULL), 0);
+    CHECK_EQ_INT(tack_buffer_owner(NULL), TACK_OWNER_WRAPPED);
+    CHECK(tack_buffer_device(NULL) == NULL);
+    CHECK_INVALID(tack_buffer_share(NULL));
+}
+
+TACK_TEST(null_args_array_creation)
+{
+    int64_t shape[1] = {4};
+    size_t nelem = 0;
+    tack_array *arr = NULL;
+    CHECK_INVALID(tack_shape_size(1, NULL, 4, &nelem));
+    CHECK_INVALID(tack_shape_size(1, shape, 4, NULL));
+    CHECK_OK(tack_shape_size(0, NULL, 4, &nelem)); /* 0-d needs no extents */
+    CHECK_INVALID(tack_array_empty(NULL, TACK_FLOAT32, 1, shape, 0, &arr));
+    CHECK_INVALID(tack_array_empty(cpu(), TACK_FLOAT32, 1, NULL, 0, &arr));
+    CHECK_INVALID(tack_array_empty(cpu(), TACK_FLOAT32, 1, shape, 0, NULL));
+    CHECK_INVALID(tack_array_zeros(NULL, TACK_FLOAT32, 1, shape, 0, &arr));
+    CHECK_INVALID(tack_array_zeros(cpu(), TACK_FLOAT32, 1, shape, 0, NULL));
+    CHECK_INVALID(tack_array_from_buffer(NULL, TACK_FLOAT32, 1, shape, true, &arr));
+    tack_buffer *buf = NULL;
+    CHECK_OK(tack_buffer_new(cpu(), 16, TACK_BUFFER_WRITABLE, &buf));
+    CHECK_INVALID(tack_array_from_buffer(buf, TACK_FLOAT32, 1, shape, true, NULL));
+    CHECK_INVALID(tack_array_wrap_memory(NULL, buf, TACK_FLOAT32, 1, shape, false, NULL,
+                                         NULL, &arr));
+    released = 0;
+    CHECK_INVALID(tack_array_wrap_memory(cpu(), tack_buffer_data(buf), TACK_FLOAT32, 1,
+                                         shape, false, count_release, NULL, NULL));
+    CHECK_EQ_INT(released, 1);
+    CHECK(arr == NULL);
+    tack_buffer_release(buf);
+}
+
+TACK_TEST(null_args_array_accessors)
+{
+    tack_array_retain(NULL);
+    tack_array_release(NULL);
+    CHECK(tack_array_data(NULL) == NULL);
+    CHECK_EQ_INT(tack_array_dtype(NULL), TACK_DTYPE_COUNT);
+    CHECK_EQ_INT(tack_array_ndim(NULL), 0);
+    CHECK(tack_array_shape(NULL) == NULL);
+    CHECK_EQ_INT(tack_array_nelem(NULL), 0);
+    CHECK_EQ_INT(tack_array_nbytes(NULL), 0);
+    CHECK(!tack_array_writable(NULL));
+    CHECK(tack_array_buffer(NULL) == NULL);
+    CHECK(tack_array_device(NULL) == NULL);
+}
+
+TACK_TEST(null_args_array_operations)
+{
+    tack_array *arr = small_array(), *out = NULL;
+    int64_t shape[2] = {2, 2};
+    float host[4] = {0};
+    CHECK_INVALID(tack_array_reshape(NULL, 2, shape, &out));
+    CHECK_INVALID(tack_array_reshape(arr, 2, NULL, &out));
+    CHECK_INVALID(tack_array_reshape(arr, 2, shape, NULL));
+    CHECK_INVALID(tack_array_readonly_view(NULL, &out));
+    CHECK_INVALID(tack_array_readonly_view(arr, NULL));
+    CHECK_INVALID(tack_array_fill(NULL, host, TACK_FLOAT32));
+    CHECK_INVALID(tack_array_fill(arr, NULL, TACK_FLOAT32));
+    CHECK_INVALID(tack_array_copy_from_host(NULL, host, TACK_FLOAT32, 4));
+    CHECK_INVALID(tack_array_copy_from_host(arr, NULL, TACK_FLOAT32, 4));
+    CHECK_INVALID(tack_array_copy_to_host(NULL, host, TACK_FLOAT32));
+    CHECK_INVALID(tack_array_copy_to_host(arr, NULL, TACK_FLOAT32));
+    CHECK_INVALID(tack_array_copyto(NULL, arr));
+    CHECK_INVALID(tack_array_copyto(arr, NULL));
+    CHECK_INVALID(tack_array_to_device(NULL, cpu(), &out));
+    CHECK_INVALID(tack_array_to_device(arr, NULL, &out));
+    CHECK_INVALID(tack_array_to_device(arr, cpu(), NULL));
+    CHECK(out == NULL);
+    tack_array_release(arr);
+}
+
+TACK_TEST(null_args_devices)
+{
+    char name[16];
+    int ordinal = 0;
+    tack_device *dev = NULL;
+    CHECK_STATUS(tack_device_parse(NULL, name, sizeof name, &ordinal),
+                 TACK_ERR_UNKNOWN_DEVICE);
+    CHECK_INVALID(tack_device_parse("cpu", NULL, sizeof name, &ordinal));
+    CHECK_INVALID(tack_device_parse("cpu", name, sizeof name, NULL));
+    CHECK(!tack_device_accepts_option(NULL, "external_context"));
+    CHECK(!tack_device_accepts_option("level_zero", NULL));
+    CHECK_STATUS(tack_device_open(NULL, 0, NULL, &dev), TACK_ERR_UNKNOWN_DEVICE);
+    CHECK_INVALID(tack_device_open("cpu", 0, NULL, NULL));
+    tack_device_retain(NULL);
+    tack_device_release(NULL);
+    CHECK(strcmp(tack_device_backend_name(NULL), "") == 0);
+    CHECK_EQ_INT(tack_device_ordinal(NULL), -1);
+    CHECK_EQ_INT(tack_device_dlpack_type(NULL), 0);
+    CHECK_EQ_INT(tack_device_memory_domain(NULL), 0);
+    CHECK(!tack_device_has_external_context(NULL));
+    CHECK(tack_device_backend(NULL) == NULL);
+    CHECK_INVALID(tack_device_synchronize(NULL));
+    CHECK_INVALID(tack_default_device(NULL));
+    /* NULL restores the CPU as the default. */
+    tack_set_default_device(NULL);
+    CHECK_OK(tack_default_device(&dev));
+    CHECK(strcmp(tack_device_backend_name(dev), "cpu") == 0);
+    tack_device_release(dev);
+}
+
+TACK_TEST(null_args_dlpack)
+{
+    tack_array *arr = small_array(), *out = NULL;
+    DLManagedTensorVersioned *v = NULL;
+    DLManagedTensor *l = NULL;
+    CHECK_INVALID(tack_dlpack_export_versioned(NULL, NULL, &v));
+    CHECK_INVALID(tack_dlpack_export_versioned(arr, NULL, NULL));
+    CHECK_INVALID(tack_dlpack_export_legacy(NULL, NULL, &l));
+    CHECK_INVALID(tack_dlpack_export_legacy(arr, NULL, NULL));
+    DLTensor t;
+    memset(&t, 0xff, sizeof t);
+    tack_dlpack_describe(NULL, &t);
+    CHECK(t.data == NULL && t.ndim == 0);
+    tack_dlpack_describe(arr, NULL);
+    CHECK_INVALID(tack_dlpack_allocate(NULL, &v));
+    tack_dlpack_describe(arr, &t);
+    CHECK_INVALID(tack_dlpack_allocate(&t, NULL));
+    CHECK_INVALID(tack_dlpack_import_versioned(NULL, NULL, &out));
+    CHECK_INVALID(tack_dlpack_import_legacy(NULL, NULL, &out));
+    /* A NULL out still consumes the tensor: its deleter runs exactly once. */
+    CHECK_OK(tack_dlpack_export_versioned(arr, NULL, &v));
+    CHECK_OK(tack_dlpack_export_legacy(arr, NULL, &l));
+    CHECK_INVALID(tack_dlpack_import_versioned(v, NULL, NULL));
+    CHECK_INVALID(tack_dlpack_import_legacy(l, NULL, NULL));
+    CHECK(out == NULL);
+    tack_array_release(arr);
+}
+
+TACK_TEST(null_args_dtypes_and_status)
+{
+    tack_dtype dt;
+    CHECK_INVALID(tack_dtype_from_name("float32", NULL));
+    CHECK_STATUS(tack_dtype_from_name(NULL, &dt), TACK_ERR_BAD_DTYPE);
+    CHECK_INVALID(tack_dtype_from_dlpack(2, 32, NULL));
+    CHECK(tack_dtype_get((tack_dtype)-1) == NULL);
+    float f = 1.0f;
+    tack_convert(NULL, TACK_FLOAT32, &f, TACK_FLOAT32, 1);
+    tack_convert(&f, TACK_FLOAT32, NULL, TACK_FLOAT32, 1);
+    tack_convert(&f, TACK_DTYPE_COUNT, &f, TACK_FLOAT32, 1);
+    CHECK_EQ_DBL(f, 1.0);
+    tack_set_allocator(NULL); /* restores the default allocator */
+    CHECK(tack_status_name((tack_status)-1) != NULL);
+}
