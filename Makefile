@@ -83,6 +83,7 @@ sanitize: $(VENV)/.ready
 # The extension built with ASan+UBSan, run under pytest. A second environment sees the
 # first one's packages through a plain path entry, so the editable hook of .venv (which
 # would import the ordinary build) is not run, and tack comes from the sanitized stage.
+# mpi4py looks for MPICH's library under its own prefix, so it is named for the second one.
 ASAN_PY := $(BUILD)/asan-py
 sanitize-py: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(ASAN_PY) -Dpython=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dpython.install_env=auto >/dev/null
@@ -93,7 +94,7 @@ sanitize-py: $(VENV)/.ready
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
+	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
 
 valgrind: test-c
 	valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests

@@ -4,8 +4,11 @@
 
 Workloads: radius_squared over 2**26 float32 (elementwise), a 3-D 7-point stencil
 (256**3 float32), an escape-time fractal with a while loop (1024 x 1024, 256
-iterations); launch overhead of a 16-element kernel; compile latency cold (empty
-cache, new process) and warm (cache hit, new process).
+iterations), a histogram with atomics (2**24 values, 256 bins), a row sum (4096 x
+4096 float32, one output per row) and a full sum (2**26 float32) as reductions,
+SAXPY with a np.float32 scalar (2**24 float32); launch overhead of a 16-element
+kernel; compile latency cold (empty cache, new process) and warm (cache hit, new
+process).
 
 Peers: NumPy, Numba (parallel=True, prange), Warp (CPU) and a hand-written C loop
 compiled with -O3 -march=native -fopenmp on the same thread count (and
@@ -73,6 +76,35 @@ def escape_time(out, w, h, maxit):
 
 
 @tack.kernel
+def histogram(values, h):
+    for i in range(values.shape[0]):
+        tack.atomic_add(h, int(values[i] * h.shape[0]), 1)
+
+
+@tack.kernel
+def row_sum(a, out):
+    for r in range(a.shape[0]):
+        s = tack.f32(0.0)
+        for c in range(a.shape[1]):
+            s += a[r, c]
+        out[r] = s
+
+
+@tack.kernel
+def full_sum(x):
+    s = tack.f32(0.0)
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+@tack.kernel
+def saxpy(a, x, y, out):
+    for i in range(out.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+@tack.kernel
 def fill16(out):
     for i in range(out.shape[0]):
         out[i] = float(i)
@@ -118,6 +150,29 @@ void mandel(int32_t *out, int64_t w, int64_t h, int64_t maxit, int threads) {
         out[p] = (int32_t)k;
     }
 }
+void histogram(const double *v, int64_t *h, int64_t n, int64_t bins, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        __atomic_fetch_add(&h[(int64_t)(v[i] * (double)bins)], 1, __ATOMIC_RELAXED);
+}
+void row_sum(const float *a, float *out, int64_t rows, int64_t cols, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        float s = 0.0f;
+        for (int64_t c = 0; c < cols; c++) s += a[r * cols + c];
+        out[r] = s;
+    }
+}
+float full_sum(const float *x, int64_t n, int threads) {
+    float s = 0.0f;
+    #pragma omp parallel for num_threads(threads) schedule(static) reduction(+:s)
+    for (int64_t i = 0; i < n; i++) s += x[i];
+    return s;
+}
+void saxpy(float a, const float *x, const float *y, float *o, int64_t n, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n; i++) o[i] = a * x[i] + y[i];
+}
 """
 
 
@@ -143,6 +198,11 @@ def build_hand_c() -> Any | None:
     h.radius.argtypes = [vp, i64, i64, i64, i32]
     h.stencil.argtypes = [vp, vp, i64, i64, i64, i32]
     h.mandel.argtypes = [vp, i64, i64, i64, i32]
+    h.histogram.argtypes = [vp, vp, i64, i64, i32]
+    h.row_sum.argtypes = [vp, vp, i64, i64, i32]
+    h.full_sum.argtypes = [vp, i64, i32]
+    h.full_sum.restype = ctypes.c_float
+    h.saxpy.argtypes = [ctypes.c_float, vp, vp, vp, i64, i32]
     return h
 
 
@@ -195,7 +255,34 @@ def load_numba(threads: int) -> Any | None:
         for i in range(out.shape[0]):
             out[i] = float(i)
 
-    return {"radius": radius, "stencil": stencil, "mandel": mandel, "fill": fill}
+    @numba.njit  # Numba has no atomics on the CPU: a serial loop
+    def histogram(values, h):
+        for i in range(values.shape[0]):
+            h[int(values[i] * h.shape[0])] += 1
+
+    @numba.njit(parallel=True)
+    def row_sum(a, out):
+        for r in prange(a.shape[0]):
+            s = np.float32(0.0)
+            for c in range(a.shape[1]):
+                s += a[r, c]
+            out[r] = s
+
+    @numba.njit(parallel=True)
+    def full_sum(x):
+        s = np.float32(0.0)
+        for i in prange(x.shape[0]):
+            s += x[i]
+        return s
+
+    @numba.njit(parallel=True)
+    def saxpy(a, x, y, out):
+        for i in prange(out.shape[0]):
+            out[i] = a * x[i] + y[i]
+
+    return {"radius": radius, "stencil": stencil, "mandel": mandel, "fill": fill,
+            "histogram": histogram, "row_sum": row_sum, "full_sum": full_sum,
+            "saxpy": saxpy}
 
 
 def load_warp() -> Any | None:
@@ -245,8 +332,27 @@ def load_warp() -> Any | None:
         i = wp.tid()
         out[i] = float(i)
 
+    @wp.kernel
+    def histogram(values: wp.array(dtype=wp.float64), h: wp.array(dtype=wp.int32)):
+        i = wp.tid()
+        wp.atomic_add(h, int(values[i] * wp.float64(256.0)), 1)
+
+    @wp.kernel
+    def row_sum(a: wp.array2d(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
+        r = wp.tid()
+        s = float(0.0)  # noqa: UP018  (Warp: a mutable local needs a constructor)
+        for c in range(a.shape[1]):
+            s += a[r, c]
+        out[r] = s
+
+    @wp.kernel
+    def saxpy(a: wp.float32, x: wp.array(dtype=wp.float32),
+              y: wp.array(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
+        i = wp.tid()
+        out[i] = a * x[i] + y[i]
+
     return {"wp": wp, "radius": radius, "stencil": stencil, "mandel": mandel,
-            "fill": fill}
+            "fill": fill, "histogram": histogram, "row_sum": row_sum, "saxpy": saxpy}
 
 
 # ---- measuring -----------------------------------------------------------------------
@@ -411,6 +517,136 @@ def workload_fractal(w: int, h: int, maxit: int, repeats: int, threads: int, han
     compare(f"escape-time fractal, {w}x{h}, {maxit} iterations", entries, repeats)
 
 
+def warp_entry(wpk: Any, kernel: str, dim: Any, inputs: list[Any],
+               check: Callable[[], None], rounds: int = 3) -> Entry:
+    wp = wpk["wp"]
+    return ("Warp CPU", lambda: (wp.launch(wpk[kernel], dim=dim, inputs=inputs,
+                                           device="cpu"), wp.synchronize()),
+            check, rounds)
+
+
+def workload_histogram(n: int, repeats: int, threads: int, hand: Any, nb: Any,
+                       wpk: Any) -> None:
+    bins = 256
+    v_np = np.random.default_rng(1).random(n)
+    v, h = tack.array(v_np), tack.zeros(bins, dtype=tack.i64)
+    ref = np.bincount((v_np * bins).astype(np.int64), minlength=bins)
+
+    def run_tack() -> None:
+        h.fill(0)
+        histogram(v, h)
+
+    entries: list[Entry] = [("Tack (atomic_add)", run_tack,
+                             lambda: np.testing.assert_array_equal(h.numpy(), ref),
+                             repeats)]
+    if hand:
+        h1 = np.zeros(bins, np.int64)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: (h1.fill(0), hand.histogram(v_np.ctypes.data,
+                                                            h1.ctypes.data, n, bins,
+                                                            threads)),
+                        lambda: np.testing.assert_array_equal(h1, ref), repeats))
+    if nb:
+        h2 = np.zeros(bins, np.int64)
+        entries.append(("Numba (serial)", lambda: (h2.fill(0), nb["histogram"](v_np, h2)),
+                        lambda: np.testing.assert_array_equal(h2, ref), repeats))
+    if wpk:
+        wp = wpk["wp"]
+        vw = wp.array(v_np, dtype=wp.float64, device="cpu")
+        h3 = wp.zeros(bins, dtype=wp.int32, device="cpu")
+        entries.append(warp_entry(wpk, "histogram", n, [vw, h3], lambda: None))
+    entries.append(("NumPy bincount",
+                    lambda: np.bincount((v_np * bins).astype(np.int64), minlength=bins),
+                    nothing, 3))
+    compare(f"histogram, {n} values, {bins} bins", entries, repeats)
+
+
+def workload_row_sum(m: int, repeats: int, threads: int, hand: Any, nb: Any,
+                     wpk: Any) -> None:
+    a_np = np.random.default_rng(2).random((m, m), dtype=np.float32)
+    a, out = tack.array(a_np), tack.zeros(m, dtype=tack.f32)
+    ref = a_np.astype(np.float64).sum(axis=1)
+
+    def close(x: Any) -> Callable[[], None]:
+        return lambda: np.testing.assert_allclose(np.asarray(x()), ref, rtol=1e-4)
+
+    entries: list[Entry] = [("Tack", lambda: row_sum(a, out), close(out.numpy),
+                             repeats)]
+    if hand:
+        o1 = np.zeros(m, np.float32)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.row_sum(a_np.ctypes.data, o1.ctypes.data, m, m,
+                                             threads), close(lambda: o1), repeats))
+    if nb:
+        o2 = np.zeros(m, np.float32)
+        entries.append(("Numba parallel", lambda: nb["row_sum"](a_np, o2),
+                        close(lambda: o2), repeats))
+    if wpk:
+        wp = wpk["wp"]
+        aw = wp.array(a_np, dtype=wp.float32, device="cpu")
+        o3 = wp.zeros(m, dtype=wp.float32, device="cpu")
+        entries.append(warp_entry(wpk, "row_sum", m, [aw, o3], close(o3.numpy)))
+    entries.append(("NumPy sum(axis=1)", lambda: a_np.sum(axis=1), nothing, repeats))
+    compare(f"row sum, {m}x{m} float32", entries, repeats)
+
+
+def workload_full_sum(n: int, repeats: int, threads: int, hand: Any, nb: Any) -> None:
+    x_np = np.random.default_rng(3).random(n, dtype=np.float32)
+    x = tack.array(x_np)
+    ref = float(x_np.astype(np.float64).sum())
+
+    def close(f: Callable[[], Any]) -> Callable[[], None]:
+        return lambda: np.testing.assert_allclose(float(f()), ref, rtol=1e-4)
+
+    entries: list[Entry] = [("Tack", lambda: full_sum(x), close(lambda: full_sum(x)),
+                             repeats)]
+    if hand:
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.full_sum(x_np.ctypes.data, n, threads),
+                        close(lambda: hand.full_sum(x_np.ctypes.data, n, threads)),
+                        repeats))
+    if nb:
+        entries.append(("Numba parallel", lambda: nb["full_sum"](x_np),
+                        close(lambda: nb["full_sum"](x_np)), repeats))
+    entries.append(("NumPy sum", lambda: x_np.sum(), close(x_np.sum), repeats))
+    compare(f"full sum, {n} float32", entries, repeats)
+
+
+def workload_saxpy(n: int, repeats: int, threads: int, hand: Any, nb: Any,
+                   wpk: Any) -> None:
+    rng = np.random.default_rng(4)
+    x_np, y_np = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
+    a = np.float32(1.5)
+    x, y, out = tack.array(x_np), tack.array(y_np), tack.zeros(n, dtype=tack.f32)
+    ref = a * x_np + y_np
+
+    def same(f: Callable[[], Any]) -> Callable[[], None]:
+        return lambda: np.testing.assert_allclose(np.asarray(f()), ref, rtol=1e-6)
+
+    entries: list[Entry] = [("Tack", lambda: saxpy(a, x, y, out), same(out.numpy),
+                             repeats)]
+    if hand:
+        o1 = np.zeros(n, np.float32)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.saxpy(a, x_np.ctypes.data, y_np.ctypes.data,
+                                           o1.ctypes.data, n, threads),
+                        same(lambda: o1), repeats))
+    if nb:
+        o2 = np.zeros(n, np.float32)
+        entries.append(("Numba parallel", lambda: nb["saxpy"](a, x_np, y_np, o2),
+                        same(lambda: o2), repeats))
+    if wpk:
+        wp = wpk["wp"]
+        xw = wp.array(x_np, dtype=wp.float32, device="cpu")
+        yw = wp.array(y_np, dtype=wp.float32, device="cpu")
+        o3 = wp.zeros(n, dtype=wp.float32, device="cpu")
+        entries.append(warp_entry(wpk, "saxpy", n, [a, xw, yw, o3], same(o3.numpy)))
+    o4 = np.zeros(n, np.float32)
+    entries.append(("NumPy a*x+y", lambda: np.add(np.multiply(a, x_np, out=o4), y_np,
+                                                   out=o4), same(lambda: o4), repeats))
+    compare(f"SAXPY (np.float32 a), {n} float32", entries, repeats)
+
+
 def launch_overhead(nb: Any, wpk: Any) -> None:
     n = 200_000
     out = tack.zeros(16, dtype=tack.f32)
@@ -493,7 +729,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--threads", type=int, default=None,
                         help="thread count for every peer (default: Tack's pool size)")
-    parser.add_argument("--only", default="radius,stencil,fractal,launch,compile",
+    parser.add_argument("--only", default="radius,stencil,fractal,histogram,rowsum,"
+                        "fullsum,saxpy,launch,compile",
                         help="comma-separated subset of the workloads")
     args = parser.parse_args()
     only = set(args.only.split(","))
@@ -512,6 +749,15 @@ def main() -> None:
     if "fractal" in only:
         w, h, maxit = (256, 256, 64) if args.quick else (1024, 1024, 256)
         workload_fractal(w, h, maxit, repeats, threads, hand, nb, wpk)
+    if "histogram" in only:
+        workload_histogram(1 << (18 if args.quick else 24), repeats, threads, hand, nb,
+                           wpk)
+    if "rowsum" in only:
+        workload_row_sum(512 if args.quick else 4096, repeats, threads, hand, nb, wpk)
+    if "fullsum" in only:
+        workload_full_sum(1 << (20 if args.quick else 26), repeats, threads, hand, nb)
+    if "saxpy" in only:
+        workload_saxpy(1 << (18 if args.quick else 24), repeats, threads, hand, nb, wpk)
     if "launch" in only:
         launch_overhead(nb, wpk)
     if "compile" in only:

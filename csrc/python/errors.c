@@ -168,3 +168,13 @@ tackpy_raise_fmt_int(tackpy_state *st, tack_status status, const char *fmt, ...)
     raise_message(st, status, msg);
     return -1;
 }
+
+PyObject *
+tackpy_raise_compile(tackpy_state *st, tack_status status, const char *log)
+{
+    if (status == TACK_ERR_COMPILE && log) {
+        return tackpy_raise_fmt(st, TACK_ERR_COMPILE, "%s:\n%s", tack_last_error(),
+                                log);
+    }
+    return tackpy_raise(st, status);
+}

@@ -3,29 +3,49 @@
  * functions the kernel front end calls.
  *
  * A call goes straight from the interpreter into kernel_vectorcall: bind the
- * arguments, make the specialization key ((dtype, ndim) per array, kind per
- * scalar, then the debug mode: fixed by the decorator or, when it said nothing,
- * TACK_DEBUG read at this call), find it in a small table, run the runtime's checks
- * (devices, memory domains, read-only arrays bound to stored parameters), then launch
- * with the GIL released. Only a miss calls back into Python: the front end turns the
- * kernel into C for that key and builds it with _kernel_build. The table is touched
- * only with the GIL held; launches use only the runtime's kernel pointer, which lives
- * for the whole process.
+ * arguments, run the runtime's checks (devices, memory domains, read-only arrays
+ * bound to stored parameters), make the specialization key with the runtime's
+ * functions ((dtype, ndim) per array, kind per scalar, then the debug mode: fixed by
+ * the decorator or, when it said nothing, TACK_DEBUG read at this call; then the
+ * backend), find it in a small table, then launch with the GIL released (the
+ * restrict body when the runtime finds no stored array overlapping another) and
+ * convert what the kernel returns. Only a miss calls back into Python: the front end
+ * turns the kernel into C for that key and builds it with _kernel_build. The table is
+ * touched only with the GIL held; launches use only the runtime's kernel pointer, which
+ * lives for the whole process.
  */
 #include "tackpy.h"
 #include <string.h>
 
 #include <structmember.h>
 
-/* Scalar kinds in a key; arrays use 0x10000 | dtype << 8 | ndim. */
-enum { KEY_INT = 1, KEY_FLOAT = 2, KEY_BOOL = 3, KEY_ARRAY = 0x10000 };
+/* The key words (kernel.h); KEY_FLOAT32: a NumPy float32 (or float16) scalar, which
+ * keeps its type in the kernel as in NumPy 2; its value travels as a double (exact).
+ * A key row is nparams argument words, then the debug mode and the backend. */
+enum {
+    KEY_INT = TACK_KERNEL_KEY_INT,
+    KEY_FLOAT = TACK_KERNEL_KEY_FLOAT,
+    KEY_BOOL = TACK_KERNEL_KEY_BOOL,
+    KEY_FLOAT32 = TACK_KERNEL_KEY_FLOAT32,
+    KEY_ARRAY = TACK_KERNEL_KEY_ARRAY,
+    KEY_TAIL = 2
+};
+
+/* NumPy's float32 and float16 scalar types, by name: no NumPy import needed, and
+ * the test costs only calls that pass such a scalar. */
+static bool
+is_numpy_float32(PyObject *obj)
+{
+    const char *name = Py_TYPE(obj)->tp_name;
+    return strcmp(name, "numpy.float32") == 0 || strcmp(name, "numpy.float16") == 0;
+}
 
 typedef struct {
     PyObject_HEAD vectorcallfunc vectorcall;
     PyObject *dict;
     PyObject *weakreflist;
     tackpy_state *st;     /* Borrowed: the module outlives its types' instances */
-    PyObject *compile;    /* the front end: compile(signature, debug) -> capsule */
+    PyObject *compile;    /* the front end: compile(signature, debug, backend) */
     PyObject *name;       /* str */
     PyObject *params;     /* tuple of str */
     const char *cname;    /* Borrowed: UTF-8 of name */
@@ -34,7 +54,7 @@ typedef struct {
     int nparams;
     int debug; /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
     int nspecs, cap;
-    uint32_t *keys;        /* PyMem; nspecs rows of nparams + 1 (the debug mode last) */
+    uint32_t *keys;        /* PyMem; nspecs rows of nparams + KEY_TAIL words */
     tack_kernel **kernels; /* PyMem; nspecs; Borrowed: live for the process */
 } tackpy_Kernel;
 
@@ -193,8 +213,7 @@ read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg
     *array = NULL;
     if (Py_IS_TYPE(obj, kp->st->Array_type)) {
         tack_array *a = ((tackpy_Array *)obj)->arr;
-        *key = KEY_ARRAY | (uint32_t)tack_array_dtype(a) << 8 |
-               (uint32_t)tack_array_ndim(a);
+        *key = tack_kernel_key_array(a);
         arg->data = tack_array_data(a);
         arg->shape = tack_array_shape(a);
         *array = a;
@@ -243,7 +262,7 @@ read_arg(tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *key, tack_kernel_arg
         if (v == -1.0 && PyErr_Occurred()) {
             return -1;
         }
-        *key = KEY_FLOAT;
+        *key = is_numpy_float32(obj) ? KEY_FLOAT32 : KEY_FLOAT;
         arg->f = v;
         return 0;
     }
@@ -268,9 +287,10 @@ signature_of(tackpy_Kernel *kp, const uint32_t *key)
                                  (int)(key[k] & 0xff));
         }
         else {
-            item = PyUnicode_FromString(key[k] == KEY_INT     ? "int"
-                                        : key[k] == KEY_FLOAT ? "float"
-                                                              : "bool");
+            item = PyUnicode_FromString(key[k] == KEY_INT       ? "int"
+                                        : key[k] == KEY_FLOAT   ? "float"
+                                        : key[k] == KEY_FLOAT32 ? "float32"
+                                                                : "bool");
         }
         if (!item) {
             Py_CLEAR(sig);
@@ -297,7 +317,7 @@ debug_of_call(const tackpy_Kernel *kp)
 static tack_kernel *
 find_spec(tackpy_Kernel *kp, const uint32_t *key)
 {
-    size_t width = (size_t)kp->nparams + 1;
+    size_t width = (size_t)kp->nparams + KEY_TAIL;
     size_t row = width * sizeof(uint32_t);
     for (int s = 0; s < kp->nspecs; s++) {
         if (memcmp(kp->keys + (size_t)s * width, key, row) == 0) {
@@ -307,8 +327,9 @@ find_spec(tackpy_Kernel *kp, const uint32_t *key)
     return NULL;
 }
 
-/* A miss: the front end compiles the specialization (it raises KernelError,
- * CompileError or TypeError, again on every later call with the same key). */
+/* A miss: the front end compiles the specialization for the key's backend (it raises
+ * KernelError, CompileError or TypeError, again on every later call with the same
+ * key). */
 static tack_kernel *
 compile_spec(tackpy_Kernel *kp, const uint32_t *key)
 {
@@ -316,8 +337,9 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     if (!sig) {
         return NULL;
     }
-    PyObject *capsule = PyObject_CallFunction(kp->compile, "(OO)", sig,
-                                              key[kp->nparams] ? Py_True : Py_False);
+    PyObject *capsule = PyObject_CallFunction(kp->compile, "(OOI)", sig,
+                                              key[kp->nparams] ? Py_True : Py_False,
+                                              (unsigned int)key[kp->nparams + 1]);
     Py_DECREF(sig);
     if (!capsule) {
         return NULL;
@@ -331,7 +353,7 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     if (again) {
         return again;
     }
-    size_t width = (size_t)kp->nparams + 1;
+    size_t width = (size_t)kp->nparams + KEY_TAIL;
     if (kp->nspecs == kp->cap) {
         int cap = kp->cap ? kp->cap * 2 : 4;
         uint32_t *keys = PyMem_Realloc(kp->keys, (size_t)cap * width * sizeof *keys);
@@ -368,7 +390,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
         }
         argv = bound;
     }
-    uint32_t key[TACK_KERNEL_MAX_PARAMS + 1];
+    uint32_t key[TACK_KERNEL_MAX_PARAMS + KEY_TAIL];
     tack_kernel_arg targs[TACK_KERNEL_MAX_PARAMS];
     const tack_array *arrays[TACK_KERNEL_MAX_PARAMS];
     for (int k = 0; k < kp->nparams; k++) {
@@ -376,22 +398,35 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
             return NULL;
         }
     }
-    key[kp->nparams] = debug_of_call(kp);
+    /* Devices, memory domains and read-only arrays first: a launch that cannot run
+     * compiles nothing. */
+    tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
+                                                  kp->cparams, kp->stored);
+    if (status != TACK_OK) {
+        return tackpy_raise(kp->st, status);
+    }
+    tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
+                         key + kp->nparams);
     tack_kernel *kernel = find_spec(kp, key);
     if (!kernel && !(kernel = compile_spec(kp, key))) {
         return NULL;
     }
-    tack_status status = tack_kernel_check_arrays(kp->cname, kp->nparams, arrays,
-                                                  kp->cparams, kp->stored);
-    if (status == TACK_OK) {
-        Py_BEGIN_ALLOW_THREADS
-            status = tack_kernel_launch(kernel, targs);
-        Py_END_ALLOW_THREADS
-    }
+    tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
+    unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
+                         ? TACK_KERNEL_NOALIAS
+                         : 0;
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_kernel_launch_ex(kernel, targs, flags, &value);
+    Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         return tackpy_raise(kp->st, status);
     }
-    Py_RETURN_NONE;
+    switch (value.kind) {
+    case TACK_KERNEL_RESULT_INT: return PyLong_FromLongLong(value.i);
+    case TACK_KERNEL_RESULT_FLOAT: return PyFloat_FromDouble(value.f);
+    case TACK_KERNEL_RESULT_BOOL: return PyBool_FromLong(value.i != 0);
+    default: Py_RETURN_NONE;
+    }
 }
 
 static PyObject *
@@ -418,7 +453,7 @@ static PyMemberDef kernel_members[] = {
     {"params", T_OBJECT, offsetof(tackpy_Kernel, params), READONLY,
      "The parameter names."},
     {"compile", T_OBJECT, offsetof(tackpy_Kernel, compile), READONLY,
-     "The front end's compile(signature, debug) callable."},
+     "The front end's compile(signature, debug, backend) callable."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -443,8 +478,9 @@ static PyType_Slot kernel_slots[] = {
     {Py_tp_doc,
      "Kernel(name, params, stored, compile, debug=None)\n--\n\n"
      "A compiled kernel: what @tack.kernel returns. Calling it launches the kernel; "
-     "compile(signature, debug) is called once per new argument signature and debug "
-     "mode. debug=None reads TACK_DEBUG at each call."},
+     "compile(signature, debug, backend) is called once per new argument signature, "
+     "debug mode and backend (a DLPack device type). debug=None reads TACK_DEBUG at "
+     "each call."},
     {0, NULL},
 };
 
@@ -496,12 +532,7 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     if (status != TACK_OK) {
-        if (status == TACK_ERR_COMPILE && log) {
-            tackpy_raise_fmt(st, TACK_ERR_COMPILE, "%s:\n%s", tack_last_error(), log);
-        }
-        else {
-            tackpy_raise(st, status);
-        }
+        tackpy_raise_compile(st, status, log);
         tack_kernel_log_free(log);
         return NULL;
     }
@@ -516,13 +547,37 @@ tackpy_kernel_stats_fn(PyObject *module, PyObject *unused)
     tack_kernel_stats s;
     tack_kernel_get_stats(&s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles, "disk_hits",
+        "{sKsKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles, "disk_hits",
         (unsigned long long)s.disk_hits, "memory_hits",
         (unsigned long long)s.memory_hits, "rebuilds", (unsigned long long)s.rebuilds,
         "failures", (unsigned long long)s.failures, "parallel_launches",
         (unsigned long long)s.parallel_launches, "serial_launches",
-        (unsigned long long)s.serial_launches, "num_threads",
+        (unsigned long long)s.serial_launches, "restrict_launches",
+        (unsigned long long)s.restrict_launches, "num_threads",
         tack_kernel_num_threads());
+}
+
+/* The dtype facts the kernel front end needs, from the one dtype table: a tuple of
+ * (name, alias, C element type, item size, components, class, bits of the scalar). */
+static PyObject *
+dtype_facts(void)
+{
+    PyObject *rows = PyTuple_New(TACK_DTYPE_COUNT);
+    Py_ssize_t k = 0;
+#define TACKPY__FACT(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc)    \
+    if (rows) {                                                                      \
+        PyObject *row = Py_BuildValue("(sssiiCi)", name, alias, #ctype, (int)(size), \
+                                      (int)(ncomp), (int)(cls), (int)(bits));        \
+        if (!row) {                                                                  \
+            Py_CLEAR(rows);                                                          \
+        }                                                                            \
+        else {                                                                       \
+            PyTuple_SET_ITEM(rows, k++, row);                                        \
+        }                                                                            \
+    }
+    TACK_DTYPE_LIST(TACKPY__FACT)
+#undef TACKPY__FACT
+    return rows;
 }
 
 int
@@ -533,5 +588,11 @@ tackpy_kernel_init(PyObject *module, tackpy_state *st)
     if (!st->Kernel_type || PyModule_AddType(module, st->Kernel_type) < 0) {
         return -1;
     }
-    return 0;
+    if (PyModule_AddIntConstant(module, "_KERNEL_ABI", TACK_KERNEL_ABI) < 0) {
+        return -1;
+    }
+    PyObject *facts = dtype_facts();
+    int rc = facts ? PyModule_AddObjectRef(module, "_DTYPE_FACTS", facts) : -1;
+    Py_XDECREF(facts);
+    return rc;
 }

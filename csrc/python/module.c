@@ -85,6 +85,18 @@ static PyMethodDef module_methods[] = {
     {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
      "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
      "launches."},
+    /* CUDA kernels (nvrtc_py.c): private helpers of the front end and its tests */
+    {"_nvrtc_compile", FASTKW(tackpy_nvrtc_compile_fn),
+     "_nvrtc_compile(source, arch, ptx=False, name='kernel')\n--\n\n"
+     "CUDA source -> CUBIN (or PTX) bytes for compute capability arch (90: sm_90);\n"
+     "raises CompileError with NVRTC's log."},
+    {"_nvrtc_version", tackpy_nvrtc_version_fn, METH_NOARGS,
+     "_nvrtc_version()\n--\n\nNVRTC's (major, minor); loads it."},
+    {"_nvrtc_supports", tackpy_nvrtc_supports_fn, METH_O,
+     "_nvrtc_supports(arch)\n--\n\nWhether NVRTC makes a CUBIN for arch."},
+    {"_nvrtc_stats", tackpy_nvrtc_stats_fn, METH_NOARGS,
+     "_nvrtc_stats()\n--\n\nProcess-wide NVRTC counters: compiles, disk_hits, "
+     "rebuilds, failures."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,7 +26,7 @@ typedef struct tackpy_exchange_cache {
 #define TACKPY_NAME_LIST(X)                                                         \
     X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
     X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
-    X(ordinal) X(filename) X(source) X(x)                                           \
+    X(ordinal) X(filename) X(source) X(x) X(arch) X(ptx)                            \
     X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)      \
     X(__dlpack_device__) X(__cuda_array_interface__)
 // clang-format on
@@ -182,6 +182,9 @@ tackpy_parse(tackpy_state *st, const tackpy_signature *sig, PyObject *const *arg
 /* Parses a shape: an int or a sequence of ints. Returns ndim, or -1 with an
  * exception set. */
 int tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape);
+/* As tackpy_raise; a TACK_ERR_COMPILE with a compiler log (may be NULL) raises
+ * CompileError with the message, a colon and the log. */
+PyObject *tackpy_raise_compile(tackpy_state *st, tack_status status, const char *log);
 
 /* ---- dtype_type.c ------------------------------------------------------------- */
 int tackpy_dtype_init(PyObject *module, tackpy_state *st);
@@ -271,6 +274,14 @@ int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
                              void *out);
 /* One element at p as a Python object (a tuple for vec types). New reference. */
 PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
+
+/* ---- nvrtc_py.c -------------------------------------------------------------------
+ */
+PyObject *tackpy_nvrtc_compile_fn(PyObject *module, PyObject *const *args,
+                                  Py_ssize_t nargs, PyObject *kwnames);
+PyObject *tackpy_nvrtc_version_fn(PyObject *module, PyObject *unused);
+PyObject *tackpy_nvrtc_supports_fn(PyObject *module, PyObject *arg);
+PyObject *tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused);
 
 /* ---- kernel_py.c ------------------------------------------------------------------
  */

@@ -75,6 +75,17 @@ tack__free(void *ptr)
     }
 }
 
+char *
+tack__strndup(const char *s, size_t n)
+{
+    char *d = tack__alloc(n + 1, 0);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
 tack_status
 tack__new(size_t nbytes, void **out)
 {

@@ -92,6 +92,9 @@ tack__range_fits(uintptr_t address, size_t nbytes)
 void *tack__alloc(size_t nbytes, size_t alignment);
 void *tack__calloc(size_t nbytes);
 void tack__free(void *ptr);
+/* The n bytes at s and a terminator, in a new buffer (release with tack__free());
+ * NULL when allocation fails. */
+char *tack__strndup(const char *s, size_t n);
 /* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
 tack_status tack__new(size_t nbytes, void **out);
 
@@ -225,8 +228,11 @@ uint16_t tack__double_to_half(double d);
 
 #include "tack/kernel.h"
 
-typedef int64_t (*tack__trips_fn)(const tack_kernel_arg *args, tack_kernel_ctx *ctx);
-typedef void (*tack__body_fn)(int64_t begin, int64_t end, const tack_kernel_arg *args,
+/* The entry points take the launch's parameter block (kernel.h). */
+typedef int64_t (*tack__trips_fn)(const void *params, tack_kernel_ctx *ctx);
+typedef void (*tack__finish_fn)(const void *params, tack_kernel_ctx *ctx,
+                                int64_t nchunks);
+typedef void (*tack__body_fn)(int64_t begin, int64_t end, const void *params,
                               tack_kernel_ctx *ctx);
 
 struct tack_kernel {
@@ -238,6 +244,12 @@ struct tack_kernel {
     void *handle; /* dlopen handle; never closed */
     tack__trips_fn trips;
     tack__body_fn body;
+    tack__body_fn body_restrict; /* NULL when the kernel has none */
+    tack__finish_fn finish;      /* NULL when the kernel has none */
+    int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
+    int nparams;                 /* parameters, and their key words (Borrowed: the */
+    const uint32_t *param_key;   /* shared object's, never unloaded) */
+    int result_kind;             /* a tack_kernel_result_kind */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
     struct tack_kernel *next; /* in jit.c's table */
@@ -255,6 +267,11 @@ bool tack__pool_run(int64_t n, int64_t chunk, tack__pool_fn fn, void *ctx,
 int tack__pool_threads(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t tack__now_ns(void);
+
+/* Reads a loaded kernel's parameter key and its optional entry points and constants
+ * (the restrict body, the finish function, the partial size and the result kind;
+ * kernel.h's ABI). jit.c has checked that the mandatory symbols exist. */
+void tack__kernel_optional(tack_kernel *k, void *handle);
 
 /* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer).
  * Cache entries also store and compare the full source, so a collision can never
@@ -299,6 +316,14 @@ tack__entry tack__cache_lookup(const char *dir, const char *key, const char *sou
  * left in dir. */
 int tack__cache_commit(const char *dir, const char *key, const char *so_path,
                        const char *source, size_t source_len);
+/* The same for an entry whose object file ends in ext (".cubin", ".ptx") instead of
+ * ".so": the same meta file, trust rules and atomic publication. */
+tack__entry tack__cache_lookup_ext(const char *dir, const char *key, const char *ext,
+                                   const char *source, size_t source_len, int *fd);
+int tack__cache_commit_ext(const char *dir, const char *key, const char *ext,
+                           const char *so_path, const char *source, size_t source_len);
+/* Reads size bytes of the open file fd into buf; false when the file is short. */
+bool tack__cache_read(int fd, void *buf, size_t size);
 /* Every word of the compile command except the source and object paths (the
  * compiler's words from $CC, the flags, the libraries), all of which key the cache.
  * Writes at most cap pointers to static or $CC-derived strings (valid until the next

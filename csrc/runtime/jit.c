@@ -81,7 +81,7 @@ static bool cache_unwritable; /* under build_lock */
 static bool swept;            /* stale temporary files removed once, under build_lock */
 static _Atomic uint64_t stat_compiles, stat_disk_hits, stat_memory_hits, stat_rebuilds,
     stat_failures;
-extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial;
+extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict;
 
 void
 tack_kernel_get_stats(tack_kernel_stats *out)
@@ -93,6 +93,7 @@ tack_kernel_get_stats(tack_kernel_stats *out)
     out->failures = atomic_load(&stat_failures);
     out->parallel_launches = atomic_load(&tack__stat_parallel);
     out->serial_launches = atomic_load(&tack__stat_serial);
+    out->restrict_launches = atomic_load(&tack__stat_restrict);
 }
 
 void
@@ -146,17 +147,6 @@ static void
 register_fork_handler(void)
 {
     pthread_atfork(NULL, NULL, after_fork_child);
-}
-
-static char *
-dup_str(const char *s, size_t n)
-{
-    char *d = tack__alloc(n + 1, 0);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
 }
 
 /* ---- the compiler ------------------------------------------------------------- */
@@ -424,7 +414,10 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     const int *abi = dlsym(handle, "tack_kernel_abi");
     void *trips = dlsym(handle, "tack_kernel_trips");
     void *body = dlsym(handle, "tack_kernel_body");
-    if (!abi || !trips || !body || *abi != TACK_KERNEL_ABI) {
+    const int *nparams = dlsym(handle, "tack_kernel_nparams");
+    if (!abi || !trips || !body || *abi != TACK_KERNEL_ABI || !nparams ||
+        *nparams < 0 || *nparams > TACK_KERNEL_MAX_PARAMS ||
+        !dlsym(handle, "tack_kernel_param_key")) {
         dlclose(handle);
         return tack__fail(TACK_ERR_COMPILE,
                           "the shared object of kernel '%s' lacks the kernel entry "
@@ -432,9 +425,9 @@ load_object(const char *path, const char *source, size_t source_len, const char 
                           name, TACK_KERNEL_ABI);
     }
     tack_kernel *k = tack__calloc(sizeof *k);
-    char *name_copy = dup_str(name, strlen(name));
-    char *file_copy = dup_str(filename, strlen(filename));
-    char *src_copy = dup_str(source, source_len);
+    char *name_copy = tack__strndup(name, strlen(name));
+    char *file_copy = tack__strndup(filename, strlen(filename));
+    char *src_copy = tack__strndup(source, source_len);
     if (!k || !name_copy || !file_copy || !src_copy) {
         tack__free(k);
         tack__free(name_copy);
@@ -452,6 +445,7 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     memcpy(&k->trips, &trips, sizeof trips);
     memcpy(&k->body, &body, sizeof body);
+    tack__kernel_optional(k, handle);
     atomic_init(&k->trip_ns_q8, 0);
     *out = k;
     return TACK_OK;

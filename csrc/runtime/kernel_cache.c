@@ -260,14 +260,10 @@ trusted_file(int fd, struct stat *sb)
            (sb->st_mode & 022) == 0;
 }
 
-/* Reads the whole file at fd into a new buffer of *len bytes (+ a terminator). */
-static char *
-read_all(int fd, size_t size, size_t *len)
+/* Reads up to size bytes at fd into buf; returns how many it read. */
+static size_t
+read_into(int fd, char *buf, size_t size)
 {
-    char *buf = tack__alloc(size + 1, 0);
-    if (!buf) {
-        return NULL;
-    }
     size_t got = 0;
     while (got < size) {
         ssize_t r = read(fd, buf + got, size - got);
@@ -279,9 +275,27 @@ read_all(int fd, size_t size, size_t *len)
         }
         got += (size_t)r;
     }
+    return got;
+}
+
+/* Reads the whole file at fd into a new buffer of *len bytes (+ a terminator). */
+static char *
+read_all(int fd, size_t size, size_t *len)
+{
+    char *buf = tack__alloc(size + 1, 0);
+    if (!buf) {
+        return NULL;
+    }
+    size_t got = read_into(fd, buf, size);
     buf[got] = '\0';
     *len = got;
     return buf;
+}
+
+bool
+tack__cache_read(int fd, void *buf, size_t size)
+{
+    return read_into(fd, buf, size) == size;
 }
 
 static bool
@@ -313,7 +327,14 @@ open_in(const char *dir, const char *key, const char *ext)
 
 tack__entry
 tack__cache_lookup(const char *dir, const char *key, const char *source,
-                   size_t source_len, int *fd_out)
+                   size_t source_len, int *fd)
+{
+    return tack__cache_lookup_ext(dir, key, ".so", source, source_len, fd);
+}
+
+tack__entry
+tack__cache_lookup_ext(const char *dir, const char *key, const char *ext,
+                       const char *source, size_t source_len, int *fd_out)
 {
     int meta = open_in(dir, key, ".meta");
     if (meta < 0) {
@@ -343,7 +364,7 @@ tack__cache_lookup(const char *dir, const char *key, const char *source,
     if (len - header != source_len || memcmp(newline + 1, source, source_len) != 0) {
         goto done;
     }
-    so = open_in(dir, key, ".so");
+    so = open_in(dir, key, ext);
     char actual[33];
     if (so < 0 || !trusted_file(so, &sb) || (unsigned long long)sb.st_size != so_size ||
         !hash_file(so, (size_t)so_size, actual) || strcmp(actual, so_hash) != 0) {
@@ -383,10 +404,17 @@ int
 tack__cache_commit(const char *dir, const char *key, const char *so_path,
                    const char *source, size_t source_len)
 {
+    return tack__cache_commit_ext(dir, key, ".so", so_path, source, source_len);
+}
+
+int
+tack__cache_commit_ext(const char *dir, const char *key, const char *ext,
+                       const char *so_path, const char *source, size_t source_len)
+{
     char meta_tmp[TACK__PATH_CAP], meta_path[TACK__PATH_CAP], so_final[TACK__PATH_CAP];
     if (!tack__path(meta_tmp, sizeof meta_tmp, "%s.meta", so_path) ||
         !tack__path(meta_path, sizeof meta_path, "%s/%s.meta", dir, key) ||
-        !tack__path(so_final, sizeof so_final, "%s/%s.so", dir, key)) {
+        !tack__path(so_final, sizeof so_final, "%s/%s%s", dir, key, ext)) {
         return ENAMETOOLONG;
     }
     int so = open(so_path, O_RDONLY | O_CLOEXEC);

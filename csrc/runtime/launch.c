@@ -10,6 +10,7 @@
  * thread's own share of the work when running in parallel, so worker wake-up time
  * never inflates it.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,8 +21,16 @@
 /* Chunks per thread: enough to balance uneven trips, few enough to keep each chunk
  * long and contiguous for the vectoriser. */
 #define CHUNKS_PER_THREAD 32
+/* A reduction cuts its trips into at most this many chunks, whatever the thread
+ * count, and combines their partials in order: the same association on any number of
+ * threads, serial launches included. */
+#define REDUCE_CHUNKS 256
+/* Parameter blocks up to this size live on the launching thread's stack. */
+#define PARAMS_ON_STACK 2048
+/* Partial sizes beyond this are not a kernel's (a corrupt constant). */
+#define MAX_PARTIAL_SIZE 4096
 
-_Atomic uint64_t tack__stat_parallel, tack__stat_serial;
+_Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict;
 
 /* ---- checks --------------------------------------------------------------------- */
 
@@ -68,6 +77,116 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
     return TACK_OK;
 }
 
+/* ---- the specialization key --------------------------------------------------- */
+
+uint32_t
+tack_kernel_key_array(const tack_array *array)
+{
+    return TACK_KERNEL_KEY_ARRAY | (uint32_t)array->dtype << 8 | (uint32_t)array->ndim;
+}
+
+void
+tack_kernel_key_tail(int nparams, const tack_array *const *arrays, bool debug,
+                     uint32_t tail[2])
+{
+    int backend = kDLCPU;
+    for (int k = 0; k < nparams; k++) {
+        if (arrays[k]) {
+            backend = arrays[k]->buffer->device->backend->dlpack_device_type;
+            break;
+        }
+    }
+    tail[0] = debug;
+    tail[1] = (uint32_t)backend;
+}
+
+/* ---- the parameter block -------------------------------------------------------- */
+
+size_t
+tack_kernel_params_size(int nparams, const uint32_t *key)
+{
+    size_t n = 0;
+    for (int k = 0; k < nparams; k++) {
+        n += 1 + ((key[k] & TACK_KERNEL_KEY_ARRAY) ? (key[k] & 0xffu) : 0);
+    }
+    return n * 8;
+}
+
+void
+tack_kernel_params_pack(int nparams, const uint32_t *key, const tack_kernel_arg *args,
+                        void *block)
+{
+    unsigned char *out = block;
+    for (int k = 0; k < nparams; k++) {
+        if (key[k] & TACK_KERNEL_KEY_ARRAY) {
+            uint64_t ptr = (uint64_t)(uintptr_t)args[k].data;
+            memcpy(out, &ptr, 8);
+            out += 8;
+            size_t ndim = key[k] & 0xffu;
+            memcpy(out, args[k].shape, ndim * 8);
+            out += ndim * 8;
+        }
+        else if (key[k] == TACK_KERNEL_KEY_FLOAT || key[k] == TACK_KERNEL_KEY_FLOAT32) {
+            memcpy(out, &args[k].f, 8);
+            out += 8;
+        }
+        else {
+            memcpy(out, &args[k].i, 8);
+            out += 8;
+        }
+    }
+}
+
+static bool
+overlap(const tack_array *a, const tack_array *b)
+{
+    size_t na = tack_array_nbytes(a), nb = tack_array_nbytes(b);
+    if (na == 0 || nb == 0) {
+        return false;
+    }
+    uintptr_t pa = (uintptr_t)tack_array_data(a), pb = (uintptr_t)tack_array_data(b);
+    return pa < pb + nb && pb < pa + na;
+}
+
+bool
+tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
+                          const bool *stored)
+{
+    for (int k = 0; k < nparams; k++) {
+        if (!arrays[k] || !stored[k]) {
+            continue;
+        }
+        for (int j = 0; j < nparams; j++) {
+            if (j != k && arrays[j] && overlap(arrays[k], arrays[j])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* ---- optional entry points ------------------------------------------------------ */
+
+void
+tack__kernel_optional(tack_kernel *k, void *handle)
+{
+    /* POSIX guarantees that a data pointer from dlsym converts to a function. */
+    void *restricted = dlsym(handle, "tack_kernel_body_restrict");
+    void *finish = dlsym(handle, "tack_kernel_finish");
+    memcpy(&k->body_restrict, &restricted, sizeof restricted);
+    memcpy(&k->finish, &finish, sizeof finish);
+    k->nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
+    k->param_key = dlsym(handle, "tack_kernel_param_key");
+    const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
+    const int *kind = dlsym(handle, "tack_kernel_result_kind");
+    k->partial_size =
+        partial && *partial > 0 && *partial <= MAX_PARTIAL_SIZE ? *partial : 0;
+    k->result_kind =
+        kind && *kind >= TACK_KERNEL_RESULT_NONE && *kind <= TACK_KERNEL_RESULT_BOOL
+            ? *kind
+            : TACK_KERNEL_RESULT_NONE;
+}
+
 /* ---- failures from generated code ------------------------------------------- */
 
 typedef struct launch {
@@ -77,7 +196,8 @@ typedef struct launch {
     int64_t index, extent;
     const char *name;
     tack_kernel *kernel;
-    const tack_kernel_arg *args;
+    tack__body_fn body; /* the kernel's body or its restrict body */
+    const void *params; /* the parameter block */
 } launch;
 
 static void
@@ -120,7 +240,7 @@ run_range(void *ctx, int64_t begin, int64_t end)
 {
     launch *l = ctx;
     if (!__atomic_load_n(&l->pub.failed, __ATOMIC_RELAXED)) {
-        l->kernel->body(begin, end, l->args, &l->pub);
+        l->body(begin, end, l->params, &l->pub);
     }
 }
 
@@ -148,53 +268,121 @@ update_estimate(tack_kernel *k, int64_t trips, uint64_t ns)
 tack_status
 tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args)
 {
+    return tack_kernel_launch_ex(k, args, 0, NULL);
+}
+
+/* Whether n trips are worth waking the pool for (the kernel's measured cost). */
+static bool
+worth_parallel(tack_kernel *k, int64_t n, int threads)
+{
+    uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
+    if (threads < 2 || n < 2) {
+        return false;
+    }
+    if (per_trip == 0) {
+        return n >= 2 * (int64_t)threads;
+    }
+    /* n * per_trip / 256 >= PARALLEL_MIN_NS, without overflow */
+    return (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 256u / per_trip;
+}
+
+/* Runs trips [0, n), n > 0: on the pool when worth it, else on this thread. With
+ * fixed_chunk > 0 (a reduction) every body call covers exactly one chunk. */
+static void
+run_trips(launch *l, int64_t n, int64_t fixed_chunk)
+{
+    tack_kernel *k = l->kernel;
+    int threads = tack__pool_threads();
+    if (worth_parallel(k, n, threads)) {
+        int64_t chunk =
+            fixed_chunk ? fixed_chunk : n / ((int64_t)threads * CHUNKS_PER_THREAD);
+        int64_t mine = 0;
+        uint64_t mine_ns = 0;
+        if (tack__pool_run(n, chunk, run_range, l, &mine, &mine_ns)) {
+            update_estimate(k, mine, mine_ns);
+            atomic_fetch_add_explicit(&tack__stat_parallel, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    uint64_t t0 = tack__now_ns();
+    int64_t step = fixed_chunk ? fixed_chunk : n;
+    for (int64_t begin = 0; begin < n; begin += step) {
+        run_range(l, begin, n - begin < step ? n : begin + step);
+    }
+    update_estimate(k, n, tack__now_ns() - t0);
+    atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
+}
+
+/* The launch proper, over l's parameter block; the returned value is left in
+ * l->pub. */
+static tack_status
+run(launch *l)
+{
+    tack_kernel *k = l->kernel;
+    int64_t n = k->trips(l->params, &l->pub);
+    if (__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
+        return report(l);
+    }
+    int64_t nchunks = 0;
+    if (n > 0 && k->partial_size > 0) {
+        l->pub.chunk = (n + REDUCE_CHUNKS - 1) / REDUCE_CHUNKS;
+        nchunks = (n + l->pub.chunk - 1) / l->pub.chunk;
+        /* nchunks <= REDUCE_CHUNKS and partial_size <= MAX_PARTIAL_SIZE: no
+         * overflow */
+        l->pub.partials = tack__calloc((size_t)nchunks * (size_t)k->partial_size);
+        if (!l->pub.partials) {
+            return tack__fail(TACK_ERR_NO_MEMORY,
+                              "out of memory for the partials of kernel '%s'", k->name);
+        }
+    }
+    if (n < 0) {
+        l->body(0, 1, l->params, &l->pub);
+        atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
+    }
+    else if (n > 0) {
+        run_trips(l, n, l->pub.chunk);
+    }
+    if (k->finish && n >= 0 && !__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
+        k->finish(l->params, &l->pub, nchunks);
+    }
+    tack__free(l->pub.partials);
+    l->pub.partials = NULL;
+    return __atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE) ? report(l) : TACK_OK;
+}
+
+tack_status
+tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
+                      tack_kernel_value *result)
+{
     launch l;
     memset(&l, 0, sizeof l);
     l.pub.fail = record_failure;
     atomic_init(&l.claimed, 0);
     l.kernel = k;
-    l.args = args;
-
-    int64_t n = k->trips(args, &l.pub);
-    if (__atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE)) {
-        return report(&l);
+    l.body =
+        (flags & TACK_KERNEL_NOALIAS) && k->body_restrict ? k->body_restrict : k->body;
+    /* The parameter block: on the stack unless the arrays have many axes. */
+    uint64_t small[PARAMS_ON_STACK / 8];
+    size_t block_nbytes = tack_kernel_params_size(k->nparams, k->param_key);
+    void *block =
+        block_nbytes <= sizeof small ? (void *)small : tack__alloc(block_nbytes, 8);
+    if (!block) {
+        return tack__fail(TACK_ERR_NO_MEMORY,
+                          "out of memory for the parameters of kernel '%s'", k->name);
     }
-    if (n < 0) {
-        k->body(0, 1, args, &l.pub);
-        atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
+    tack_kernel_params_pack(k->nparams, k->param_key, args, block);
+    l.params = block;
+    if (l.body != k->body) {
+        atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
     }
-    else if (n > 0) {
-        int threads = tack__pool_threads();
-        uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
-        bool parallel;
-        if (threads < 2 || n < 2) {
-            parallel = false;
-        }
-        else if (per_trip == 0) {
-            parallel = n >= 2 * (int64_t)threads;
-        }
-        else {
-            /* n * per_trip / 256 >= PARALLEL_MIN_NS, without overflow */
-            parallel = (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 256u / per_trip;
-        }
-        bool ran = false;
-        if (parallel) {
-            int64_t chunk = n / ((int64_t)threads * CHUNKS_PER_THREAD);
-            int64_t mine = 0;
-            uint64_t mine_ns = 0;
-            ran = tack__pool_run(n, chunk, run_range, &l, &mine, &mine_ns);
-            if (ran) {
-                update_estimate(k, mine, mine_ns);
-                atomic_fetch_add_explicit(&tack__stat_parallel, 1,
-                                          memory_order_relaxed);
-            }
-        }
-        if (!ran) {
-            uint64_t t0 = tack__now_ns();
-            k->body(0, n, args, &l.pub);
-            update_estimate(k, n, tack__now_ns() - t0);
-            atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
-        }
+    tack_status st = run(&l);
+    if (block != (void *)small) {
+        tack__free(block);
     }
-    return __atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE) ? report(&l) : TACK_OK;
+    if (st == TACK_OK && result) {
+        result->kind = (tack_kernel_result_kind)k->result_kind;
+        result->i = l.pub.result_i;
+        result->f = l.pub.result_f;
+    }
+    return st;
 }

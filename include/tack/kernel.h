@@ -6,19 +6,46 @@
  * source with the system C compiler into a shared object, keeps it in a disk cache,
  * loads it with dlopen and launches it over a persistent thread pool.
  *
- * The generated-code ABI (version TACK_KERNEL_ABI). Each shared object exports:
+ * The generated-code ABI (version TACK_KERNEL_ABI). Every entry point takes the
+ * launch's parameter block (tack_kernel_params_pack: the same by-value block a GPU
+ * launch passes), which the runtime packs from the tack_kernel_args of a launch
+ * using the kernel's own key words. Each shared object exports:
  *
  *   const int tack_kernel_abi;             equal to TACK_KERNEL_ABI
- *   int64_t tack_kernel_trips(const tack_kernel_arg *args, tack_kernel_ctx *ctx);
+ *   const int tack_kernel_nparams;         its parameter count
+ *   const uint32_t tack_kernel_param_key[];  the key word of each parameter
+ *       (TACK_KERNEL_KEY_*), which fixes the block's layout
+ *   int64_t tack_kernel_trips(const void *params, tack_kernel_ctx *ctx);
  *       the trip count of the parallel outer loop, or -1 for a serial kernel
- *   void tack_kernel_body(int64_t begin, int64_t end, const tack_kernel_arg *args,
+ *   void tack_kernel_body(int64_t begin, int64_t end, const void *params,
  *                         tack_kernel_ctx *ctx);
  *       runs outer-loop iterations [begin, end); a serial kernel runs all of itself
  *       once when called with [0, 1)
  *
+ * and may export
+ *
+ *   const int tack_kernel_result_kind;     a TACK_KERNEL_RESULT_* (absent: none); a
+ *       serial kernel's body stores its returned value in ctx->result_i/result_f
+ *   const int64_t tack_kernel_partial_size;  bytes of one chunk's reduction partials
+ *       (absent or 0: none). The launch then cuts [0, trips) into fixed chunks of
+ *       ctx->chunk trips (a function of the trip count alone, so results never
+ *       depend on the thread count) and calls the body once per chunk; the body
+ *       writes its partials to slot begin / chunk of ctx->partials
+ *   void tack_kernel_finish(const void *params, tack_kernel_ctx *ctx,
+ *                           int64_t nchunks);
+ *       after the body: combines the partials in chunk order and stores the
+ *       returned value (a parallel kernel with a return or a reduction)
+ *
+ *   void tack_kernel_body_restrict(...);   the same signature and effect as
+ *       tack_kernel_body, compiled on the promise that no array the kernel stores
+ *       to overlaps another array argument (its pointers are restrict); the launch
+ *       calls it only when TACK_KERNEL_NOALIAS says the arguments keep that promise
+ *
  * The body may run on several threads at once, each with its own [begin, end).
- * The generated code includes no Tack header: it declares the two structs below
- * itself, so their layout is part of the ABI and only grows at the end.
+ * The generated code includes no Tack header: it declares the context struct below
+ * and its parameter block itself, so their layouts are part of the ABI (the
+ * context only grows at the end). ABI 2 added the context's last four fields, ABI 3
+ * the parameter block.
  */
 #ifndef TACK_KERNEL_H
 #define TACK_KERNEL_H
@@ -35,12 +62,13 @@
 extern "C" {
 #endif
 
-#define TACK_KERNEL_ABI 1
+#define TACK_KERNEL_ABI 3
 /* The most parameters a kernel may have. */
 #define TACK_KERNEL_MAX_PARAMS 64
 
-/* One launch argument. Arrays fill data and shape (Borrowed: valid for the launch);
- * int and bool scalars fill i, float scalars fill f. */
+/* One launch argument, as a C host or the dispatcher gives it (the runtime packs
+ * them into the kernel's parameter block). Arrays fill data and shape (Borrowed:
+ * valid for the launch); int and bool scalars fill i, float scalars fill f. */
 typedef struct tack_kernel_arg {
     void *data;
     const int64_t *shape;
@@ -65,7 +93,25 @@ struct tack_kernel_ctx {
     int failed;
     void (*fail)(tack_kernel_ctx *ctx, int why, int line, int axis, int64_t index,
                  int64_t extent, const char *name);
+    char *partials;   /* reduction partials, nchunks slots (see the ABI above) */
+    int64_t chunk;    /* trips per chunk of a reduction kernel */
+    int64_t result_i; /* a returned int or bool */
+    double result_f;  /* a returned float */
 };
+
+/* What a kernel returns. */
+typedef enum tack_kernel_result_kind {
+    TACK_KERNEL_RESULT_NONE = 0,
+    TACK_KERNEL_RESULT_INT = 1,
+    TACK_KERNEL_RESULT_FLOAT = 2,
+    TACK_KERNEL_RESULT_BOOL = 3
+} tack_kernel_result_kind;
+
+typedef struct tack_kernel_value {
+    tack_kernel_result_kind kind;
+    int64_t i; /* INT and BOOL */
+    double f;  /* FLOAT */
+} tack_kernel_value;
 
 /* A loaded specialization. Kernels are never unloaded: a pointer stays valid for the
  * life of the process, so launches on other threads never race an unload. */
@@ -109,12 +155,65 @@ TACK_API tack_status tack_kernel_check_arrays(const char *kernel_name, int npara
                                               const bool *stored);
 
 /*
+ * The specialization key: one word per argument, then the debug mode, then the
+ * backend of the launch (the DLPack device type of its arrays' device: kDLCPU = 1
+ * when there is no array). A dispatcher keeps one compiled kernel per key; two
+ * launches with equal keys may share it, whatever their values and extents.
+ */
+enum {
+    TACK_KERNEL_KEY_INT = 1,     /* a Python int (int64) */
+    TACK_KERNEL_KEY_FLOAT = 2,   /* a Python float (float64) */
+    TACK_KERNEL_KEY_BOOL = 3,    /* a bool */
+    TACK_KERNEL_KEY_FLOAT32 = 4, /* a float32 scalar (kept as float32 in the kernel) */
+    TACK_KERNEL_KEY_ARRAY = 0x10000 /* | dtype << 8 | ndim */
+};
+/* The key word of an array argument. */
+TACK_API uint32_t tack_kernel_key_array(const tack_array *array);
+/* Writes the two words after the arguments' words: tail[0] the debug mode, tail[1]
+ * the backend of the first array (arrays[k] NULL for scalars). */
+TACK_API void tack_kernel_key_tail(int nparams, const tack_array *const *arrays,
+                                   bool debug, uint32_t tail[2]);
+
+/*
+ * The by-value parameter block of one launch: what a GPU launch passes as its
+ * kernel's only argument. For each parameter in order: an array's data pointer (8
+ * bytes) and then its ndim extents (int64 each); a scalar's 8 bytes (an int64 for
+ * int and bool keys, a double for float keys). Every field is 8 bytes, so the block
+ * has no padding and its layout follows from the key alone (a generated kernel
+ * declares the same struct). key: the nparams argument words of the key.
+ */
+TACK_API size_t tack_kernel_params_size(int nparams, const uint32_t *key);
+/* Packs args into block (tack_kernel_params_size(nparams, key) bytes, 8-aligned). */
+TACK_API void tack_kernel_params_pack(int nparams, const uint32_t *key,
+                                      const tack_kernel_arg *args, void *block);
+
+/*
+ * Whether the arrays of one launch keep the promise of a restrict body: no array
+ * bound to a parameter the kernel may store to shares a byte with another array
+ * argument (the same array passed twice included). arrays[k] is NULL for a scalar;
+ * empty arrays overlap nothing. Arrays that are only read may overlap freely.
+ */
+TACK_API bool tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
+                                        const bool *stored);
+
+/* Launch flags. */
+enum {
+    /* the arguments keep the promise of tack_kernel_body_restrict (checked with
+     * tack_kernel_args_disjoint): use that body when the kernel has one */
+    TACK_KERNEL_NOALIAS = 1u << 0
+};
+
+/*
  * Runs a kernel: the trip count of its parallel loop is split over the thread pool,
  * a small one (or a serial kernel) runs on the calling thread. Returns when every
  * iteration has finished. Errors (debug mode): TACK_ERR_INDEX, TACK_ERR_ZERO_DIVISION
  * with the array, index, file and line in the message.
  */
 TACK_API tack_status tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args);
+/* tack_kernel_launch with flags (TACK_KERNEL_NOALIAS) and the returned value.
+ * Out: *result (may be NULL), set only on success. */
+TACK_API tack_status tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args,
+                                           unsigned flags, tack_kernel_value *result);
 
 /* Counters for tests and benchmarks (process-wide, since start). */
 typedef struct tack_kernel_stats {
@@ -125,6 +224,7 @@ typedef struct tack_kernel_stats {
     uint64_t failures;    /* failed compiles */
     uint64_t parallel_launches;
     uint64_t serial_launches;
+    uint64_t restrict_launches; /* launches that ran a restrict body */
 } tack_kernel_stats;
 TACK_API void tack_kernel_get_stats(tack_kernel_stats *out);
 

@@ -67,6 +67,14 @@ from tack._tack import (  # noqa: F401  names, errors, dtypes and their short al
     zeros,
 )
 from tack.kernel import kernel  # noqa: E402, F401  (tack.kernel: the decorator)
+from tack.kernel.func import func  # noqa: E402, F401  (tack.func: the decorator)
+from tack.kernel.intrinsics import (  # noqa: E402, F401  (names used inside kernels)
+    atomic_add,
+    atomic_max,
+    atomic_min,
+    atomic_sub,
+    local_array,
+)
 
 # The public names: what `from tack import *` binds and what type checkers treat as
 # re-exported. tests/python/test_typing.py checks that it lists every public name.
@@ -133,4 +141,11 @@ __all__ = [
     "vec3",
     "vec4",
     "zeros",
+    # used inside kernels
+    "atomic_add",
+    "atomic_max",
+    "atomic_min",
+    "atomic_sub",
+    "func",
+    "local_array",
 ]

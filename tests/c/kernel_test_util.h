@@ -11,22 +11,30 @@
 
 #include "harness.h"
 
-/* out[i] = 2 * i over a float64 array; args[1].i names a trip that fails like a
- * debug-mode bounds check (-1: none). */
-static const char double_kernel_source[] =
-    "#include <stdint.h>\n"
-    "typedef struct { void *data; const int64_t *shape; int64_t i; double f; } "
-    "tk_arg;\n"
-    "typedef struct tk_ctx { int failed; void (*fail)(struct tk_ctx *, int, int, int,\n"
-    "    int64_t, int64_t, const char *); } tk_ctx;\n"
-    "__attribute__((visibility(\"default\"))) const int tack_kernel_abi = 1;\n"
-    "__attribute__((visibility(\"default\"))) int64_t\n"
-    "tack_kernel_trips(const tk_arg *a, tk_ctx *c) { (void)c; return a[0].shape[0]; }\n"
-    "__attribute__((visibility(\"default\"))) void\n"
-    "tack_kernel_body(int64_t b, int64_t e, const tk_arg *a, tk_ctx *c) {\n"
-    "    double *o = a[0].data;\n"
+/* out[i] = 2 * i over a float64 array; its second (int) argument names a trip that
+ * fails like a debug-mode bounds check (-1: none). The parameter block (kernel.h):
+ * the array's data pointer and extent, then the int. */
+#define KERNEL_TEST_PARAMS                                                            \
+    "#include <stdint.h>\n"                                                           \
+    "typedef struct tk_ctx { int failed; void (*fail)(struct tk_ctx *, int, int, "    \
+    "int,\n"                                                                          \
+    "    int64_t, int64_t, const char *); char *partials; int64_t chunk, result_i;\n" \
+    "    double result_f; } tk_ctx;\n"                                                \
+    "typedef struct { void *a0; int64_t a0_n[1]; int64_t a1; } P;\n"                  \
+    "#define E __attribute__((visibility(\"default\")))\n"                            \
+    "E const int tack_kernel_abi = 3;\n"                                              \
+    "E const int tack_kernel_nparams = 2;\n"                                          \
+    "E const uint32_t tack_kernel_param_key[] = {0x10b01u, 1u};\n"
+
+static const char double_kernel_source[] = KERNEL_TEST_PARAMS
+    "E int64_t\n"
+    "tack_kernel_trips(const void *v, tk_ctx *c) { (void)c; return ((const P "
+    "*)v)->a0_n[0]; }\n"
+    "E void\n"
+    "tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    const P *p = v; double *o = p->a0;\n"
     "    for (int64_t i = b; i < e; i++) {\n"
-    "        if (i == a[1].i) { c->fail(c, 1, 7, 0, i + 1000, a[0].shape[0], \"out\");"
+    "        if (i == p->a1) { c->fail(c, 1, 7, 0, i + 1000, p->a0_n[0], \"out\");"
     " return; }\n"
     "        o[i] = 2.0 * (double)i;\n"
     "    }\n"

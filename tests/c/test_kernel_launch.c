@@ -139,3 +139,187 @@ TACK_TEST(arrays_of_different_memory_domains_or_a_foreign_device_are_refused)
     tack_array_release(b);
     tack_array_release(g);
 }
+
+TACK_TEST(args_disjoint_only_when_no_stored_array_overlaps_another)
+{
+    static double m[8];
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    tack_buffer *buf;
+    CHECK_OK(
+        tack_buffer_wrap(cpu, m, sizeof m, TACK_BUFFER_WRITABLE, NULL, NULL, &buf));
+    int64_t four[1] = {4}, zero[1] = {0};
+    tack_array *whole, *head, *empty;
+    int64_t eight[1] = {8};
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, eight, true, &whole));
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, four, true, &head));
+    CHECK_OK(tack_array_from_buffer(buf, TACK_FLOAT64, 1, zero, true, &empty));
+    tack_buffer_release(buf);
+    tack_array *other = array_on(cpu, (double[4]){0});
+
+    bool stored[3] = {false, true, false};
+    const tack_array *apart[3] = {whole, other, NULL};
+    CHECK(tack_kernel_args_disjoint(3, apart, stored));
+    const tack_array *twice[3] = {other, other, NULL};
+    CHECK(!tack_kernel_args_disjoint(3, twice, stored));
+    const tack_array *nested[3] = {whole, head, NULL};
+    CHECK(!tack_kernel_args_disjoint(3, nested, stored));
+    /* Only-read arrays may overlap each other; an empty array overlaps nothing. */
+    bool none[3] = {false, false, false};
+    CHECK(tack_kernel_args_disjoint(3, nested, none));
+    const tack_array *with_empty[3] = {whole, empty, NULL};
+    CHECK(tack_kernel_args_disjoint(3, with_empty, stored));
+    tack_array_release(whole);
+    tack_array_release(head);
+    tack_array_release(empty);
+    tack_array_release(other);
+    tack_device_release(cpu);
+}
+
+/* double_kernel_source plus a restrict body that writes 3 * i, so a test can see
+ * which body ran. */
+static const char restrict_tail[] =
+    "E void\n"
+    "tack_kernel_body_restrict(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    (void)c; double *o = ((const P *)v)->a0;\n"
+    "    for (int64_t i = b; i < e; i++) o[i] = 3.0 * (double)i;\n"
+    "}\n";
+
+TACK_TEST(noalias_flag_runs_the_restrict_body_when_there_is_one)
+{
+    fresh_cache_dir();
+    char source[sizeof double_kernel_source + sizeof restrict_tail];
+    snprintf(source, sizeof source, "%s%s", double_kernel_source, restrict_tail);
+    tack_kernel *k, *plain;
+    char *log;
+    CHECK_OK(tack_kernel_build("both", "t.py", source, &k, &log));
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &plain, &log));
+    double out[4];
+    int64_t shape[1] = {4};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    tack_kernel_stats s0, s1;
+    tack_kernel_get_stats(&s0);
+    CHECK_OK(tack_kernel_launch_ex(k, args, TACK_KERNEL_NOALIAS, NULL));
+    CHECK_EQ_DBL(out[3], 9.0);
+    tack_kernel_get_stats(&s1);
+    CHECK_EQ_INT(s1.restrict_launches, s0.restrict_launches + 1);
+    CHECK_OK(tack_kernel_launch_ex(k, args, 0, NULL));
+    CHECK_EQ_DBL(out[3], 6.0);
+    /* No restrict body: the flag changes nothing. */
+    CHECK_OK(tack_kernel_launch_ex(plain, args, TACK_KERNEL_NOALIAS, NULL));
+    CHECK_EQ_DBL(out[3], 6.0);
+    tack_kernel_get_stats(&s0);
+    CHECK_EQ_INT(s0.restrict_launches, s1.restrict_launches);
+}
+
+TACK_TEST(specialization_key_words_come_from_the_runtime)
+{
+    static double m1[4], m2[4];
+    tack_device *cpu;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    tack_array *a = array_on(cpu, m1);
+    tack_array *g = array_on(fake_device(&tack__backend_cuda, 3), m2);
+    CHECK_EQ_INT(tack_kernel_key_array(a),
+                 TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_FLOAT64 << 8 | 1u);
+    uint32_t tail[2];
+    const tack_array *none[2] = {NULL, NULL};
+    tack_kernel_key_tail(2, none, true, tail);
+    CHECK_EQ_INT(tail[0], 1);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    const tack_array *on_cpu[2] = {NULL, a};
+    tack_kernel_key_tail(2, on_cpu, false, tail);
+    CHECK_EQ_INT(tail[0], 0);
+    CHECK_EQ_INT(tail[1], kDLCPU);
+    const tack_array *on_gpu[2] = {g, NULL};
+    tack_kernel_key_tail(2, on_gpu, false, tail);
+    CHECK_EQ_INT(tail[1], kDLCUDA);
+    tack_array_release(a);
+    tack_array_release(g);
+    tack_device_release(cpu);
+}
+
+/* A reduction in the generated-code ABI: the sum of a float64 array, one partial per
+ * chunk, folded by finish. */
+static const char sum_kernel_source[] =
+    "#include <stdint.h>\n"
+    "typedef struct tk_ctx { int failed; void (*fail)(struct tk_ctx *, int, int, int,\n"
+    "    int64_t, int64_t, const char *); char *partials; int64_t chunk, result_i;\n"
+    "    double result_f; } tk_ctx;\n"
+    "typedef struct { const double *a0; int64_t a0_n[1]; } P;\n"
+    "#define E __attribute__((visibility(\"default\")))\n"
+    "E const int tack_kernel_abi = 3;\n"
+    "E const int tack_kernel_nparams = 1;\n"
+    "E const uint32_t tack_kernel_param_key[] = {0x10b01u};\n"
+    "E const int tack_kernel_result_kind = 2;\n"
+    "E const int64_t tack_kernel_partial_size = sizeof(double);\n"
+    "E int64_t tack_kernel_trips(const void *v, tk_ctx *c) {\n"
+    "    (void)c; return ((const P *)v)->a0_n[0]; }\n"
+    "E void tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    const double *x = ((const P *)v)->a0; double s = -0.0;\n"
+    "    for (int64_t i = b; i < e; i++) s += x[i];\n"
+    "    ((double *)c->partials)[b / c->chunk] = s + (double)(e - b) * 1e6;\n"
+    "}\n"
+    "E void tack_kernel_finish(const void *v, tk_ctx *c, int64_t n) {\n"
+    "    (void)v; double s = 0; for (int64_t k = 0; k < n; k++)\n"
+    "    s += ((double *)c->partials)[k]; c->result_f = s; c->result_i = n; }\n";
+
+TACK_TEST(reduction_partials_per_fixed_chunk_and_the_returned_value)
+{
+    setenv("TACK_NUM_THREADS", "3", 1);
+    fresh_cache_dir();
+    tack_kernel *k;
+    char *log;
+    CHECK_OK(tack_kernel_build("sum", "t.py", sum_kernel_source, &k, &log));
+    enum { N = 1000 };
+    static double x[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = (double)i;
+    }
+    int64_t shape[1] = {N};
+    tack_kernel_arg args[1] = {{x, shape, 0, 0}};
+    for (int round = 0; round < 3; round++) {
+        tack_kernel_value v = {TACK_KERNEL_RESULT_NONE, -1, -1.0};
+        CHECK_OK(tack_kernel_launch_ex(k, args, 0, &v));
+        CHECK_EQ_INT(v.kind, TACK_KERNEL_RESULT_FLOAT);
+        /* every trip counted once (the 1e6 per trip), in chunks of ceil(N / 256) */
+        CHECK_EQ_DBL(v.f, (double)N * (N - 1) / 2 + (double)N * 1e6);
+        CHECK_EQ_INT(v.i, (N + 3) / 4); /* nchunks: chunk = 4 */
+    }
+    /* No trips: finish folds nothing. */
+    shape[0] = 0;
+    tack_kernel_value v;
+    CHECK_OK(tack_kernel_launch_ex(k, args, 0, &v));
+    CHECK_EQ_DBL(v.f, 0.0);
+    CHECK_EQ_INT(v.i, 0);
+    /* The partials' allocation fails cleanly. */
+    shape[0] = N;
+    tack_test_counting_allocator(1);
+    CHECK_STATUS(tack_kernel_launch_ex(k, args, 0, &v), TACK_ERR_NO_MEMORY);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0);
+    tack_set_allocator(NULL);
+}
+
+TACK_TEST(parameter_block_layout_follows_the_key)
+{
+    double data[6];
+    int64_t shape[2] = {2, 3};
+    uint32_t key[4] = {TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_FLOAT64 << 8 | 2u,
+                       TACK_KERNEL_KEY_INT, TACK_KERNEL_KEY_FLOAT,
+                       TACK_KERNEL_KEY_BOOL};
+    tack_kernel_arg args[4] = {{data, shape, 0, 0.0},
+                               {NULL, NULL, -7, 0.0},
+                               {NULL, NULL, 0, 2.5},
+                               {NULL, NULL, 1, 0.0}};
+    CHECK_EQ_INT(tack_kernel_params_size(4, key), 6 * 8);
+    uint64_t block[6];
+    tack_kernel_params_pack(4, key, args, block);
+    CHECK(block[0] == (uint64_t)(uintptr_t)data);
+    CHECK_EQ_INT((int64_t)block[1], 2);
+    CHECK_EQ_INT((int64_t)block[2], 3);
+    CHECK_EQ_INT((int64_t)block[3], -7);
+    double f;
+    memcpy(&f, &block[4], 8);
+    CHECK_EQ_DBL(f, 2.5);
+    CHECK_EQ_INT((int64_t)block[5], 1);
+    CHECK_EQ_INT(tack_kernel_params_size(0, key), 0);
+}

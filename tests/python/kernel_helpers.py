@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 import tack
 
@@ -30,3 +31,20 @@ def check_both(k: Any, *args: Any, exact: bool = True) -> None:
             np.testing.assert_array_equal(g, w)
         else:
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=0)
+
+
+def read_only(n: int, dtype: Any) -> tack.Array:
+    """A read-only Tack array of n zeros (a DLPack import of a read-only NumPy
+    array)."""
+    host = np.zeros(n, dtype=dtype)
+    host.flags.writeable = False
+    ro = tack.from_dlpack(host)
+    assert not ro.writable
+    return ro
+
+
+@pytest.fixture(autouse=True)
+def private_kernel_cache(tmp_path_factory: pytest.TempPathFactory,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel cache of the test session's own (autouse where imported)."""
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "kc"))

@@ -72,7 +72,10 @@ def test_needs_a_gpu():
 def _pytest_cuda(tmp_path: Path, require: bool) -> subprocess.CompletedProcess:
     test = tmp_path / "test_marked.py"
     test.write_text(CUDA_TEST)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))
+    # This directory first (for the conftest), then whatever made tack importable here
+    # (the sanitized run stages the package on PYTHONPATH).
+    paths = [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
     # A driver path that cannot load: no CUDA device, on any machine.
     env["TACK_CUDA_DRIVER"] = str(tmp_path / "no-such-driver.so")
     env.pop("TACK_REQUIRE_CUDA", None)

@@ -353,12 +353,15 @@ def test_scalar_kinds_make_specializations():
     assert out.numpy().tolist() == [-2.0, -5.0, -8.0, -11.0, -14.0]
     scalars(out, n=1, x=1.0, flag=True)  # keywords bind by name
     assert out.numpy().tolist() == [-1.0, -2.0, -3.0, -4.0, -5.0]
-    scalars(out, np.int64(1), np.float32(2.0), False)  # NumPy scalars: int and float
+    scalars(out, np.int64(1), np.float64(2.0), False)  # NumPy scalars: int and float
     assert out.numpy().tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
     assert scalars._nspecializations == 2
+    scalars(out, np.int64(1), np.float32(2.0), False)  # float32 keeps its type
+    assert out.numpy().tolist() == [1.0, 3.0, 5.0, 7.0, 9.0]
+    assert scalars._nspecializations == 3
     scalars(tack.zeros(5, dtype=tack.f32), 2, 0.5, False)  # new dtype
     scalars(tack.zeros((1,), dtype=tack.i32), 2, 0.5, False)
-    assert scalars._nspecializations == 4
+    assert scalars._nspecializations == 5
 
 
 @tack.kernel

@@ -2,9 +2,10 @@
 
 ``kernel(fn)`` parses fn at once (unsupported Python raises tack.KernelError here)
 and returns a tack.Kernel, a C object whose call does the dispatch. The first call
-with a new argument signature (or debug mode) comes back to ``_Compiler.__call__``,
-which types the IR for that signature, generates C and has the runtime build it
-(from the disk cache when it can). A failed build is remembered: every later call
+with a new argument signature (or debug mode, or backend) comes back to
+``_Compiler.__call__``, which types the IR for that signature, lowers it, has the
+backend's emitter (EMITTERS) spell it and the runtime build it (from the disk cache
+when it can). A failed build is remembered: every later call
 with the same signature and debug mode raises the same CompileError without
 compiling again. The debug mode is the decorator's ``debug=`` or, when that is None,
 TACK_DEBUG as the dispatcher reads it at each call.
@@ -12,44 +13,106 @@ TACK_DEBUG as the dispatcher reads it at each call.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, overload
 
-from tack._tack import CompileError, Kernel, _kernel_build
-from tack.kernel.codegen_c import generate_c
+from tack._tack import CompileError, Kernel, KernelError, _kernel_build
+from tack.kernel.emit_c import emit_c
+from tack.kernel.emit_cuda import CudaKernel, emit_cuda
+from tack.kernel.lower import lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.types import specialize
 
-__all__ = ["Kernel", "generate_source", "kernel"]
+__all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
 
 
 def _debug_from_env() -> bool:
     return os.environ.get("TACK_DEBUG", "") not in ("", "0")
 
 
+# The compiler walks expressions recursively, a few frames per nesting level; a
+# long chain such as x + x + ... + x (which CPython itself compiles) nests once
+# per operator. Python's default limit (1000) would stop at ~250 terms.
+_DEPTH_LIMIT = 20000
+_depth_lock = threading.Lock()
+_depth_users = 0
+_depth_saved = 0
+
+
+@contextlib.contextmanager
+def _deep_recursion(name: str) -> Iterator[None]:
+    """Runs a front-end stage with room for deep expressions; if even that is not
+    enough, a KernelError instead of a RecursionError."""
+    global _depth_users, _depth_saved
+    with _depth_lock:
+        if _depth_users == 0:
+            _depth_saved = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_depth_saved, _DEPTH_LIMIT))
+        _depth_users += 1
+    try:
+        yield
+    except RecursionError:
+        raise KernelError(
+            f"kernel '{name}': an expression is nested too deeply to compile; split "
+            "it into several assignments to locals") from None
+    finally:
+        with _depth_lock:
+            _depth_users -= 1
+            if _depth_users == 0:
+                sys.setrecursionlimit(_depth_saved)
+
+
+KDL_CPU = 1  # DLPack's kDLCPU: the backend word of a CPU launch's key
+# The emitter for each backend (DLPack device type): a lowered plan -> source the
+# runtime builds for that backend. A GPU emitter adds its entry.
+EMITTERS: dict[int, Callable[[Any], str]] = {KDL_CPU: emit_c}
+
+
 class _Compiler:
     """Called by a tack.Kernel on a signature it has not seen."""
 
     def __init__(self, fn: Callable[..., Any], debug: bool | None) -> None:
-        self.ir = parse_kernel(fn)
+        with _deep_recursion(fn.__name__):
+            self.ir = parse_kernel(fn)
         self.debug = debug  # None: TACK_DEBUG, read by the dispatcher at each call
         self.failed: dict[tuple[Any, ...], CompileError] = {}
         self.lock = threading.Lock()
 
-    def source(self, signature: tuple[Any, ...], debug: bool | None = None) -> str:
+    def source(self, signature: tuple[Any, ...], debug: bool | None = None,
+               backend: int = KDL_CPU) -> str:
+        emit = EMITTERS.get(backend)
+        if emit is None:
+            raise CompileError(f"kernel '{self.ir.name}': Tack has no kernel code "
+                               f"generator for DLPack device type {backend} yet; "
+                               "run it on CPU arrays")
+        return self.spell(emit, signature, debug)
+
+    def cuda(self, signature: tuple[Any, ...], debug: bool | None = None) -> CudaKernel:
+        """The CUDA source of a specialization and its launch facts."""
+        return self.spell(emit_cuda, signature, debug)
+
+    def spell(self, emit: Callable[[Any], Any], signature: tuple[Any, ...],
+              debug: bool | None) -> Any:
+        """emit over the lowered plan of a specialization (debug None: the mode a
+        call would use now)."""
         if debug is None:
             debug = _debug_from_env() if self.debug is None else self.debug
-        return generate_c(specialize(self.ir, signature, debug))
+        with _deep_recursion(self.ir.name):
+            return emit(lower(specialize(self.ir, signature, debug)))
 
-    def __call__(self, signature: tuple[Any, ...], debug: bool) -> Any:
-        key = (signature, debug)
+    def __call__(self, signature: tuple[Any, ...], debug: bool,
+                 backend: int = KDL_CPU) -> Any:
+        key = (signature, debug, backend)
         with self.lock:
             failed = self.failed.get(key)
         if failed is not None:
             raise CompileError(*failed.args)
-        src = self.source(signature, debug)
+        src = self.source(signature, debug, backend)
         try:
             return _kernel_build(self.ir.name, self.ir.filename, src)
         except CompileError as exc:
@@ -75,6 +138,9 @@ def kernel(fn: Callable[..., Any] | None = None, *,
     """
     if fn is None:
         return lambda f: kernel(f, debug=debug)
+    if not inspect.isfunction(fn):
+        raise TypeError(f"tack.kernel decorates a Python function (def), not "
+                        f"{type(fn).__name__}; write @tack.kernel above a def")
     comp = _Compiler(fn, debug)
     k = Kernel(comp.ir.name, tuple(comp.ir.params),
                tuple(p in comp.ir.stored for p in comp.ir.params), comp,
@@ -92,3 +158,11 @@ def generate_source(k: Kernel, signature: tuple[Any, ...],
     tests): e.g. (("array", "float32", 1), "int"). debug=None: the mode a call
     would use now."""
     return k.compile.source(signature, debug)
+
+
+def generate_cuda(k: Kernel, signature: tuple[Any, ...],
+                  debug: bool | None = None) -> CudaKernel:
+    """The CUDA source a kernel compiles to for a signature, with what its launch
+    needs (parameter block layout, names of the failure record, partial size; see
+    emit_cuda.py). debug=None: the mode a call would use now."""
+    return k.compile.cuda(signature, debug)

@@ -14,35 +14,15 @@ import builtins
 import inspect
 import math
 import textwrap
+import types
 from collections.abc import Callable
 from typing import Any
 
+from tack import _tack
 from tack._tack import KernelError
-from tack.kernel import ir
-
-# Functions a kernel may call, by the object a name resolves to.
-BUILTIN_FUNCS: dict[Any, str] = {
-    builtins.float: "float",
-    builtins.int: "int",
-    builtins.bool: "bool",
-    builtins.abs: "abs",
-    builtins.min: "min",
-    builtins.max: "max",
-    builtins.round: "round",
-}
-MATH_FUNCS = [  # noqa: SIM905  (a word list reads better than 40 quoted names)
-    f for f in (
-        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh "
-        "cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma floor ceil trunc pow "
-        "atan2 hypot copysign fmod remainder nextafter ldexp isqrt isnan isinf isfinite "
-        "degrees radians"
-    ).split()
-    if hasattr(math, f)  # cbrt and exp2 are new in Python 3.11
-]
-MATH_CONSTS = {"pi": math.pi, "e": math.e, "tau": math.tau, "inf": math.inf,
-               "nan": math.nan}
-for _f in MATH_FUNCS:
-    BUILTIN_FUNCS[getattr(math, _f)] = "math." + _f
+from tack.kernel import builtins as kbuiltins
+from tack.kernel import intrinsics, ir
+from tack.kernel.func import Func
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -55,6 +35,7 @@ UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+LOCAL_ARRAY_MAX = 1 << 16
 _MISSING = object()
 
 
@@ -65,8 +46,10 @@ def kernel_error(msg: str, filename: str, lines: list[str], lineno: int,
 
 
 class _Parser:
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], func: bool = False) -> None:
         self.fn = fn
+        self.func = func  # a @tack.func body: return anywhere, no parallel loop
+        self.whole_value: ast.expr | None = None  # the call a statement is made of
         self.name = fn.__name__
         try:
             self.filename = inspect.getsourcefile(fn) or "<unknown>"
@@ -95,6 +78,7 @@ class _Parser:
             self.scope.update(closure.nonlocals)
         self.params: list[str] = []
         self.locals: set[str] = set()
+        self.local_arrays: dict[str, tuple[tuple[int, ...], str]] = {}
         self.array_params: set[str] = set()
         self.stored: set[str] = set()
         self.first_use: dict[str, int] = {}
@@ -131,7 +115,8 @@ class _Parser:
                 fdef, "kernel parameters are plain positional names: no defaults, "
                 "*args, **kwargs, keyword-only or positional-only markers")
         if fdef.returns is not None:
-            raise self.error(fdef, "kernels return nothing: drop the return annotation")
+            raise self.error(fdef, "kernel types are inferred: drop the return "
+                             "annotation")
         self.params = [p.arg for p in a.args]
         for stmt in ast.walk(fdef):
             if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -141,19 +126,70 @@ class _Parser:
                         self.locals.add(t.id)
             elif isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name):
                 self.locals.add(stmt.target.id)
+        for stmt in ast.walk(fdef):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                spec = self.local_array_spec(stmt.value)
+                if spec is not None:
+                    self.declare_local_array(stmt, spec)
         body = fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value,
                                                                 ast.Constant):
             body = body[1:]  # the docstring
+        result = None
+        if not self.func and body and isinstance(body[-1], ast.Return):
+            ret = body[-1]
+            body = body[:-1]
+            if ret.value is not None:
+                if isinstance(ret.value, (ast.Tuple, ast.List)):
+                    raise self.error(ret, "a kernel returns one scalar")
+                result = self.expr(ret.value)
         stmts = self.block(body)
         for p in self.array_params:
             if p in self.locals:
                 raise self.error(fdef, f"array parameter '{p}' cannot be reassigned")
+        parallel, reductions = (False, {}) if self.func else parallel_plan(
+            stmts, self.params, result)
         return ir.KernelIR(
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
-            parallel=parallel_plan(stmts, self.params), first_use=dict(self.first_use),
-            lookup=self.lookup, file_lines=self.file_lines)
+            parallel=parallel, first_use=dict(self.first_use),
+            lookup=self.lookup, file_lines=self.file_lines, result=result,
+            reductions=reductions, local_arrays=dict(self.local_arrays))
+
+    def local_array_spec(self, value: ast.expr) -> tuple[ast.Call, Any] | None:
+        """(call, dtype object) when value is a tack.local_array(...) call."""
+        if not (isinstance(value, ast.Call)
+                and self.resolve(value.func) is intrinsics.local_array):
+            return None
+        if value.keywords or len(value.args) != 2:
+            raise self.error(value, "tack.local_array(shape, dtype) takes a constant "
+                             "shape and a dtype, positionally")
+        dtype = self.resolve(value.args[1])
+        if not isinstance(dtype, _tack.dtype) or dtype.ncomponents != 1:
+            raise self.error(value.args[1], "the dtype of tack.local_array is a scalar "
+                             "Tack dtype such as tack.f32 or tack.i64")
+        return value, dtype
+
+    def declare_local_array(self, stmt: ast.Assign, spec: tuple[ast.Call, Any]) -> None:
+        call, dtype = spec
+        target = stmt.targets[0]
+        if not isinstance(target, ast.Name) or target.id in self.params:
+            raise self.error(stmt, "tack.local_array(...) is assigned to a local name")
+        dims = call.args[0].elts if isinstance(call.args[0], ast.Tuple) \
+            else [call.args[0]]
+        if not dims or not all(isinstance(d, ast.Constant) and type(d.value) is int
+                               and d.value > 0 for d in dims):
+            raise self.error(call, "the shape of tack.local_array is a tuple of "
+                             "constant positive ints, such as (3,) or (4, 4)")
+        shape = tuple(int(d.value) for d in dims)  # type: ignore[union-attr]
+        if math.prod(shape) > LOCAL_ARRAY_MAX:
+            raise self.error(call, f"tack.local_array holds at most "
+                             f"{LOCAL_ARRAY_MAX} elements (it lives on the stack)")
+        spec2 = (shape, dtype.name)
+        if self.local_arrays.setdefault(target.id, spec2) != spec2:
+            raise self.error(stmt, f"local array '{target.id}' is created with two "
+                             "shapes or dtypes")
+        self.locals.discard(target.id)
 
     def lookup(self, name: str) -> Any:
         """A global or closure value, read now (at specialization time)."""
@@ -171,17 +207,29 @@ class _Parser:
         out: list[ir.Stmt] = []
         for node in nodes:
             s = self.stmt(node)
-            if s is not None:
+            if isinstance(s, list):
+                out += s
+            elif s is not None:
                 out.append(s)
         return out
 
-    def stmt(self, node: ast.stmt) -> ir.Stmt | None:
+    def stmt(self, node: ast.stmt) -> ir.Stmt | list[ir.Stmt] | None:
         line = node.lineno
         if isinstance(node, ast.Assign):
             if len(node.targets) != 1:
                 raise self.error(node, "chained assignment (a = b = c) is not supported "
                                  "in kernels; assign one name at a time")
-            return ir.Assign(line, self.target(node.targets[0]), self.expr(node.value))
+            atomic = self.atomic(node.value, node.targets[0])
+            if atomic is not None:
+                return atomic
+            if self.local_array_spec(node.value) is not None:
+                name = node.targets[0]
+                assert isinstance(name, ast.Name)
+                shape, dtype = self.local_arrays[name.id]
+                return ir.LocalArray(line, name.id, shape, dtype)
+            target = self.target(node.targets[0])
+            self.whole_value = node.value
+            return ir.Assign(line, target, self.expr(node.value))
         if isinstance(node, ast.AugAssign):
             target = self.target(node.target)
             op = BINOPS.get(type(node.op))
@@ -190,7 +238,7 @@ class _Parser:
             current = (ir.Name(line, target.id) if isinstance(target, ir.Name) else
                        ir.Element(line, target.array, target.indices, target.component))
             return ir.Assign(line, target, ir.BinOp(line, op, current,
-                                                    self.expr(node.value)))
+                                                    self.expr(node.value)), aug=True)
         if isinstance(node, ast.AnnAssign):
             raise self.error(node, "annotated assignments are not supported in kernels; "
                              "types are inferred (use float(x) or int(x) to convert)")
@@ -217,13 +265,61 @@ class _Parser:
             if isinstance(node.value, ast.Constant) and isinstance(node.value.value,
                                                                    str):
                 return None  # a string used as a comment
+            atomic = self.atomic(node.value, None)
+            if atomic is not None:
+                return atomic
+            if isinstance(node.value, ast.Call) and isinstance(
+                    self.resolve(node.value.func), Func):
+                self.whole_value = node.value
+                call = self.expr(node.value)
+                assert isinstance(call, ir.FuncCall)
+                return ir.CallStmt(line, call)
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
+        if isinstance(node, ast.Return) and self.func:
+            if isinstance(node.value, (ast.Tuple, ast.List)):
+                raise self.error(node, "a func returns one scalar")
+            return ir.Return(line, None if node.value is None else
+                             self.expr(node.value))
         if isinstance(node, ast.Return):
-            raise self.error(node, "kernels return nothing: write results into an "
-                             "array parameter (and use break or if/else to stop early)")
+            raise self.error(node, "a kernel returns once, as its last statement "
+                             "(return total); to stop early use break or if/else")
         what = type(node).__name__
         raise self.error(node, f"'{what}' statements are not supported in kernels")
+
+    def atomic(self, value: ast.expr,
+               target: ast.expr | None) -> list[ir.Stmt] | None:
+        """tack.atomic_<op>(a, i, ..., v) as a statement, or as the whole value of
+        an assignment (old = ..., out[i] = ...); None when value is no atomic
+        call. An element target gets the old value through a local of its own
+        (named with a '.', which no Python name has)."""
+        if not isinstance(value, ast.Call):
+            return None
+        b = kbuiltins.lookup(self.resolve(value.func))
+        if b is None or b.kind != "atomic":
+            return None
+        if value.keywords or any(isinstance(a, ast.Starred) for a in value.args):
+            raise self.error(value, f"{b.name}() takes positional arguments only")
+        if len(value.args) < 3 or not isinstance(value.args[0], ast.Name):
+            raise self.error(value, f"{b.name}(a, i, [j, ...], v) takes an array "
+                             "parameter, one index per axis and a value")
+        name = value.args[0].id
+        self.use_array(name, value)
+        if name not in self.local_arrays:
+            self.stored.add(name)
+        element = ir.Element(value.lineno, name,
+                             [self.expr(i) for i in value.args[1:-1]])
+        line = value.lineno
+        op = b.name.removeprefix("tack.atomic_")
+        if target is None:
+            return [ir.Atomic(line, op, element, self.expr(value.args[-1]))]
+        dest = self.target(target)
+        if isinstance(dest, ir.Name):
+            return [ir.Atomic(line, op, element, self.expr(value.args[-1]), dest)]
+        old = f".old{line}.{value.col_offset}"
+        return [ir.Atomic(line, op, element, self.expr(value.args[-1]),
+                          ir.Name(line, old)),
+                ir.Assign(line, dest, ir.Name(line, old))]
 
     def for_loop(self, node: ast.For) -> ir.For:
         if node.orelse:
@@ -257,6 +353,9 @@ class _Parser:
 
     def target(self, node: ast.expr) -> ir.Name | ir.Element:
         if isinstance(node, ast.Name):
+            if node.id in self.local_arrays:
+                raise self.error(node, f"local array '{node.id}' is assigned only by "
+                                 "tack.local_array(...); store to its elements")
             if node.id in self.array_params:
                 raise self.error(node, f"array parameter '{node.id}' cannot be "
                                  "reassigned")
@@ -265,7 +364,8 @@ class _Parser:
         if isinstance(node, (ast.Subscript, ast.Attribute)):
             el = self.expr(node)
             if isinstance(el, ir.Element):
-                self.stored.add(el.array)
+                if el.array not in self.local_arrays:
+                    self.stored.add(el.array)
                 return el
         if isinstance(node, (ast.Tuple, ast.List)):
             raise self.error(node, "tuple assignment is not supported in kernels; "
@@ -276,6 +376,8 @@ class _Parser:
     # ---- expressions -----------------------------------------------------------
 
     def use_array(self, name: str, node: ast.AST) -> None:
+        if name in self.local_arrays:
+            return
         if name not in self.params:
             raise self.error(node, f"'{name}' is not an array parameter of the kernel")
         if name in self.locals:
@@ -313,8 +415,11 @@ class _Parser:
                 raise self.error(node, "the @ operator is not supported in kernels")
             return ir.BinOp(line, op, self.expr(node.left), self.expr(node.right))
         if isinstance(node, ast.UnaryOp):
-            operand = self.expr(node.operand)
             op = UNOPS[type(node.op)]
+            lit = node.operand
+            if op == "-" and isinstance(lit, ast.Constant) and type(lit.value) is int:
+                return self.const(node, -lit.value)  # -9223372036854775808 fits
+            operand = self.expr(node.operand)
             if op == "-" and isinstance(operand, ir.Const) and not isinstance(
                     operand.value, bool):
                 return self.const(node, -operand.value)
@@ -349,14 +454,15 @@ class _Parser:
         raise self.error(node, f"{hint} are not supported in kernels")
 
     def resolve(self, node: ast.expr) -> Any:
-        """The object a function name or math.attr refers to, or None."""
+        """The object a function name or module.attr (math.sqrt, tack.f32) refers
+        to, or None."""
         if isinstance(node, ast.Name) and node.id not in self.locals \
                 and node.id not in self.params:
             return self.scope.get(node.id)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             mod = self.resolve(node.value)
-            if mod is math:
-                return getattr(math, node.attr, None)
+            if isinstance(mod, types.ModuleType):
+                return getattr(mod, node.attr, None)
         return None
 
     def call(self, node: ast.Call) -> ir.Expr:
@@ -371,26 +477,49 @@ class _Parser:
                 raise self.error(node, "len() takes one array parameter")
             self.use_array(node.args[0].id, node)
             return ir.Shape(line, node.args[0].id, 0)
-        try:
-            fname = BUILTIN_FUNCS.get(target) if target is not None else None
-        except TypeError:  # unhashable
-            fname = None
-        if fname is None:
+        if isinstance(target, Func):
+            return self.func_call(node, target)
+        b = kbuiltins.lookup(target) if target is not None else None
+        if b is None:
             src = ast.unparse(node.func)
             raise self.error(node, f"'{src}' cannot be called in a kernel; kernels call "
-                             "float, int, bool, abs, min, max, round, len and the "
-                             "math functions listed in docs/kernels.md")
+                             "float, int, bool, abs, min, max, round, len, the "
+                             "dtype conversions (tack.f32(x), tack.i32(x), ...) and "
+                             "the math functions listed in docs/kernels.md")
+        if b.kind == "atomic":
+            raise self.error(node, f"{b.name}() is a statement of its own, or the "
+                             f"value of an assignment: old = {b.name}(a, i, v)")
         args = [self.expr(a) for a in node.args]
-        nargs = len(args)
-        expect = {"min": (2, 99), "max": (2, 99), "math.log": (1, 2), "round": (1, 1)}
-        two = ("math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
-               "math.remainder", "math.nextafter", "math.ldexp")
-        lo, hi = expect.get(fname, (2, 2) if fname in two else (1, 1))
-        if not lo <= nargs <= hi:
-            want = f"{lo}" if lo == hi else f"{lo} or more" if hi == 99 else f"{lo}-{hi}"
-            raise self.error(node, f"{fname}() takes {want} arguments in a kernel, "
-                             f"got {nargs}")
-        return ir.Call(line, fname, args)
+        lo, hi = b.arity
+        if not lo <= len(args) <= hi:
+            raise self.error(node, f"{b.name}() takes {kbuiltins.arity_text(b)} "
+                             f"arguments in a kernel, got {len(args)}")
+        return ir.Call(line, b.name, args)
+
+    def func_call(self, node: ast.Call, f: Func) -> ir.FuncCall:
+        whole, self.whole_value = self.whole_value is node, None
+        fir = f.ir()
+        name = f.fn.__name__
+        if len(node.args) != len(fir.params):
+            raise self.error(node, f"tack.func '{name}' takes {len(fir.params)} "
+                             f"arguments, got {len(node.args)}")
+        if fir.stored and not whole:
+            raise self.error(node, f"tack.func '{name}' stores to an array, so it is "
+                             "called as a statement of its own or as the whole value "
+                             "of an assignment (never twice by one expression)")
+        args: list[ir.Expr] = []
+        for p, a in zip(fir.params, node.args, strict=True):
+            if p in fir.array_params:
+                if not isinstance(a, ast.Name):
+                    raise self.error(a, f"parameter '{p}' of tack.func '{name}' is an "
+                                     "array: pass an array parameter by name")
+                self.use_array(a.id, a)
+                if p in fir.stored and a.id not in self.local_arrays:
+                    self.stored.add(a.id)
+                args.append(ir.Name(a.lineno, a.id))
+            else:
+                args.append(self.expr(a))
+        return ir.FuncCall(node.lineno, f, args)
 
     def subscript(self, node: ast.Subscript) -> ir.Expr:
         line = node.lineno
@@ -432,8 +561,8 @@ class _Parser:
         line = node.lineno
         target = self.resolve(node)
         if isinstance(node.value, ast.Name) and self.resolve(node.value) is math:
-            if node.attr in MATH_CONSTS:
-                return ir.Const(line, MATH_CONSTS[node.attr])
+            if node.attr in kbuiltins.MATH_CONSTS:
+                return ir.Const(line, kbuiltins.MATH_CONSTS[node.attr])
             raise self.error(node, f"math.{node.attr} is not available in kernels "
                              "as a value")
         del target
@@ -450,62 +579,53 @@ class _Parser:
         raise self.error(node, f"attribute '.{node.attr}' is not supported in kernels")
 
 
-def parallel_plan(body: list[ir.Stmt], params: list[str]) -> bool:
-    """Whether the kernel's last top-level statement is a parallel loop.
+def parallel_plan(body: list[ir.Stmt], params: list[str],
+                  result: ir.Expr | None = None) -> tuple[bool, dict[str, str]]:
+    """Whether the kernel's last top-level statement is a parallel loop, and the
+    names that loop reduces (name -> operator).
 
     The rule: the body is zero or more statements that store to no array, then one
-    ``for`` over range. Its iterations run in parallel unless the loop body breaks
-    out of that loop or assigns a name that is also assigned before the loop or is
-    a parameter (a value carried from one iteration to the next); then the whole
-    kernel runs serially, in order, exactly as Python would.
+    ``for`` over range (then, optionally, ``return v``). Its iterations run in
+    parallel unless the loop body breaks out of that loop, or assigns a name that
+    is also assigned before the loop or is a parameter (a value carried from one
+    iteration to the next) *other than a reduction*: a name only updated with
+    ``+=``, ``*=``, ``|=``, ``&=``, ``^=`` or ``s = min(s, ...)`` / ``max`` (one
+    operator per name) and read nowhere else in the loop. Each thread then keeps a
+    partial of it. The returned value may read parameters, names assigned before
+    the loop and reductions. Otherwise the whole kernel runs serially, in order,
+    exactly as Python would.
     """
+    serial: tuple[bool, dict[str, str]] = (False, {})
     if not body or not isinstance(body[-1], ir.For):
-        return False
+        return serial
     prelude, loop = body[:-1], body[-1]
-    if any(_stores(s) for s in prelude):
-        return False
-    if _breaks_out(loop.body):
-        return False
-    before = {n for s in prelude for n in _assigned(s)} | set(params)
-    inside = {n for s in loop.body for n in _assigned(s)}
-    return not (before & inside) and loop.var not in before
-
-
-def _children(s: ir.Stmt) -> list[ir.Stmt]:
-    if isinstance(s, ir.If):
-        return s.body + s.orelse
-    if isinstance(s, (ir.While, ir.For)):
-        return s.body
-    return []
-
-
-def _stores(s: ir.Stmt) -> bool:
-    if isinstance(s, ir.Assign) and isinstance(s.target, ir.Element):
-        return True
-    return any(_stores(c) for c in _children(s))
-
-
-def _assigned(s: ir.Stmt) -> set[str]:
-    out: set[str] = set()
-    if isinstance(s, ir.Assign) and isinstance(s.target, ir.Name):
-        out.add(s.target.id)
-    if isinstance(s, ir.For):
-        out.add(s.var)
-    for c in _children(s):
-        out |= _assigned(c)
-    return out
-
-
-def _breaks_out(body: list[ir.Stmt]) -> bool:
-    """A break in body that leaves the loop owning body (not a nested one)."""
-    for s in body:
-        if isinstance(s, ir.Break):
-            return True
-        if isinstance(s, ir.If) and _breaks_out(s.body + s.orelse):
-            return True
-    return False
+    if any(ir.stores(s) for s in prelude) or ir.breaks_out(loop.body):
+        return serial
+    before = {n for s in prelude for n in ir.assigned(s)} | set(params)
+    inside = {n for s in loop.body for n in ir.assigned(s)}
+    if loop.var in before:
+        return serial
+    declared = {s.name for s in ir.walk(prelude) if isinstance(s, ir.LocalArray)}
+    if declared & ir.stored_arrays(loop.body):
+        return serial  # one local array shared by every iteration
+    reductions = {}
+    for name in sorted(before & inside):
+        op = ir.reduction_op(loop.body, name)
+        if op is None:
+            return serial
+        reductions[name] = op
+    if result is not None and any(
+            isinstance(x, ir.Name) and (x.id in inside | {loop.var})
+            and x.id not in reductions for x in ir.subexprs(result)):
+        return serial  # the value depends on the last iteration: Python's order
+    return True, reductions
 
 
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
     """The IR of fn; raises KernelError at the first unsupported construct."""
     return _Parser(fn).parse()
+
+
+def parse_func(fn: Callable[..., Any]) -> ir.KernelIR:
+    """The IR of a @tack.func body (see tack.kernel.func)."""
+    return _Parser(fn, func=True).parse()

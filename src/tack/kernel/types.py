@@ -11,23 +11,12 @@ assigned to it (bool < int64 < float32 < float64).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tack._tack import KernelError
-from tack.kernel import ir
-from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
-
-FLOAT_UNARY = {
-    "math." + f for f in (  # noqa: SIM905
-        "sqrt cbrt exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan "
-        "sinh cosh tanh asinh acosh atanh fabs erf erfc gamma lgamma degrees "
-        "radians").split()
-}
-FLOAT_BINARY = {"math.pow", "math.atan2", "math.hypot", "math.copysign", "math.fmod",
-                "math.remainder", "math.nextafter"}
-INT_RESULT = {"math.floor", "math.ceil", "math.trunc", "int", "round"}
-BOOL_RESULT = {"math.isnan", "math.isinf", "math.isfinite", "bool"}
+from tack.kernel import builtins, ir
+from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType, is_weak, promote
 
 
 @dataclass
@@ -40,13 +29,19 @@ class TypedKernel:
     scalars: dict[str, ScalarType]  # scalar parameters: the kind passed
     locals: dict[str, ScalarType]  # every local name (scalar parameters included)
     debug: bool
+    result: ir.Expr | None = None  # the returned value, typed
+    # the typed @tack.func instances this specialization calls (shared with them),
+    # by FuncCall.key
+    funcs: dict[tuple[Any, ...], TypedKernel] = field(default_factory=dict)
+    returns: ScalarType | None = None  # a func instance: the type it returns
+    cname: str = ""  # a func instance: its name in the generated source
 
 
 def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
         dict[str, ir.ArrayType], dict[str, ScalarType]]:
     arrays: dict[str, ir.ArrayType] = {}
     scalars: dict[str, ScalarType] = {}
-    kinds = {"int": INT, "float": F64, "bool": BOOL}
+    kinds = {"int": INT, "float": F64, "bool": BOOL, "float32": F32}
     for name, sig in zip(kir.params, signature, strict=False):
         if isinstance(sig, tuple):
             arrays[name] = ir.ArrayType(sig[1], sig[2])
@@ -59,40 +54,22 @@ def signature_types(kir: ir.KernelIR, signature: tuple[Any, ...]) -> tuple[
     return arrays, scalars
 
 
-def is_weak(e: ir.Expr) -> bool:
-    if isinstance(e, ir.Const):
-        return e.weak
-    if isinstance(e, ir.Global):
-        return not isinstance(getattr(e, "value", True), bool)
-    return False
-
-
-def promote(ta: ScalarType, tb: ScalarType, wa: bool, wb: bool) -> ScalarType:
-    """The type two operands meet in (NumPy 2 rules with weak Python scalars)."""
-    if ta.is_float and tb.is_float:
-        if ta == tb:
-            return ta
-        if (ta == F32 and wb) or (tb == F32 and wa):
-            return F32
-        return F64
-    if ta.is_float:
-        return ta if (ta == F64 or wb or tb == BOOL) else F64
-    if tb.is_float:
-        return tb if (tb == F64 or wa or ta == BOOL) else F64
-    return INT if INT in (ta, tb) else BOOL
-
-
 def join_local(a: ScalarType | None, b: ScalarType) -> ScalarType:
     return b if a is None or b.rank > a.rank else a
 
 
 class Typer:
     def __init__(self, kir: ir.KernelIR, arrays: dict[str, ir.ArrayType],
-                 scalars: dict[str, ScalarType]) -> None:
+                 scalars: dict[str, ScalarType], debug: bool = False,
+                 funcs: dict[tuple[Any, ...], TypedKernel] | None = None) -> None:
         self.kir = kir
         self.arrays = arrays
         self.env: dict[str, ScalarType] = dict(scalars)
         self.final = False
+        self.debug = debug
+        self.funcs = {} if funcs is None else funcs
+        self.returns: ScalarType | None = None  # a func: what its returns meet in
+        self.bare_return = False
 
     def error(self, line: int, msg: str) -> KernelError:
         lines = self.kir.file_lines
@@ -101,7 +78,7 @@ class Typer:
 
     # ---- statements ------------------------------------------------------------
 
-    def run(self, body: list[ir.Stmt]) -> None:
+    def run(self, body: list[ir.Stmt], result: ir.Expr | None = None) -> None:
         for _ in range(64):
             before = dict(self.env)
             self.block(body)
@@ -109,6 +86,8 @@ class Typer:
                 break
         self.final = True
         self.block(body)
+        if result is not None:
+            self.expr(result)
 
     def block(self, body: list[ir.Stmt]) -> None:
         for s in body:
@@ -119,7 +98,19 @@ class Typer:
             self.env[name] = join_local(self.env.get(name), t)
 
     def stmt(self, s: ir.Stmt) -> None:
-        if isinstance(s, ir.Assign):
+        if isinstance(s, ir.CallStmt):
+            self.func_call(s.call)
+        elif isinstance(s, ir.Return):
+            if s.value is None:
+                self.bare_return = True
+            else:
+                t = self.expr(s.value)
+                if t is not None:
+                    self.returns = join_local(self.returns, t)
+            if self.final and self.bare_return and self.returns is not None:
+                raise self.error(s.line, f"tack.func '{self.kir.name}' returns a "
+                                 "value on one path and none on another")
+        elif isinstance(s, ir.Assign):
             t = self.expr(s.value)
             if isinstance(s.target, ir.Name):
                 if s.target.id in self.arrays:
@@ -130,6 +121,8 @@ class Typer:
                     s.target.ty = self.env[s.target.id]
             else:
                 self.element(s.target, store=True)
+        elif isinstance(s, ir.Atomic):
+            self.atomic(s)
         elif isinstance(s, ir.If):
             self.expr(s.test)
             self.block(s.body)
@@ -146,15 +139,27 @@ class Typer:
             self.assign_name(s.var, INT)
             self.block(s.body)
 
+    def atomic(self, s: ir.Atomic) -> None:
+        t = self.element(s.element, store=True)
+        arr = self.arrays[s.element.array]
+        if arr.dtype not in builtins.ATOMIC_DTYPES:
+            raise self.error(s.line, f"tack.atomic_{s.op} needs an array of "
+                             f"{', '.join(builtins.ATOMIC_DTYPES)} elements; "
+                             f"'{s.element.array}' holds {arr.dtype}")
+        self.expr(s.value)
+        if s.result is not None:
+            self.assign_name(s.result.id, t)
+            if self.final:
+                s.result.ty = self.env[s.result.id]
+
     # ---- expressions -----------------------------------------------------------
 
     def expr(self, e: ir.Expr) -> ScalarType | None:
         t = self._expr(e)
-        if self.final:
-            if t is None:
-                raise self.error(e.line, "a value here has no type: a local is read "
-                                 "before any assignment to it")
-            e.ty = t
+        if self.final and t is None:
+            raise self.error(e.line, "a value here has no type: a local is read "
+                             "before any assignment to it")
+        e.ty = t  # provisional until the final pass; typing rules read it
         return t
 
     def _expr(self, e: ir.Expr) -> ScalarType | None:
@@ -202,7 +207,11 @@ class Typer:
             return INT if t == BOOL else t
         if isinstance(e, ir.Compare):
             ts = [self.expr(o) for o in e.operands]
-            return None if None in ts else BOOL
+            if None in ts:
+                return None
+            e.meet = [promote(ta, tb, is_weak(a), is_weak(b)) for ta, tb, a, b in zip(
+                ts, ts[1:], e.operands, e.operands[1:], strict=False)]
+            return BOOL
         if isinstance(e, ir.BoolOp):
             # Python's and/or give one of their operands: the type all of them meet
             # in (bool when every operand is a bool).
@@ -222,6 +231,12 @@ class Typer:
             return promote(a, b, is_weak(e.body), is_weak(e.orelse))
         if isinstance(e, ir.Call):
             return self.call(e)
+        if isinstance(e, ir.FuncCall):
+            t = self.func_call(e)
+            if t is None and self.final:
+                raise self.error(e.line, f"tack.func '{e.func.fn.__name__}' returns no "
+                                 "value; call it as a statement")
+            return t
         raise self.error(e.line, f"internal: unknown node {type(e).__name__}")
 
     def global_value(self, e: ir.Global) -> ScalarType:
@@ -230,8 +245,13 @@ class Typer:
                 isinstance(v, int) and not -(2**63) <= v < 2**63):
             e.value = v  # type: ignore[attr-defined]
             return BOOL if isinstance(v, bool) else INT if isinstance(v, int) else F64
-        what = "is not defined" if v is not None and type(v).__name__ == "object" \
-            else f"is a {type(v).__name__}, not a number"
+        if isinstance(v, int):
+            raise self.error(e.line, f"name '{e.id}' is an int that does not fit in "
+                             "int64 (kernel integers are int64); use a value in "
+                             "[-2**63, 2**63), or pass it as a float")
+        tname = type(v).__name__
+        what = "is not defined" if v is not None and tname == "object" \
+            else f"is {'an' if tname[:1] in 'aeiouAEIOU' else 'a'} {tname}, not a number"
         raise self.error(e.line, f"name '{e.id}' {what}; a kernel reads parameters, "
                          "its own locals and global numbers (int, float, bool)")
 
@@ -285,48 +305,69 @@ class Typer:
             return r if r.is_float else F64
         return INT if r == BOOL else r
 
+    def func_call(self, e: ir.FuncCall) -> ScalarType | None:
+        """Types the func instance e calls (once per argument types) and gives what it
+        returns (None: no value, or argument types not known yet)."""
+        fir = e.func.ir()
+        arrays: dict[str, ir.ArrayType] = {}
+        scalars: dict[str, ScalarType] = {}
+        for p, a in zip(fir.params, e.args, strict=True):
+            if p in fir.array_params:
+                assert isinstance(a, ir.Name)
+                arrays[p] = self.array(a.id, a.line)
+            else:
+                t = self.expr(a)
+                if t is None:
+                    return None
+                scalars[p] = t
+        key = _func_key(e, arrays, scalars)
+        tf = self.funcs.get(key)
+        if tf is None:
+            body = copy.deepcopy(fir.body)
+            arrays = {**arrays, **local_array_types(fir)}
+            typer = Typer(fir, arrays, scalars, self.debug, self.funcs)
+            typer.run(body)
+            tf = TypedKernel(ir=fir, body=body, arrays=arrays, scalars=scalars,
+                             locals=typer.env, debug=self.debug, funcs=self.funcs,
+                             returns=typer.returns,
+                             cname=f"tk_f{len(self.funcs)}")
+            self.funcs[key] = tf
+        e.key = key
+        return tf.returns
+
     def call(self, e: ir.Call) -> ScalarType | None:
         ts = [self.expr(a) for a in e.args]
         if None in ts:
             return None
-        f = e.func
-        if f == "float":
-            return F64
-        if f in ("math.ldexp", "math.isqrt"):
-            if self.final and ts[-1].is_float:
-                what = "i in math.ldexp(x, i)" if f == "math.ldexp" else \
-                    "the argument of math.isqrt"
-                raise self.error(e.line, f"{what} must be an integer, as in Python; "
-                                 "convert with int(x)")
-            if f == "math.isqrt":
-                return INT
-            return F32 if ts[0] == F32 else F64
-        if f in INT_RESULT:
-            return INT
-        if f in BOOL_RESULT:
-            return BOOL
-        if f == "abs":
-            return INT if ts[0] == BOOL else ts[0]
-        if f in ("min", "max", "math.log") or f in FLOAT_BINARY:
-            r = ts[0]
-            w = is_weak(e.args[0])
-            for a, t in zip(e.args[1:], ts[1:], strict=False):
-                r = promote(r, t, w, is_weak(a))
-                w = w and is_weak(a)
-            if f in ("min", "max"):
-                return r
-            return r if r.is_float else F64
-        if f in FLOAT_UNARY:
-            return F32 if ts[0] == F32 else F64
-        raise self.error(e.line, f"internal: unknown function {f}")
+        b = builtins.REGISTRY[e.func]
+        if self.final and b.check is not None:
+            msg = b.check(e.args)
+            if msg is not None:
+                raise self.error(e.line, msg)
+        return b.typing(e.args)
+
+
+def local_array_types(kir: ir.KernelIR) -> dict[str, ir.ArrayType]:
+    return {n: ir.ArrayType(dt, len(shape)) for n, (shape, dt) in
+            kir.local_arrays.items()}
+
+
+def _func_key(e: ir.FuncCall, arrays: dict[str, ir.ArrayType],
+              scalars: dict[str, ScalarType]) -> tuple[Any, ...]:
+    return (id(e.func), tuple(sorted(arrays.items())), tuple(scalars.items()))
+
+
 
 
 def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
                debug: bool) -> TypedKernel:
     """The typed IR of kir for one signature (see tack._tack.Kernel)."""
     arrays, scalars = signature_types(kir, signature)
+    arrays.update(local_array_types(kir))
     body = copy.deepcopy(kir.body)
-    typer = Typer(kir, arrays, scalars)
-    typer.run(body)
+    result = copy.deepcopy(kir.result)
+    typer = Typer(kir, arrays, scalars, debug)
+    typer.run(body, result)
     return TypedKernel(ir=kir, body=body, arrays=arrays, scalars=scalars,
-                       locals=typer.env, debug=debug)
+                       locals=typer.env, debug=debug, result=result,
+                       funcs=typer.funcs)

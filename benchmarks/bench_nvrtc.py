@@ -1,0 +1,145 @@
+"""GPU kernel build latency without a GPU: Tack's CUDA source through NVRTC, beside
+the CPU build of the same kernels, in one run.
+
+    python benchmarks/bench_nvrtc.py [--repeat N] [--arch 90]
+
+For each workload (SAXPY with a np.float32 scalar, radius_squared, the 7-point
+stencil, a float sum reduction): the time to generate the CUDA source, a cold NVRTC
+build to PTX (compute_XY) and to a CUBIN (sm_XY) with an empty cache, a warm build
+(the disk cache's hit: verify and read the image), and the CPU path's cold build of
+the same specialization (generated C, cc, dlopen) and its warm hit. Ratios are to the
+CPU cold build (below 1: faster). Loading NVRTC itself (dlopen of a ~100 MB library)
+is measured once, in a new process. Best of --repeat rounds, each with a fresh cache
+directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+import tack
+from tack import _tack
+from tack.kernel import generate_cuda, generate_source
+
+
+@tack.kernel
+def saxpy(y, x, a):
+    for i in range(y.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@tack.kernel
+def radius_squared(values, nx, ny):
+    for i in range(values.shape[0]):
+        x = float(i % nx) - float(nx - 1) * 0.5
+        y = float((i // nx) % ny) - float(ny - 1) * 0.5
+        z = float(i // (nx * ny)) - 2.0
+        values[i] = x * x + y * y + z * z
+
+
+@tack.kernel
+def stencil(out, u):
+    for i in range(1, u.shape[0] - 1):
+        for j in range(1, u.shape[1] - 1):
+            for k in range(1, u.shape[2] - 1):
+                out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
+                                + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
+                                - 6.0 * u[i, j, k])
+
+
+@tack.kernel
+def total(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+F32 = ("array", "float32", 1)
+WORKLOADS = [
+    ("saxpy (float32 scalar)", saxpy, (F32, F32, "float32")),
+    ("radius_squared", radius_squared, (F32, "int", "int")),
+    ("7-point stencil", stencil, (("array", "float32", 3), ("array", "float32", 3))),
+    ("float sum (reduction)", total, (F32,)),
+]
+
+
+def best(fn: Callable[[], object], repeat: int, fresh: bool) -> float:
+    """Best wall time in ms of fn, each round in a fresh cache directory if asked."""
+    times = []
+    with tempfile.TemporaryDirectory() as root:
+        for r in range(repeat):
+            if fresh:
+                os.environ["TACK_CACHE_DIR"] = os.path.join(root, f"c{r}")
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+    return min(times)
+
+
+def nvrtc_load_ms() -> float:
+    code = ("import time, tack._tack as t; t0 = time.perf_counter(); "
+            "t._nvrtc_version(); print((time.perf_counter() - t0) * 1e3)")
+    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                 text=True, check=True).stdout) for _ in range(3)]
+    return statistics.median(runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--arch", type=int, default=90)
+    args = ap.parse_args()
+    major, minor = _tack._nvrtc_version()
+    print(f"NVRTC {major}.{minor}, sm_{args.arch}; load (dlopen, new process, median "
+          f"of 3): {nvrtc_load_ms():.1f} ms")
+    print(f"{'workload':<24} {'gen':>6} {'PTX cold':>15} {'CUBIN cold':>15} "
+          f"{'CUBIN warm':>15} {'C cold':>9} {'C warm':>7}")
+    for label, k, sig in WORKLOADS:
+        name, file = k.__name__, k.__wrapped__.__code__.co_filename
+        gen = best(lambda k=k, sig=sig: generate_cuda(k, sig, debug=False), args.repeat,
+                   False)
+        src = generate_cuda(k, sig, debug=False).source
+        csrc = generate_source(k, sig, debug=False)
+        ptx = best(lambda src=src: _tack._nvrtc_compile(src, args.arch, ptx=True),
+                   args.repeat, True)
+        cubin = best(lambda src=src: _tack._nvrtc_compile(src, args.arch), args.repeat,
+                     True)
+
+        def cubin_twice(src: str = src) -> None:
+            _tack._nvrtc_compile(src, args.arch)
+
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["TACK_CACHE_DIR"] = d
+            cubin_twice()
+            warm = best(cubin_twice, args.repeat, False)
+        # The CPU build: each cold round in a new process (the runtime keeps built
+        # kernels in memory for the life of a process).
+        code = ("import sys, time, tack._tack as t; src = sys.stdin.read(); "
+                "t0 = time.perf_counter(); t._kernel_build(sys.argv[1], sys.argv[2], src);"
+                " print((time.perf_counter() - t0) * 1e3)")
+        c_cold, c_warm = [], []
+        with tempfile.TemporaryDirectory() as root:
+            for r in range(args.repeat):
+                env = dict(os.environ, TACK_CACHE_DIR=os.path.join(root, f"c{r}"))
+                for out in (c_cold, c_warm):
+                    run = subprocess.run([sys.executable, "-c", code, name, file],
+                                         input=csrc, env=env, capture_output=True,
+                                         text=True, check=True)
+                    out.append(float(run.stdout))
+        cc, cw = min(c_cold), min(c_warm)
+        print(f"{label:<24} {gen:5.1f}  {ptx:6.1f} ({ptx / cc:4.2f}x) "
+              f"{cubin:6.1f} ({cubin / cc:4.2f}x) {warm:6.2f} ({warm / cc:5.3f}x) "
+              f"{cc:7.1f}  {cw:6.2f}")
+    print("times in ms, best of", args.repeat, "; ratios to the CPU cold build")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+/*
+ * nvrtc_py.c: private helpers over tack/nvrtc.h for the CUDA kernel front end and
+ * its tests: _nvrtc_compile, _nvrtc_version, _nvrtc_supports, _nvrtc_stats.
+ */
+#include "tackpy.h"
+
+#include "tack/nvrtc.h"
+
+/* A compute capability as 10 * major + minor; -1 with an exception when it is not
+ * an int that fits. */
+static int
+arch_of(tackpy_state *st, PyObject *o)
+{
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0 || v > 9999) {
+        return tackpy_raise_fmt_int(
+            st, TACK_ERR_INVALID_ARGUMENT,
+            "arch must be a compute capability such as 90 (sm_90), not %ld", v);
+    }
+    return (int)v;
+}
+
+PyObject *
+tackpy_nvrtc_compile_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames)
+{
+    tackpy_state *st = PyModule_GetState(module);
+    static const tackpy_signature sig = {
+        "_nvrtc_compile",
+        4,
+        2,
+        0,
+        2,
+        {TACKPY_NAME_source, TACKPY_NAME_arch, TACKPY_NAME_ptx, TACKPY_NAME_name}};
+    PyObject *a[4];
+    if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
+        return NULL;
+    }
+    const char *source = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8(a[0]) : NULL;
+    const char *name = !a[3]                   ? "kernel"
+                       : PyUnicode_Check(a[3]) ? PyUnicode_AsUTF8(a[3])
+                                               : NULL;
+    if (!source || !name || !PyLong_Check(a[1])) {
+        if (!PyErr_Occurred()) {
+            tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                             "_nvrtc_compile(source: str, arch: int, ptx=False, "
+                             "name='kernel')");
+        }
+        return NULL;
+    }
+    int arch = arch_of(st, a[1]);
+    int ptx = a[2] ? PyObject_IsTrue(a[2]) : 0;
+    if ((arch == -1 || ptx < 0) && PyErr_Occurred()) {
+        return NULL;
+    }
+    void *image = NULL;
+    size_t nbytes = 0;
+    char *log = NULL;
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_nvrtc_compile(source, name, arch,
+                                    ptx ? TACK_NVRTC_PTX : TACK_NVRTC_CUBIN, &image,
+                                    &nbytes, &log);
+    Py_END_ALLOW_THREADS
+    if (status != TACK_OK) {
+        tackpy_raise_compile(st, status, log);
+        tack_nvrtc_free(log);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(image, (Py_ssize_t)nbytes);
+    tack_nvrtc_free(image);
+    return out;
+}
+
+PyObject *
+tackpy_nvrtc_version_fn(PyObject *module, PyObject *unused)
+{
+    (void)unused;
+    int major, minor;
+    tack_status status = tack_nvrtc_version(&major, &minor);
+    if (status != TACK_OK) {
+        return tackpy_raise(PyModule_GetState(module), status);
+    }
+    return Py_BuildValue("(ii)", major, minor);
+}
+
+PyObject *
+tackpy_nvrtc_supports_fn(PyObject *module, PyObject *arg)
+{
+    int arch = arch_of(PyModule_GetState(module), arg);
+    if (arch == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    int yes = 0;
+    tack_status status = tack_nvrtc_supports(arch, &yes);
+    if (status != TACK_OK) {
+        return tackpy_raise(PyModule_GetState(module), status);
+    }
+    return PyBool_FromLong(yes);
+}
+
+PyObject *
+tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    tack_nvrtc_stats s;
+    tack_nvrtc_get_stats(&s);
+    return Py_BuildValue("{sKsKsKsK}", "compiles", (unsigned long long)s.compiles,
+                         "disk_hits", (unsigned long long)s.disk_hits, "rebuilds",
+                         (unsigned long long)s.rebuilds, "failures",
+                         (unsigned long long)s.failures);
+}

@@ -1,0 +1,412 @@
+"""The lowered plan -> C11 source for the CPU (the generated-code ABI of
+tack/kernel.h).
+
+This file only spells: every decision was made by lower.py. The output includes
+only <stdint.h> and <math.h>, declares the ABI structs itself and pastes prelude.h,
+so it compiles in tens of milliseconds. ``#line`` directives map compiler messages
+back to the kernel's Python lines; every string that reaches the source (the file
+path, array names) goes through ``c_string``.
+
+emit_cuda.py is the CUDA emitter: a subclass that overrides only spellings (value
+types, literals, how arguments and names arrive: ``VTYPE``, ``ex``, ``prologue``,
+``FINISH``) and the entry points; the walk over statements, the functions and the
+reductions' fold are this file's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from importlib import resources
+
+from tack._tack import _KERNEL_ABI
+from tack.kernel import lir
+from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
+
+CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
+KEY_ARRAY = 0x10000  # kernel.h's TACK_KERNEL_KEY_ARRAY
+FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double field
+
+ABI = f"""#include <stdint.h>
+#include <math.h>
+#define TK_EXPORT __attribute__((visibility("default")))
+#define TK_INLINE static inline __attribute__((always_inline))
+typedef _Bool tk_bool;
+typedef const char *tk_name;
+typedef struct tk_ctx {{
+    int failed;
+    void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
+    char *partials;
+    int64_t chunk, result_i;
+    double result_f;
+}} tk_ctx;
+#define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
+TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
+"""
+
+
+_headers: dict[tuple[str, bool], str] = {}
+
+
+def header(name: str, half: bool = True) -> str:
+    """A helper header installed with the package (prelude.h, atomics_cpu.h), as it
+    is pasted into a source: without its comments (they are for readers of the
+    file), and without its float16 section unless half (smaller sources compile
+    sooner, and fit a nearly full cache folder). Read once."""
+    text = _headers.get((name, half))
+    if text is None:
+        text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
+        text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
+        if not half:
+            text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
+        _headers[(name, half)] = text
+    return text
+
+
+def c_string(s: str) -> str:
+    """s as a C string literal that holds exactly its UTF-8 bytes: every byte
+    outside printable ASCII, and the quote, backslash and ? (trigraphs), is an
+    octal escape, so no text (a hostile path or name) can end the literal, the
+    line or a comment around it."""
+    out = []
+    for b in s.encode("utf-8", "surrogateescape"):
+        ch = chr(b)
+        out.append(ch if 0x20 <= b < 0x7F and ch not in '"\\?' else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def c_float(v: float) -> str:
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "HUGE_VAL" if v > 0 else "(-HUGE_VAL)"
+    return repr(float(v))
+
+
+def c_int(v: int) -> str:
+    if v == -(2**63):
+        return "INT64_MIN"
+    return f"INT64_C({v})"
+
+
+class CEmitter:
+    # the spelling of the value types (a target with another bool overrides it)
+    VTYPE = CTYPE
+    # how a field of the parameter block is reached (the CPU's entry points get a
+    # pointer to it)
+    PARAMS = "tk_p->"
+
+    def __init__(self, plan: lir.Plan) -> None:
+        self.plan = plan
+        self.file = c_string(plan.filename)
+        self.lines: list[str] = []
+        self.ret = ""  # what "return" needs in the current function
+
+    def ctype(self, t: ScalarType | DtypeFacts) -> str:
+        return t.ctype if isinstance(t, DtypeFacts) else self.VTYPE[t]
+
+    # ---- expressions ------------------------------------------------------------------
+
+    def ex(self, e: lir.Expr) -> str:
+        if isinstance(e, lir.Lit):
+            v = e.value
+            if isinstance(v, bool):
+                return "((_Bool)1)" if v else "((_Bool)0)"
+            return c_int(v) if isinstance(v, int) else c_float(v)
+        if isinstance(e, lir.Ref):
+            return e.name
+        if isinstance(e, lir.Arg):
+            return f"{self.PARAMS}a{e.k}{'_n' if e.field == 'shape' else ''}"
+        if isinstance(e, lir.Str):
+            return c_string(e.text)
+        if isinstance(e, lir.Cast):
+            return f"(({self.ctype(e.to)})({self.ex(e.x)}))"
+        if isinstance(e, lir.Bin):
+            return f"({self.ex(e.a)} {e.op} {self.ex(e.b)})"
+        if isinstance(e, lir.Un):
+            return f"({e.op}{self.ex(e.x)})"
+        if isinstance(e, lir.Cond):
+            return f"({self.ex(e.test)} ? {self.ex(e.a)} : {self.ex(e.b)})"
+        if isinstance(e, lir.Helper):
+            return f"tk_{e.name}({', '.join(self.ex(a) for a in e.args)})"
+        if isinstance(e, lir.Math):
+            name = e.name if e.generic or e.ty != F32 else e.name + "f"
+            return f"{name}({', '.join(self.ex(a) for a in e.args)})"
+        if isinstance(e, lir.Call):
+            return f"{e.name}({', '.join(self.ex(a) for a in e.args)})"
+        if isinstance(e, lir.Index):
+            return f"{self.ex(e.base)}[{self.ex(e.index)}]"
+        if isinstance(e, lir.Addr):
+            return f"&{self.ex(e.of)}"
+        if isinstance(e, lir.Let):  # a GNU statement expression (GCC, Clang)
+            return (f"({{ const {self.VTYPE[e.ty]} {e.name} = {self.ex(e.value)}; "
+                    f"{self.ex(e.body)}; }})")
+        raise AssertionError(type(e))
+
+    # ---- statements -------------------------------------------------------------------
+
+    def emit(self, text: str, depth: int) -> None:
+        self.lines.append("    " * depth + text)
+
+    def block(self, body: list[lir.Stmt], depth: int) -> None:
+        for s in body:
+            self.stmt(s, depth)
+
+    def stmt(self, s: lir.Stmt, depth: int) -> None:
+        if isinstance(s, lir.Line):
+            self.lines.append(f"#line {s.n} {self.file}")
+        elif isinstance(s, lir.Decl):
+            const = "const " if s.const else ""
+            init = self.ex(s.init) if s.init is not None else "0"
+            self.emit(f"{const}{self.VTYPE[s.ty]} {s.name} = {init};", depth)
+        elif isinstance(s, lir.ArrayLocal):
+            init = self.ex(s.init)
+            self.emit(f"{self.VTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
+                      depth)
+        elif isinstance(s, lir.LocalBuffer):
+            self.emit(f"{s.elem.ctype} {s.name}[{s.n}];", depth)
+        elif isinstance(s, lir.ArrayDecl):
+            t = s.elem.ctype
+            self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)
+        elif isinstance(s, lir.Assign):
+            self.emit(f"{s.name} = {self.ex(s.value)};", depth)
+        elif isinstance(s, lir.Eval):
+            self.emit(f"(void){self.ex(s.value)};", depth)
+        elif isinstance(s, lir.Store):
+            store = f"{s.base}[{self.ex(s.index)}] = {self.ex(s.value)};"
+            if s.guard is not None:
+                store = f"if ({self.ex(s.guard)}) {store}"
+            self.emit(store, depth)
+        elif isinstance(s, lir.If):
+            self.emit(f"if ({self.ex(s.test)}) {{", depth)
+            self.block(s.body, depth + 1)
+            if s.orelse:
+                self.emit("} else {", depth)
+                self.block(s.orelse, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.While):
+            self.emit(f"while ({self.ex(s.test)}) {{", depth)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.Loop):
+            k = s.var
+            self.emit(f"for (int64_t {k} = {self.ex(s.begin)}; {k} < {self.ex(s.end)}; "
+                      f"{k}++) {{", depth)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.Scope):
+            self.emit("{", depth)
+            self.block(s.body, depth + 1)
+            self.emit("}", depth)
+        elif isinstance(s, lir.Jump):
+            self.emit(f"{s.kind};", depth)
+        elif isinstance(s, lir.SetResult):
+            self.emit(f"tk_ctx->result_{s.field} = {self.ex(s.value)};", depth)
+        elif isinstance(s, lir.Return):
+            value = "" if s.value is None else f" {self.ex(s.value)}"
+            self.emit(f"return{value};", depth)
+        elif isinstance(s, lir.FailCheck):
+            self.emit(f"if (TK_FAILED) return{self.ret};", depth)
+        elif isinstance(s, lir.Unused):
+            self.emit(" ".join(f"(void){n};" for n in s.names), depth)
+        else:
+            raise TypeError(f"internal: unknown statement {type(s).__name__}")
+
+    # ---- the kernel -------------------------------------------------------------------
+
+    def params_block(self) -> None:
+        """The parameter block's struct (kernel.h: 8-byte fields, no padding) and
+        the key words that give the runtime its layout."""
+        p = self.plan
+        fields = []
+        for k, word in enumerate(p.param_key):
+            if word & KEY_ARRAY:
+                fields.append(f"void *a{k};")
+                if word & 0xFF:
+                    fields.append(f"int64_t a{k}_n[{word & 0xFF}];")
+            else:
+                fields.append(f"{'double' if word in FLOAT_KEYS else 'int64_t'} a{k};")
+        self.lines.append(f"typedef struct {{ {' '.join(fields) or 'char tk_none;'} }} "
+                          "tk_params;")
+        self.lines.append(f"TK_EXPORT const int tack_kernel_nparams = {len(p.param_key)};")
+        words = ", ".join(f"{w}u" for w in p.param_key) or "0u"
+        self.lines.append(f"TK_EXPORT const uint32_t tack_kernel_param_key[] = {{{words}}};")
+
+    def unpack(self, depth: int = 1) -> None:
+        self.emit("const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;",
+                  depth)
+
+    def arrays(self, depth: int) -> None:
+        self.unpack(depth)
+        for a in self.plan.arrays:
+            t = a.elem.ctype
+            self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
+
+    def body(self) -> None:
+        """The body function's statements, after its array pointers. A reduction
+        starts each chunk at its identity and leaves the chunk's partial in slot
+        begin / chunk."""
+        p = self.plan
+        self.block(p.setup, 1)
+        if not p.parallel:
+            self.block(p.serial, 1)
+            if p.result is not None:
+                self.stmt(p.result, 1)
+            return
+        for r in p.reductions:
+            self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
+        if p.split:
+            self.split_loop()
+        else:
+            self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
+                      f"{p.index}++) {{", 1)
+            self.block(p.iteration, 2)
+            self.emit("}", 1)
+        if p.reductions:
+            self.emit("tk_red *tk_slot = (tk_red *)tk_ctx->partials + "
+                      "tk_begin / tk_ctx->chunk;", 1)
+            for r in p.reductions:
+                self.emit(f"tk_slot->{r.name} = {r.name};", 1)
+
+    def split_loop(self) -> None:
+        """The chunk's trips with its float reductions in interleaved partials."""
+        p = self.plan
+        k, u, w = p.index, p.lane, p.width
+        for sp in p.split:
+            self.stmt(lir.ArrayLocal(sp.ty, sp.array, w, sp.identity), 1)
+        # A counted block loop: GCC vectorises it (a "kb + w <= end" test under
+        # -fwrapv it cannot count, and it does not).
+        self.emit(f"const int64_t tk_nb = (tk_end - tk_begin) / {w};", 1)
+        self.emit("for (int64_t tk_b = 0; tk_b < tk_nb; tk_b++) {", 1)
+        self.emit(f"for (int64_t {u} = 0; {u} < {w}; {u}++) {{", 2)
+        self.emit(f"const int64_t {k} = tk_begin + tk_b * {w} + {u};", 3)
+        self.block(p.iteration_split, 3)
+        self.emit("}", 2)
+        self.emit("}", 1)
+        self.emit(f"for (int64_t {k} = tk_begin + tk_nb * {w}; {k} < tk_end; {k}++) {{",
+                  1)
+        self.block(p.iteration_rest, 2)
+        self.emit("}", 1)
+        for sp in p.split:
+            self.stmt(sp.fold, 1)
+
+    FINISH = ("TK_EXPORT void tack_kernel_finish(const void *tk_pv, tk_ctx *tk_ctx, "
+              "int64_t tk_nchunks) {")
+
+    def prologue(self, depth: int) -> None:
+        """What every entry point starts with: the array pointers."""
+        self.arrays(depth)
+
+    def finish(self, count: str = "tk_nchunks") -> None:
+        """tack_kernel_finish (self.FINISH): the setup again, the count partials
+        folded in slot order, then the returned value."""
+        p = self.plan
+        self.lines.append(self.FINISH)
+        self.emit(f"(void){count};", 1)
+        self.prologue(1)
+        self.block(p.setup, 1)
+        if p.reductions:
+            self.emit(f"for (int64_t tk_c = 0; tk_c < {count}; tk_c++) {{", 1)
+            self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + "
+                      "tk_c;", 2)
+            for r in p.reductions:
+                self.emit(f"{{ const {self.VTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
+                          f"{r.name} = {self.ex(r.combine)}; }}", 2)
+            self.emit("}", 1)
+        if p.result is not None:
+            self.stmt(p.result, 1)
+        self.lines.append("}")
+
+    def restrict_body(self, head: str, call: str) -> None:
+        """tack_kernel_body_restrict: the body in a function whose array pointers
+        are restrict parameters (GCC ignores restrict on block-scope pointers),
+        kept out of line so the promise is not lost to inlining."""
+        out = self.lines
+        ptrs = [f"{'const ' if a.const else ''}{a.elem.ctype} *restrict {a.name}"
+                for a in self.plan.arrays]
+        out.append("__attribute__((noinline)) static void tk_body_restrict("
+                   f"{head[1:-1]}, {', '.join(ptrs)}) {{")
+        self.unpack()
+        self.body()
+        out.append("}")
+        args = [f"({'const ' if a.const else ''}{a.elem.ctype} *){self.ex(a.init)}"
+                for a in self.plan.arrays]
+        out.append(f"TK_EXPORT void tack_kernel_body_restrict{head} {{")
+        self.unpack()
+        self.emit(f"tk_body_restrict({call}, {', '.join(args)});", 1)
+        out.append("}")
+
+    def signature(self, f: lir.Function) -> str:
+        params = ["tk_ctx *tk_ctx"]
+        for p in f.params:
+            if p.elem is not None:
+                params.append(f"{'const ' if p.const else ''}{p.elem.ctype} *{p.name}")
+                params += [f"int64_t {p.name}_n{axis}" for axis in range(p.ndim)]
+            else:
+                assert p.ty is not None
+                params.append(f"{self.VTYPE[p.ty]} {p.name}")
+        ret = self.VTYPE[f.returns] if f.returns is not None else "void"
+        return f"TK_INLINE {ret} {f.name}({', '.join(params)})"
+
+    def functions(self) -> None:
+        """The @tack.func instances: prototypes, then definitions (always inlined)."""
+        fs = self.plan.functions
+        for f in fs:
+            self.lines.append(self.signature(f) + ";")
+        for f in fs:
+            self.lines.append(self.signature(f) + " {")
+            self.ret = " 0" if f.returns is not None else ""
+            self.emit("(void)tk_ctx;", 1)
+            self.block(f.body, 1)
+            self.lines.append("}")
+        self.ret = ""
+
+    def generate(self) -> str:
+        p = self.plan
+        out = self.lines
+        out.append("/* A tack kernel; generated. */")
+        out.append(ABI)
+        if p.uses_half:
+            out.append("#define TK_HALF 1")
+        out.append(header("prelude.h", p.uses_half))
+        if p.uses_atomics:
+            out.append(header("atomics_cpu.h"))
+        if p.result_kind:
+            out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
+        if p.reductions:
+            fields = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
+            out.append(f"typedef struct {{ {fields} }} tk_red;")
+            out.append("TK_EXPORT const int64_t tack_kernel_partial_size = "
+                       "sizeof(tk_red);")
+        self.params_block()
+        self.functions()
+        head = "(const void *tk_pv, tk_ctx *tk_ctx)"
+        body_head = "(int64_t tk_begin, int64_t tk_end, const void *tk_pv, tk_ctx *tk_ctx)"
+        # trips: the setup, then the parallel loop's trip count (-1: serial).
+        out.append(f"TK_EXPORT int64_t tack_kernel_trips{head} {{")
+        if p.parallel:
+            assert p.trips is not None
+            self.ret = " 0"
+            self.arrays(1)
+            self.block(p.setup, 1)
+            self.emit(f"return {self.ex(p.trips)};", 1)
+            self.ret = ""
+        else:
+            self.emit("(void)tk_pv; (void)tk_ctx; return -1;", 1)
+        out.append("}")
+        # body: the setup again (it stores nothing), then trips [begin, end).
+        out.append(f"TK_EXPORT void tack_kernel_body{body_head} {{")
+        self.emit("(void)tk_begin; (void)tk_end;", 1)
+        self.arrays(1)
+        self.body()
+        out.append("}")
+        if p.restrict:
+            self.restrict_body(body_head, "tk_begin, tk_end, tk_pv, tk_ctx")
+        if p.parallel and (p.reductions or p.result is not None):
+            self.finish()
+        return "\n".join(out) + "\n"
+
+
+def emit_c(plan: lir.Plan) -> str:
+    """The C source of one lowered specialization."""
+    return CEmitter(plan).generate()

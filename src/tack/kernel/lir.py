@@ -1,0 +1,377 @@
+"""The lowered kernel: what lower.py makes and every emitter spells.
+
+Lowering has already decided everything a target would otherwise decide again:
+every conversion is an explicit Cast, Python's // and % and every other operation
+without a one-operator spelling is a call of a helper from prelude.h, bounds checks
+are guards, loops are counted, and names are the mangled ones. An emitter maps
+these nodes to its language (C, CUDA, ...) one node at a time: type names, literal
+syntax, math function names, the entry points and how arguments arrive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tack.kernel.ir import DtypeFacts, ScalarType
+
+# ---- expressions ------------------------------------------------------------------
+
+
+class Expr:
+    pass
+
+
+@dataclass
+class Lit(Expr):
+    """A literal of a value type (a float may be inf or nan)."""
+
+    value: bool | int | float
+    ty: ScalarType
+
+
+@dataclass
+class Ref(Expr):
+    """A name of the generated code: a mangled local or parameter, or tk_*."""
+
+    name: str
+
+
+@dataclass
+class Arg(Expr):
+    """Field of launch argument k: "data", "shape" (a pointer to the extents), "i"
+    (int and bool scalars) or "f" (float scalars)."""
+
+    k: int
+    field: str
+
+
+@dataclass
+class Str(Expr):
+    """A string constant (names in messages); any text, escaped by the emitter."""
+
+    text: str
+
+
+@dataclass
+class Cast(Expr):
+    """A conversion C's cast gets right: to a value type, or to an element type
+    (which wraps integers and rounds floats). Lowering never casts a float to an
+    integer this way (that goes through a saturating helper)."""
+
+    to: ScalarType | DtypeFacts
+    x: Expr
+
+
+@dataclass
+class Bin(Expr):
+    """a op b with C's meaning of op: + - * / & | ^ < <= > >= == != && ||."""
+
+    op: str
+    a: Expr
+    b: Expr
+
+
+@dataclass
+class Un(Expr):
+    """op x: - ~ !"""
+
+    op: str
+    x: Expr
+
+
+@dataclass
+class Cond(Expr):
+    test: Expr
+    a: Expr
+    b: Expr
+
+
+@dataclass
+class Helper(Expr):
+    """A call of prelude.h's tk_<name>."""
+
+    name: str
+    args: list[Expr]
+
+
+@dataclass
+class Math(Expr):
+    """A C99 <math.h> function at float type ty (sqrt at float32 is sqrtf in C);
+    generic: a type-generic classification macro (isnan), spelled as is."""
+
+    name: str
+    ty: ScalarType
+    args: list[Expr]
+    generic: bool = False
+
+
+@dataclass
+class Call(Expr):
+    """A call of a generated function (a @tack.func instance)."""
+
+    name: str
+    args: list[Expr]
+
+
+@dataclass
+class Index(Expr):
+    """base[index]: an element of an array or of an argument's extents."""
+
+    base: Expr
+    index: Expr
+
+
+@dataclass
+class Addr(Expr):
+    """The address of an element (what an atomic helper updates)."""
+
+    of: Index
+
+
+@dataclass
+class Let(Expr):
+    """A value computed once and named for body: evaluates value, binds it to
+    name (of type ty), then gives body."""
+
+    name: str
+    ty: ScalarType
+    value: Expr
+    body: Expr
+
+
+# ---- statements -------------------------------------------------------------------
+
+
+class Stmt:
+    pass
+
+
+@dataclass
+class Line(Stmt):
+    """What follows comes from this line of the kernel's Python file."""
+
+    n: int
+
+
+@dataclass
+class Decl(Stmt):
+    """A scalar local; init None: zero."""
+
+    ty: ScalarType
+    name: str
+    init: Expr | None = None
+    const: bool = False
+
+
+@dataclass
+class ArrayLocal(Stmt):
+    """A local array of n scalars of type ty, each set to init."""
+
+    ty: ScalarType
+    name: str
+    n: int
+    init: Expr
+
+
+@dataclass
+class LocalBuffer(Stmt):
+    """A local array of n elements of elem, uninitialised (tack.local_array fills
+    it with zeros where Python creates it)."""
+
+    elem: DtypeFacts
+    name: str
+    n: int
+
+
+@dataclass
+class ArrayDecl(Stmt):
+    """An array parameter's data pointer; const: the kernel never stores to it."""
+
+    name: str
+    elem: DtypeFacts
+    init: Expr
+    const: bool = False
+
+
+@dataclass
+class Assign(Stmt):
+    name: str
+    value: Expr
+
+
+@dataclass
+class Store(Stmt):
+    """base[index] = value, only when guard (a bounds check) holds."""
+
+    base: str
+    index: Expr
+    value: Expr
+    guard: Expr | None = None
+
+
+@dataclass
+class Eval(Stmt):
+    """An expression run for its effect (an atomic helper's update)."""
+
+    value: Expr
+
+
+@dataclass
+class If(Stmt):
+    test: Expr
+    body: list[Stmt]
+    orelse: list[Stmt] = field(default_factory=list)
+
+
+@dataclass
+class While(Stmt):
+    test: Expr
+    body: list[Stmt]
+
+
+@dataclass
+class Loop(Stmt):
+    """for (int64 var = begin; var < end; var++) body"""
+
+    var: str
+    begin: Expr
+    end: Expr
+    body: list[Stmt]
+
+
+@dataclass
+class Scope(Stmt):
+    body: list[Stmt]
+
+
+@dataclass
+class Jump(Stmt):
+    kind: str  # "break" or "continue"
+
+
+@dataclass
+class SetResult(Stmt):
+    """The kernel's returned value: field "i" (int, bool) or "f" (float)."""
+
+    field: str
+    value: Expr
+
+
+@dataclass
+class Return(Stmt):
+    """Leaves a generated function, with a value or none."""
+
+    value: Expr | None = None
+
+
+@dataclass
+class FailCheck(Stmt):
+    """Debug mode: stop this function once any thread has failed."""
+
+
+@dataclass
+class Unused(Stmt):
+    """Names that may go unused (no warning)."""
+
+    names: list[str]
+
+
+# ---- the kernel -------------------------------------------------------------------
+
+
+@dataclass
+class Param:
+    """A generated function's parameter: an array (its data pointer ``name`` and
+    ``ndim`` extents ``name_n<axis>``) or a scalar of type ``ty``."""
+
+    name: str
+    ty: ScalarType | None = None
+    elem: DtypeFacts | None = None
+    ndim: int = 0
+    const: bool = False  # an array the function never stores to
+
+
+@dataclass
+class Function:
+    """A @tack.func instance: inlined into every caller. Its first parameter is the
+    launch context (debug-mode failures)."""
+
+    name: str
+    returns: ScalarType | None
+    params: list[Param]
+    body: list[Stmt]
+
+
+@dataclass
+class Reduction:
+    """A local the parallel loop reduces: each chunk starts it at identity, and
+    partials are folded in chunk order as name = combine, where combine reads the
+    running value as Ref(name) and the chunk's partial as Ref(PART)."""
+
+    name: str
+    ty: ScalarType
+    identity: Expr
+    combine: Expr
+
+
+PART = "tk_part"
+
+
+@dataclass
+class Split:
+    """A float reduction of the parallel loop kept, within a chunk, as
+    PARTIALS interleaved partials in the local array ``array`` (each starting at
+    identity): whole blocks of trips run ``iteration_split`` with trip
+    begin + PARTIALS * b + lane updating partial lane, the rest run
+    ``iteration_rest`` (partial 0), then ``fold`` adds the partials to the
+    reduction in a fixed order."""
+
+    array: str
+    ty: ScalarType
+    identity: Expr
+    fold: Stmt
+
+
+@dataclass
+class Plan:
+    """One specialization, lowered.
+
+    ``arrays`` are the array parameters' data pointers; every part of the kernel
+    needs them. Both parts then start with ``setup`` (the rest of the argument
+    unpacking and the statements before the parallel loop; they store nothing, so
+    every thread may run them). A parallel kernel then has a trip count and one
+    ``iteration``, which reads its number from the name ``index`` (0 .. trips-1);
+    a serial kernel has ``serial``, run once.
+
+    restrict: a second body whose data pointers are restrict is worth having (two
+    or more arrays, one stored to); the runtime calls it when no stored array
+    overlaps another argument.
+    """
+
+    name: str
+    filename: str
+    debug: bool
+    arrays: list[ArrayDecl]
+    setup: list[Stmt]
+    parallel: bool
+    restrict: bool = False
+    trips: Expr | None = None
+    index: str = "tk_k"
+    iteration: list[Stmt] = field(default_factory=list)
+    serial: list[Stmt] = field(default_factory=list)
+    uses_half: bool = False
+    uses_atomics: bool = False
+    functions: list[Function] = field(default_factory=list)  # callees first
+    # the key word of each parameter (kernel.h's TACK_KERNEL_KEY_*): the layout of
+    # the parameter block
+    param_key: list[int] = field(default_factory=list)
+    reductions: list[Reduction] = field(default_factory=list)
+    split: list[Split] = field(default_factory=list)
+    lane: str = "tk_u"
+    width: int = 8
+    iteration_split: list[Stmt] = field(default_factory=list)
+    iteration_rest: list[Stmt] = field(default_factory=list)
+    # the returned value (serial kernels store it at the end of serial; parallel
+    # ones after folding the partials): its kind (kernel.h's TACK_KERNEL_RESULT_*)
+    result: SetResult | None = None
+    result_kind: int = 0

@@ -1,0 +1,166 @@
+"""@tack.func: helpers called from kernels and other funcs, positionally, with
+scalars and arrays, typed per call signature and inlined; they may return a value
+and store to arrays; recursion is a KernelError naming the cycle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from kernel_helpers import check_both, private_kernel_cache, read_only  # noqa: F401
+
+import tack
+from tack.kernel import generate_source
+
+
+@tack.func
+def sq(x):
+    return x * x
+
+
+@tack.func
+def norm(p, i):
+    return math.sqrt(sq(p[i, 0]) + sq(p[i, 1]))
+
+
+@tack.func
+def put(out, i, v):
+    out[i] = v
+
+
+@tack.func
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@tack.kernel
+def norms(p, out):
+    for i in range(out.shape[0]):
+        put(out, i, norm(p, i) + sq(2))
+
+
+def test_funcs_call_funcs_with_arrays_and_scalars():
+    p = np.random.default_rng(0).random((100, 2))
+    check_both(norms, p, np.zeros(100))
+
+
+def test_typed_per_call_signature():
+    @tack.kernel
+    def both(a, out):
+        for i in range(out.shape[0]):
+            out[i, 0] = sq(i)          # int64 instance: int arithmetic
+            out[i, 1] = sq(a[i])       # float32 instance
+            out[i, 2] = clamp(a[i], 0.25, 0.75)
+            out[i, 3] = clamp(i, 2, 5)
+
+    a = np.linspace(0, 1, 9, dtype=np.float32)
+    check_both(both, a, np.zeros((9, 4)))
+    src = generate_source(both, (("array", "float32", 1), ("array", "float64", 2)))
+    assert "TK_INLINE int64_t" in src and "TK_INLINE float" in src
+
+
+def test_func_python_call_still_works():
+    assert sq(3) == 9
+    assert clamp(5, 0, 2) == 2
+    assert norm.__name__ == "norm"
+
+
+def test_stored_arrays_through_funcs_are_checked_and_never_restrict_const():
+    ro = read_only(4, np.float64)
+
+    @tack.kernel
+    def fill(out):
+        for i in range(out.shape[0]):
+            put(out, i, 1.0)
+
+    with pytest.raises(ValueError, match="'out'"):
+        fill(ro)
+    out = tack.zeros(4, dtype=tack.f64)
+    fill(out)
+    assert out.numpy().tolist() == [1.0] * 4
+
+
+def test_recursion_is_a_kernel_error_naming_the_cycle():
+    @tack.func
+    def ping(n):
+        return pong(n - 1) if n > 0 else 0
+
+    @tack.func
+    def pong(n):
+        return ping(n - 1) if n > 0 else 1
+
+    def k(out):
+        out[0] = ping(3)
+
+    with pytest.raises(tack.KernelError, match="ping -> pong -> ping"):
+        tack.kernel(k)
+
+    @tack.func
+    def fact(n):
+        return n * fact(n - 1) if n > 1 else 1
+
+    def k2(out):
+        out[0] = fact(3)
+
+    with pytest.raises(tack.KernelError, match="fact -> fact"):
+        tack.kernel(k2)
+
+
+def test_misuse_is_a_kernel_error():
+    def twice(out):
+        out[0] = put(out, 0, 1.0) + 1
+
+    with pytest.raises(tack.KernelError, match="stores to an array"):
+        tack.kernel(twice)
+
+    @tack.func
+    def nothing(x):
+        x = x + 1
+
+    @tack.kernel
+    def uses_value(out):
+        out[0] = nothing(1)
+
+    with pytest.raises(tack.KernelError, match="returns no value"):
+        uses_value(tack.zeros(1))
+
+    def wrong_count(out):
+        out[0] = sq(1, 2)
+
+    with pytest.raises(tack.KernelError, match="takes 1 arguments"):
+        tack.kernel(wrong_count)
+
+    with pytest.raises(TypeError):
+        tack.func(3)
+
+
+def test_func_in_a_reduction_and_debug_mode():
+    @tack.kernel
+    def energy(x):
+        e = 0.0
+        for i in range(x.shape[0]):
+            e += sq(x[i])
+        return e
+
+    x = np.arange(10.0)
+    assert energy(tack.array(x)) == float((x * x).sum())
+
+    @tack.func
+    def at(a, i):
+        return a[i]
+
+    @tack.kernel(debug=True)
+    def past(a, n):
+        s = 0.0
+        for i in range(n):
+            s += at(a, i)
+        return s
+
+    assert past(tack.array(x), 10) == 45.0
+    with pytest.raises(IndexError):
+        past(tack.array(x), 11)

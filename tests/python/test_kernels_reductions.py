@@ -1,0 +1,291 @@
+"""Reductions: a kernel may return a scalar; a name assigned before the parallel loop
+and only updated with += *= |= &= ^= or min/max inside it is reduced from
+per-chunk partials combined in a fixed order (exact for ints, deterministic for
+floats whatever the thread count). s = s + x keeps Python's serial order."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse)
+
+import tack
+
+REDUCE_CHUNKS = 256  # launch.c: a reduction's trips are cut into at most this many
+
+
+@tack.kernel
+def total(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+def chunked_sum(values, init, dtype=np.float64):
+    """The documented association: chunks of ceil(n / 256) trips, each summed as 8
+    interleaved partials (interleaved_sum), then folded into init in chunk order
+    (in dtype arithmetic)."""
+    values = [dtype(v) for v in values]
+    n = len(values)
+    chunk = -(-n // REDUCE_CHUNKS)
+    acc = dtype(init)
+    for c in range(0, n, chunk):
+        acc = dtype(acc + dtype(interleaved_sum(values[c:c + chunk], -0.0, dtype)))
+    return float(acc)
+
+
+def test_float_sum_follows_the_chunked_order():
+    x = np.random.default_rng(3).standard_normal(100_003)
+    got = total(tack.array(x))
+    assert isinstance(got, float)
+    assert got == chunked_sum(x.tolist(), 0.0)
+    assert got == total(tack.array(x))  # and again, whatever the scheduling
+    assert math.isclose(got, math.fsum(x.tolist()), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_float_sum_is_the_same_on_any_thread_count(tmp_path):
+    script = tmp_path / "sum_threads.py"
+    script.write_text("import numpy as np\nimport tack\n\n"
+                      + inspect.getsource(total.__wrapped__) + textwrap.dedent('''
+        x = np.random.default_rng(11).standard_normal(1 << 20).astype(np.float32)
+        print(total(tack.array(x)).hex())
+    '''))
+    outs = set()
+    for threads in ("1", "2", "3"):
+        env = dict(os.environ, TACK_NUM_THREADS=threads)
+        r = subprocess.run([sys.executable, str(script)], env=env, check=True,
+                           capture_output=True, text=True)
+        outs.add(r.stdout.strip())
+    assert len(outs) == 1, outs
+
+
+@tack.kernel
+def many(a):
+    s = 0
+    p = 1
+    lo = a[0]
+    hi = a[0]
+    bits_or = 0
+    bits_and = -1
+    bits_xor = 0
+    for i in range(a.shape[0]):
+        s += a[i]
+        p *= 1 + (a[i] % 97 == 0)
+        lo = min(lo, a[i])
+        hi = max(hi, a[i], 0)
+        bits_or |= a[i]
+        bits_and &= a[i] | 1
+        bits_xor ^= a[i]
+    return s + p + lo * 3 + hi * 5 + bits_or * 7 + bits_and * 11 + bits_xor * 13
+
+
+def test_integer_reductions_are_exact():
+    a = np.random.default_rng(4).integers(-1000, 1000, 200_001).astype(np.int64)
+    got = many(tack.array(a))
+    want = many.__wrapped__(a.astype(object))  # Python ints: no wrapping
+    assert got == (want + 2**63) % 2**64 - 2**63  # int64 wraps, as documented
+
+
+def test_reduction_of_int32_elements_into_an_int_counter():
+    @tack.kernel
+    def count_positive(a):
+        n = 0
+        for i in range(a.shape[0]):
+            if a[i] > 0:
+                n += 1
+        return n
+
+    a = np.random.default_rng(5).integers(-5, 5, 77_777).astype(np.int32)
+    assert count_positive(tack.array(a)) == int((a > 0).sum())
+
+
+def test_returns_of_every_kind():
+    @tack.kernel
+    def any_nan(x):
+        found = False
+        for i in range(x.shape[0]):
+            found |= math.isnan(x[i])
+        return found
+
+    @tack.kernel
+    def mean32(x):
+        s = tack.f32(0.0)
+        for i in range(x.shape[0]):
+            s += x[i]
+        return s / x.shape[0]
+
+    @tack.kernel
+    def first_above(x, t):
+        k = -1
+        for i in range(x.shape[0]):  # break: serial, Python's answer
+            if x[i] > t:
+                k = i
+                break
+        return k
+
+    @tack.kernel
+    def no_loop(n):
+        return n * 2 + 1
+
+    x = np.arange(10, dtype=np.float32)
+    assert any_nan(tack.array(x)) is False
+    x[7] = np.nan
+    assert any_nan(tack.array(x)) is True
+    y = np.ones(1000, dtype=np.float32) * np.float32(0.1)
+    # a float32 sum; / by the int64 extent computes in float64 (NumPy 2's rule)
+    want = chunked_sum(y, 0.0, np.float32) / 1000
+    assert mean32(tack.array(y)) == want
+    assert first_above(tack.array(np.arange(100.0)), 41.5) == 42
+    assert no_loop(20) == 41
+
+
+def test_serial_update_form_keeps_pythons_order():
+    @tack.kernel
+    def ordered(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + x[i]  # not +=: the loop stays serial, in Python's order
+        return s
+
+    x = [1e16, 1.0, -1e16, 1.0] * 1000 + [0.5] * 3
+    arr = tack.array(np.array(x))
+    assert ordered(arr) == ordered.__wrapped__(np.array(x))
+
+
+def test_empty_loop_returns_the_initial_value():
+    @tack.kernel
+    def start_at(x, init):
+        s = init
+        for i in range(x.shape[0]):
+            s += x[i]
+        return s
+
+    assert start_at(tack.zeros(0, dtype=tack.f64), 2.5) == 2.5
+    assert start_at(tack.array(np.array([1.0, 2.0])), 2.5) == 5.5
+
+
+def test_value_read_after_the_loop_runs_serially():
+    @tack.kernel
+    def last(x):
+        v = 0.0
+        for i in range(x.shape[0]):
+            v = x[i]
+        return v + i
+
+    assert last(tack.array(np.array([1.0, 2.0, 3.0]))) == 5.0
+
+
+def test_return_errors():
+    def two_values(x):
+        return x[0], x[1]
+
+    with pytest.raises(tack.KernelError, match="one scalar"):
+        tack.kernel(two_values)
+
+    def early(x):
+        for i in range(x.shape[0]):
+            if x[i] > 0:
+                return i
+        x[0] = 1
+
+    with pytest.raises(tack.KernelError, match="last statement"):
+        tack.kernel(early)
+
+
+def interleaved_sum(values, init, dtype=np.float64, partials=8):
+    """The documented association of an inner loop's float sum: trip k of the
+    whole blocks of 8 goes to partial k % 8, the remainder to partial 0, and the
+    partials fold pairwise ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) into init."""
+    values = [dtype(v) for v in values]
+    p = [dtype(-0.0)] * partials
+    whole = len(values) // partials * partials
+    for k in range(whole):
+        p[k % partials] = dtype(p[k % partials] + values[k])
+    for k in range(whole, len(values)):
+        p[0] = dtype(p[0] + values[k])
+    while len(p) > 1:
+        p = [dtype(p[k] + p[k + 1]) for k in range(0, len(p), 2)]
+    return float(dtype(dtype(init) + p[0]))
+
+
+@tack.kernel
+def row_sums(a, out):
+    for r in range(a.shape[0]):
+        s = 0.0
+        for c in range(a.shape[1]):
+            s += a[r, c]
+        out[r] = s
+
+
+@tack.kernel
+def row_sums32(a, out):
+    for r in range(a.shape[0]):
+        s = tack.f32(1.0)
+        for c in range(a.shape[1]):
+            s += a[r, c] * 2.0
+        out[r] = s
+
+
+@pytest.mark.parametrize("cols", [0, 1, 7, 8, 9, 64, 1001])
+def test_inner_loop_sum_uses_interleaved_partials(cols):
+    a = np.random.default_rng(cols).standard_normal((5, cols)).astype(np.float32)
+    out = tack.zeros(5, dtype=tack.f64)
+    row_sums(tack.array(a), out)
+    for r in range(5):
+        assert out.numpy()[r] == interleaved_sum(a[r].astype(np.float64), 0.0)
+    out32 = tack.zeros(5, dtype=tack.f32)
+    row_sums32(tack.array(a), out32)
+    for r in range(5):
+        assert out32.numpy()[r] == np.float32(interleaved_sum(
+            a[r] * np.float32(2.0), 1.0, np.float32))
+
+
+def test_inner_loop_min_max_and_exact_forms():
+    @tack.kernel
+    def stats(a, out):
+        for r in range(a.shape[0]):
+            lo = math.inf
+            hi = -math.inf
+            exact = 0.0
+            for c in range(a.shape[1]):
+                lo = min(lo, a[r, c])
+                hi = max(hi, a[r, c])
+                exact = exact + a[r, c]  # not +=: Python's order
+            out[r, 0] = lo
+            out[r, 1] = hi
+            out[r, 2] = exact
+
+    a = np.random.default_rng(9).standard_normal((4, 37)) * 1e8
+    a[:, ::3] += 1e-8
+    out = tack.zeros((4, 3), dtype=tack.f64)
+    stats(tack.array(a), out)
+    want = np.zeros((4, 3))
+    stats.__wrapped__(a, want)
+    np.testing.assert_array_equal(out.numpy(), want)
+
+
+def test_inner_loop_with_break_keeps_pythons_order():
+    @tack.kernel
+    def until_negative(a, out):
+        for r in range(a.shape[0]):
+            s = 0.0
+            for c in range(a.shape[1]):
+                if a[r, c] < -2.0:
+                    break
+                s += a[r, c]
+            out[r] = s
+
+    a = np.random.default_rng(2).standard_normal((6, 50)) * 1e6
+    out = tack.zeros(6, dtype=tack.f64)
+    until_negative(tack.array(a), out)
+    want = np.zeros(6)
+    until_negative.__wrapped__(a, want)
+    np.testing.assert_array_equal(out.numpy(), want)
