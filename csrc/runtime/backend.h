@@ -78,10 +78,24 @@ struct tack_backend {
     /* ---- appended slots: read them through TACK__BACKEND_SLOT ---- */
 
     /* Exports nbytes at ptr (an allocation of this backend) as an OS handle another
-     * API can import (a CUDA VMM allocation as a POSIX fd). Out: *out only on
-     * success. Absent: the backend cannot export (the CPU). */
+     * API can import (a CUDA VMM allocation as a POSIX fd). The handle stays owned by
+     * the allocation. Out: *out only on success. Absent: the backend cannot export
+     * (the CPU). */
     tack_status (*export_memory)(void *state, void *ptr, size_t nbytes,
                                  tack_exported_memory *out);
+    /* Tack's own stream on this device, as the driver's integer handle (what a CUDA
+     * consumer passes as `stream=`). Absent: work is synchronous. */
+    uintptr_t (*stream)(void *state);
+    /* Makes a foreign stream (a driver handle, or the driver's special values such as
+     * CUDA's legacy 1 and per-thread 2) wait for the work queued on Tack's stream so
+     * far, without blocking the host. */
+    tack_status (*order_foreign_after_tack)(void *state, uintptr_t foreign);
+    /* Makes Tack's stream wait for the work queued on a foreign stream so far; 0 is
+     * the device's default stream (CUDA's legacy NULL stream). */
+    tack_status (*order_tack_after_foreign)(void *state, uintptr_t foreign);
+    /* The driver library the device was opened with, for the device's repr.
+     * Borrowed: static. */
+    const char *(*driver_path)(void *state);
 };
 
 /* The slot of backend b, or NULL when b's table predates it or leaves it empty. */
