@@ -19,6 +19,10 @@
 #   sanitizer    compute-sanitizer memcheck over the conformance suite (without the
 #                cases that fault on purpose) and over pytest -m cuda
 #   benchmarks   benchmarks/bench_cuda.py, when it exists
+#   mpi          optional, last: Tack's CUDA arrays through MPI (the CUDA cases of
+#                tests/python/test_mpi_buffers.py and bench_mpi.py --device cuda), when
+#                mpi4py and an mpiexec are installed; without them it is reported as
+#                not run and does not fail the check
 #
 # Writes $OUT/gpu_check.log (everything), $OUT/<step>.log, and $OUT/gpu_check.json (one
 # record per step: status pass, fail, timeout or not-run, exit code, seconds). OUT
@@ -166,7 +170,8 @@ export TACK_REQUIRE_CUDA=1
 unset TACK_CUDA_DRIVER
 # pytest -m cuda; collecting no test at all is a failure too (exit 5), said plainly.
 pytest_cuda() {
-    "$@" -m pytest -q -p no:cacheprovider -m cuda tests/python
+    "$@" -m pytest -q -p no:cacheprovider -m cuda --ignore=tests/python/test_mpi_buffers.py \
+        tests/python
     local rc=$?
     ((rc == 5)) && echo "pytest collected no test marked cuda: nothing was checked"
     return "$rc"
@@ -187,7 +192,8 @@ sanitize() {
         sync_copies_round_trip,events_order_streams,vmm_export_and_import_fd,launch_runs_the_kernel,launch_from_cubin ||
         rc=1
     compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 \
-        "$PYTHON" -m pytest -q -x -p no:cacheprovider -m cuda tests/python || rc=1
+        "$PYTHON" -m pytest -q -x -p no:cacheprovider -m cuda \
+        --ignore=tests/python/test_mpi_buffers.py tests/python || rc=1
     return "$rc"
 }
 export -f sanitize
@@ -197,6 +203,19 @@ if [[ -f benchmarks/bench_cuda.py ]]; then
     step benchmarks 120 "$PYTHON" benchmarks/bench_cuda.py
 else
     say "== benchmarks: benchmarks/bench_cuda.py does not exist yet"
+fi
+
+# ---- mpi (optional): needs mpi4py and mpiexec, which a GPU image may lack -------------
+mpi_cuda() {
+    "$PYTHON" -m pytest -q -p no:cacheprovider -m cuda tests/python/test_mpi_buffers.py ||
+        return 1
+    mpiexec -n 2 "$PYTHON" benchmarks/bench_mpi.py --device cuda --quick
+}
+export -f mpi_cuda
+if "$PYTHON" -c "import mpi4py" >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
+    step mpi 90 mpi_cuda
+else
+    say "== mpi: optional, not run (mpi4py or mpiexec is not installed here)"
 fi
 
 finish

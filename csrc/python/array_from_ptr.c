@@ -14,8 +14,8 @@ typedef struct {
     Py_buffer view;
 } pybuffer_hold;
 
-static int
-python_gone(void)
+int
+tackpy_python_gone(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     int finalizing = Py_IsFinalizing();
@@ -30,7 +30,7 @@ static void
 release_pybuffer(void *ctx)
 {
     pybuffer_hold *hold = ctx;
-    if (python_gone()) {
+    if (tackpy_python_gone()) {
         return; /* leak: nothing of Python may be touched any more */
     }
     PyGILState_STATE g = PyGILState_Ensure();

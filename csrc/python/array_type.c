@@ -387,6 +387,8 @@ array_get_ptr(PyObject *self, void *c)
     return PyLong_FromVoidPtr(tack_array_data(ARR(self)));
 }
 
+static PyObject *array_get_cuda_array_interface(PyObject *self, void *c);
+
 static PyGetSetDef array_getset[] = {
     {"shape", array_get_shape, NULL, "The extents, a tuple of ints.", NULL},
     {"dtype", array_get_dtype, NULL, "The element type.", NULL},
@@ -397,6 +399,8 @@ static PyGetSetDef array_getset[] = {
      "Whether host and kernel writes are allowed.", NULL},
     {"device", array_get_device, NULL, "The device holding the memory.", NULL},
     {"ptr", array_get_ptr, NULL, "The address of the first element, as an int.", NULL},
+    {"__cuda_array_interface__", array_get_cuda_array_interface, NULL,
+     "The CUDA Array Interface (version 3) of a CUDA array; shares it first.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -528,7 +532,10 @@ array_export_memory(PyObject *self, PyObject *unused)
     (void)unused;
     tackpy_state *st = tackpy_state_of(self);
     tack_exported_memory m;
-    tack_status status = tack_array_export_memory(ARR(self), &m);
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS /* it may wait for the device */
+        status = tack_array_export_memory(ARR(self), &m);
+    Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
@@ -546,6 +553,56 @@ array_export_memory(PyObject *self, PyObject *unused)
         (Py_ssize_t)sizeof m.device_uuid);
     Py_DECREF(cls);
     return result;
+}
+
+/* __cuda_array_interface__ (version 3), for CUDA arrays only: a consumer that finds
+ * the attribute takes the pointer. The buffer is shared first, as for a DLPack
+ * export, so there is nothing left to wait for and no `stream` key: with one, CuPy
+ * would synchronize that stream on every access, and it would not protect later
+ * launches anyway (docs/cuda.md). */
+static PyObject *
+array_get_cuda_array_interface(PyObject *self, void *c)
+{
+    (void)c;
+    tackpy_state *st = tackpy_state_of(self);
+    tack_array *arr = ARR(self);
+    tack_device *dev = tack_array_device(arr);
+    if (tack_device_dlpack_type(dev) != kDLCUDA) {
+        PyErr_Format(PyExc_AttributeError,
+                     "__cuda_array_interface__ exists for CUDA arrays only; this one "
+                     "is on %s:%d: use __dlpack__ or numpy()",
+                     tack_device_backend_name(dev), tack_device_ordinal(dev));
+        return NULL;
+    }
+    tack_status status;
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_buffer_share(tack_array_buffer(arr));
+    Py_END_ALLOW_THREADS
+    if (status != TACK_OK) {
+        return tackpy_raise(st, status);
+    }
+    const tack_dtype_info *info = tack_dtype_get(tack_array_dtype(arr));
+    PyObject *shape = shape_tuple(arr);
+    if (shape && info->ncomponents > 1) {
+        /* A vec element is a trailing dimension of its scalar, as in DLPack. */
+        PyObject *comp = Py_BuildValue("(i)", (int)info->ncomponents);
+        PyObject *joined = comp ? PySequence_Concat(shape, comp) : NULL;
+        Py_XDECREF(comp);
+        Py_SETREF(shape, joined);
+    }
+    if (!shape) {
+        return NULL;
+    }
+    void *data = tack_array_data(arr);
+    PyObject *ptr = PyLong_FromVoidPtr(data);
+    if (!ptr) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    return Py_BuildValue("{s:N,s:s,s:(N,O),s:O,s:i}", "shape", shape, "typestr",
+                         info->numpy_str, "data", ptr,
+                         tack_array_writable(arr) ? Py_False : Py_True, "strides",
+                         Py_None, "version", 3);
 }
 
 /* Reads a full index (an int or a tuple of ints) into a flat element offset; the

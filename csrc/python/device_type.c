@@ -251,10 +251,14 @@ static PyObject *
 device_repr(PyObject *self)
 {
     tack_device *dev = dev_of(self);
+    /* The driver library is shown, so a run on a stand-in driver is never taken for
+     * a run on the GPU. */
+    const char *driver = tack_device_driver_path(dev);
     return PyUnicode_FromFormat(
-        "tack.device('%s', %d%s)", tack_device_backend_name(dev),
+        "tack.device('%s', %d%s)%s%s%s", tack_device_backend_name(dev),
         tack_device_ordinal(dev),
-        tack_device_has_external_context(dev) ? ", external_context=..." : "");
+        tack_device_has_external_context(dev) ? ", external_context=..." : "",
+        driver ? " (driver " : "", driver ? driver : "", driver ? ")" : "");
 }
 
 static PyObject *

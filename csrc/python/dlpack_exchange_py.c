@@ -63,7 +63,13 @@ exchange_from_py(void *py_object, DLManagedTensorVersioned **out)
     if (!st) {
         return -1;
     }
-    tack_status status = tack_dlpack_export_versioned(ARR(py_object), NULL, out);
+    /* NoSync: the consumer orders its stream after current_work_stream, which is
+     * Tack's stream, so the export names that stream and the host does not wait;
+     * the buffer is still marked shared, as every export does. */
+    tack_dlpack_export_options opts = {false, NULL, false, 0, false, 0};
+    opts.stream = tack_device_stream(tack_array_device(ARR(py_object)));
+    opts.has_stream = opts.stream != 0;
+    tack_status status = tack_dlpack_export_versioned(ARR(py_object), &opts, out);
     return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 }
 
@@ -102,14 +108,28 @@ exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object)
     return 0;
 }
 
+tack_device *
+tackpy_stream_device(int32_t device_type, int32_t device_id)
+{
+    if (device_type != kDLCUDA && device_type != kDLCUDAManaged) {
+        return NULL;
+    }
+    tack_device *dev = NULL;
+    if (tack_device_open("cuda", device_id, NULL, &dev) != TACK_OK) {
+        return NULL;
+    }
+    return dev;
+}
+
 static int
 exchange_current_work_stream(DLDeviceType device_type, int32_t device_id,
                              void **out_current_stream)
 {
-    /* Tack's launches on the CPU are synchronous: there is never pending work. */
-    (void)device_type;
-    (void)device_id;
-    *out_current_stream = NULL;
+    /* Tack's work on a GPU is queued on its own stream; on the CPU it is synchronous
+     * and there is never pending work. */
+    tack_device *dev = tackpy_stream_device((int32_t)device_type, device_id);
+    *out_current_stream = dev ? (void *)tack_device_stream(dev) : NULL;
+    tack_device_release(dev);
     return 0;
 }
 
@@ -188,22 +208,35 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp)
 }
 
 /* Whether the producer's current stream on the tensor's device may still hold work
- * that we could not order after (we never have a stream to order). */
+ * that Tack could not order its own stream after. On CUDA Tack's stream is made to
+ * wait for the producer's current stream (NULL there is the legacy default stream),
+ * so nothing is pending; elsewhere Tack has no stream and any producer stream may. */
 int
 tackpy_exchange_pending_work(const DLPackExchangeAPI *api,
                              const DLManagedTensorVersioned *mt)
 {
     DLDeviceType type = mt->dl_tensor.device.device_type;
     if (mt->version.major != 1 || type == kDLCPU || type == kDLCUDAHost ||
-        type == kDLROCMHost || !api->current_work_stream) {
+        type == kDLROCMHost) {
         return 0;
+    }
+    if (!api->current_work_stream) {
+        return 1;
     }
     void *stream = NULL;
     if (api->current_work_stream(type, mt->dl_tensor.device.device_id, &stream) != 0) {
         PyErr_Clear();
         return 1;
     }
-    return stream != NULL;
+    tack_device *dev =
+        tackpy_stream_device((int32_t)type, mt->dl_tensor.device.device_id);
+    if (!dev) {
+        return stream != NULL;
+    }
+    uintptr_t foreign = stream ? (uintptr_t)stream : 1u; /* CU_STREAM_LEGACY */
+    tack_status status = tack_device_wait_for_stream(dev, foreign);
+    tack_device_release(dev);
+    return status != TACK_OK;
 }
 
 int

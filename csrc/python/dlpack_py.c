@@ -246,13 +246,71 @@ release_keeping_error(PyObject *capsule)
 /* x.__dlpack__(max_version=(1, 3)), and x.__dlpack__() for a producer that predates
  * DLPack 1.0 and raises TypeError at the keyword. copy is never passed: Tack makes
  * its own copies, so the fallback cannot drop a copy request. */
+/* Tack's stream on the device x lives on (from x.__dlpack_device__()), as the int to
+ * pass as stream=, or NULL with no error where there is no stream to pass. */
+static PyObject *
+consumer_stream(tackpy_state *st, PyObject *x)
+{
+    /* NumPy arrays, the commonest producer, live in host memory: no stream to pass,
+     * and the import's hot path is spared a method call. */
+    if (strcmp(Py_TYPE(x)->tp_name, "numpy.ndarray") == 0) {
+        return NULL;
+    }
+    PyObject *args[1] = {x};
+    PyObject *where =
+        PyObject_VectorcallMethod(st->names[TACKPY_NAME___dlpack_device__], args,
+                                  1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (!where) {
+        PyErr_Clear(); /* __dlpack__ alone still works; it reports its own errors */
+        return NULL;
+    }
+    long type = -1, id = -1;
+    if (PyTuple_Check(where) && PyTuple_GET_SIZE(where) == 2) {
+        type = PyLong_AsLong(PyTuple_GET_ITEM(where, 0));
+        id = PyLong_AsLong(PyTuple_GET_ITEM(where, 1));
+    }
+    Py_DECREF(where);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if ((type != kDLCUDA && type != kDLCUDAManaged) || id < 0 || id > INT32_MAX) {
+        return NULL; /* the host, or a device without streams here */
+    }
+    tack_device *dev = tackpy_stream_device((int32_t)type, (int32_t)id);
+    if (!dev) {
+        return NULL;
+    }
+    uintptr_t stream = tack_device_stream(dev);
+    tack_device_release(dev);
+    /* The legacy default stream when Tack has none of its own (never 0, which the
+     * Array API forbids on CUDA). */
+    return PyLong_FromUnsignedLongLong(stream ? (unsigned long long)stream : 1ull);
+}
+
 static PyObject *
 request_capsule(tackpy_state *st, PyObject *x)
 {
-    PyObject *args[2] = {x, st->dlpack_max_version};
     PyObject *dunder = st->names[TACKPY_NAME___dlpack__];
-    PyObject *capsule = PyObject_VectorcallMethod(
-        dunder, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, st->dlpack_kw_max_version);
+    PyObject *stream = consumer_stream(st, x);
+    PyObject *capsule;
+    if (stream) {
+        /* A producer on a device with streams orders its pending writes before
+         * Tack's stream (the Array API's consumer rule): without stream= it may
+         * assume the legacy default stream, which Tack's stream does not follow. */
+        PyObject *sargs[3] = {x, st->dlpack_max_version, stream};
+        capsule =
+            PyObject_VectorcallMethod(dunder, sargs, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      st->dlpack_kw_max_version_stream);
+        Py_DECREF(stream);
+    }
+    else {
+        PyObject *margs[2] = {x, st->dlpack_max_version};
+        capsule =
+            PyObject_VectorcallMethod(dunder, margs, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      st->dlpack_kw_max_version);
+    }
+    PyObject *args[2] = {x, NULL};
     if (capsule) {
         return capsule;
     }
@@ -336,6 +394,26 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         }
     }
     PyObject *capsule = request_capsule(st, x);
+    if (!capsule && PyErr_ExceptionMatches(PyExc_AttributeError) &&
+        !PyObject_HasAttr(x, st->names[TACKPY_NAME___dlpack__])) {
+        /* An object that speaks only the CUDA Array Interface (Numba, older
+         * libraries): wrapped without a copy, docs/cuda.md. */
+        PyObject *cai =
+            PyObject_GetAttr(x, st->names[TACKPY_NAME___cuda_array_interface__]);
+        if (cai) {
+            PyErr_Clear();
+            result = tackpy_from_cuda_array_interface(st, x, cai, opts.device);
+            Py_DECREF(cai);
+            goto done;
+        }
+        PyErr_Clear();
+        PyErr_Format(PyExc_AttributeError,
+                     "%.100s has neither __dlpack__ nor __cuda_array_interface__, so "
+                     "it cannot be shared: copy it with tack.array(x), or wrap its "
+                     "memory with tack.array_from_ptr",
+                     Py_TYPE(x)->tp_name);
+        goto done;
+    }
     if (capsule) {
         result = import_capsule(st, capsule, &opts);
         if (result) {
@@ -358,7 +436,12 @@ tackpy_dlpack_init(PyObject *module, tackpy_state *st)
     (void)module;
     /* x.__dlpack__(max_version=(1, 3)) is called with these on every import. */
     st->dlpack_kw_max_version = PyTuple_Pack(1, st->names[TACKPY_NAME_max_version]);
+    st->dlpack_kw_max_version_stream = PyTuple_Pack(
+        2, st->names[TACKPY_NAME_max_version], st->names[TACKPY_NAME_stream]);
     st->dlpack_max_version =
         Py_BuildValue("(ii)", TACK_DLPACK_MAJOR, TACK_DLPACK_MINOR);
-    return st->dlpack_kw_max_version && st->dlpack_max_version ? 0 : -1;
+    return st->dlpack_kw_max_version && st->dlpack_kw_max_version_stream &&
+                   st->dlpack_max_version
+               ? 0
+               : -1;
 }

@@ -87,6 +87,15 @@ new_class(PyObject *module, const char *name, const char *doc, PyObject *base,
 int
 tackpy_errors_init(PyObject *module, tackpy_state *st)
 {
+    /* A remedy added to status.h without its Python wording would be a NULL entry
+     * above: refuse to import rather than crash on the first error that uses it. */
+    for (int r = 0; r < TACK_REMEDY_COUNT; r++) {
+        if (!python_remedy[r]) {
+            PyErr_Format(PyExc_SystemError,
+                         "remedy %d of status.h has no Python wording in errors.c", r);
+            return -1;
+        }
+    }
     st->TackError = new_class(module, "TackError", "Base class of every Tack error.",
                               PyExc_Exception, NULL, NULL);
     if (!st->TackError) {

@@ -150,6 +150,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->KernelError);
     Py_VISIT(st->numpy);
     Py_VISIT(st->dlpack_kw_max_version);
+    Py_VISIT(st->dlpack_kw_max_version_stream);
     Py_VISIT(st->dlpack_max_version);
     Py_VISIT(st->Kernel_type);
     for (int k = 0; k < TACKPY_NAME_COUNT; k++) {
@@ -175,6 +176,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->KernelError);
     Py_CLEAR(st->numpy);
     Py_CLEAR(st->dlpack_kw_max_version);
+    Py_CLEAR(st->dlpack_kw_max_version_stream);
     Py_CLEAR(st->dlpack_max_version);
     Py_CLEAR(st->Kernel_type);
     for (int k = 0; k < TACKPY_NAME_COUNT; k++) {

@@ -27,7 +27,8 @@ typedef struct tackpy_exchange_cache {
     X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
     X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
     X(ordinal) X(filename) X(source) X(x) X(arch) X(ptx) X(backend)                \
-    X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)
+    X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)      \
+    X(__dlpack_device__) X(__cuda_array_interface__)
 // clang-format on
 
 typedef enum tackpy_name {
@@ -49,8 +50,9 @@ typedef struct tackpy_state {
     /* DLPack binding: the arguments of __dlpack__(max_version=(1, 3)) (dlpack_py.c)
      * and the exchange-table lookups of recent producer types
      * (dlpack_exchange_py.c). */
-    PyObject *dlpack_kw_max_version; /* ("max_version",) */
-    PyObject *dlpack_max_version;    /* (1, 3) */
+    PyObject *dlpack_kw_max_version;        /* ("max_version",) */
+    PyObject *dlpack_kw_max_version_stream; /* ("max_version", "stream") */
+    PyObject *dlpack_max_version;           /* (1, 3) */
     tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
     int dlpack_cache_next;
     PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
@@ -99,6 +101,22 @@ int tackpy_raise_fmt_int(tackpy_state *st, tack_status status, const char *fmt, 
 /* The builtin exception name of an error kind ("ValueError"), for the DLPack
  * exchange API's SetError. Static string. */
 const char *tackpy_kind_builtin_name(tack_error_kind kind);
+
+/* Whether Python can no longer be touched (finalized, or finalizing on another
+ * thread): a release callback then leaks instead. */
+int tackpy_python_gone(void);
+
+/* An array over the memory an object describes with __cuda_array_interface__ (cai,
+ * its value), keeping obj alive; on dev (borrowed, may be NULL: the default device
+ * when it is a CUDA device, else cuda:0). New reference, or NULL with an exception
+ * (cuda_interface.c). */
+PyObject *tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj,
+                                           PyObject *cai, tack_device *dev);
+
+/* The Tack device behind a DLPack device with streams (kDLCUDA, kDLCUDAManaged), or
+ * NULL: no streams there, or the device cannot be opened (the import then says
+ * why). Returns: new reference (dlpack_exchange_py.c). */
+tack_device *tackpy_stream_device(int32_t device_type, int32_t device_id);
 
 /* ---- args.c --------------------------------------------------------------------- */
 /* A function's parameters, in order: the first npos_max may come by position, the

@@ -371,6 +371,19 @@ ncomponents(tack_dtype dt)
     return tack_dtype_get(dt)->ncomponents;
 }
 
+/* A fill or copy that used a shared buffer completes before the call returns: the
+ * memory's owner, or the consumer of an export, may read it at once on a stream Tack
+ * does not know (docs/cuda.md, Synchronization). b may be NULL. */
+static tack_status
+finish_shared(tack_status st, const tack_buffer *a, const tack_buffer *b)
+{
+    unsigned flags = tack_buffer_flags(a) | (b ? tack_buffer_flags(b) : 0u);
+    if (st == TACK_OK && (flags & TACK_BUFFER_SHARED)) {
+        st = tack_device_synchronize(a->device);
+    }
+    return st;
+}
+
 tack_status
 tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 {
@@ -403,8 +416,9 @@ tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
         return TACK_OK;
     }
     tack_device *dev = arr->buffer->device;
-    return dev->backend->fill(dev->state, arr->buffer->data, pattern, info->itemsize,
-                              arr->nelem);
+    st = dev->backend->fill(dev->state, arr->buffer->data, pattern, info->itemsize,
+                            arr->nelem);
+    return finish_shared(st, arr->buffer, NULL);
 }
 
 /* Host-side staging for a device array, or the array's own memory on the CPU. */
@@ -544,6 +558,15 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
                      src->buffer->data, sinfo->scalar, nscalars);
         return TACK_OK;
     }
+    if (!on_host(dst) && dst->buffer->device == src->buffer->device &&
+        dst->dtype == src->dtype) {
+        /* One device, one dtype: a device-to-device copy on the device's stream,
+         * never through the host. */
+        tack_device *dev = dst->buffer->device;
+        st = dev->backend->copy(dev->state, dst->buffer->data, src->buffer->data,
+                                dst->nbytes, TACK_COPY_DEVICE_TO_DEVICE);
+        return finish_shared(st, dst->buffer, src->buffer);
+    }
     size_t staging_bytes = nscalars * tack_dtype_get(sinfo->scalar)->itemsize;
     void *staging = tack__alloc(staging_bytes, 0);
     if (!staging) {
@@ -581,6 +604,44 @@ tack_array_to_device(const tack_array *src, tack_device *dev, tack_array **out)
 
 /* ---- memory for other APIs ---------------------------------------------------- */
 
+/* The exportable copy of buf for export_memory, made once. Borrowed: lives as long
+ * as buf. */
+static tack_status
+export_copy(tack_buffer *buf, tack_buffer **out)
+{
+    tack_buffer *copy = atomic_load_explicit(&buf->export_copy, memory_order_acquire);
+    if (copy) {
+        *out = copy;
+        return TACK_OK;
+    }
+    tack_device *dev = buf->device;
+    tack_status st = tack_buffer_new(
+        dev, buf->nbytes, TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE, &copy);
+    if (st != TACK_OK) {
+        return st;
+    }
+    /* Queued on the device's stream after the launches that wrote buf; waited for,
+     * so the memory is complete when another API imports the handle. */
+    st = dev->backend->copy(dev->state, copy->data, buf->data, buf->nbytes,
+                            TACK_COPY_DEVICE_TO_DEVICE);
+    if (st == TACK_OK) {
+        st = tack_device_synchronize(dev);
+    }
+    if (st != TACK_OK) {
+        tack_buffer_release(copy);
+        return st;
+    }
+    tack_buffer *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&buf->export_copy, &none, copy,
+                                                 memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        tack_buffer_release(copy); /* another thread made it first */
+        copy = none;
+    }
+    *out = copy;
+    return TACK_OK;
+}
+
 tack_status
 tack_array_export_memory(tack_array *arr, tack_exported_memory *out)
 {
@@ -596,14 +657,19 @@ tack_array_export_memory(tack_array *arr, tack_exported_memory *out)
                           "this array through DLPack instead",
                           dev->backend->name);
     }
-    /* The other API may read at once: the launches queued so far finish first. */
-    tack_status st = tack_buffer_share(arr->buffer);
+    /* An exportable buffer is exported in place; the other API may read at once, so
+     * the launches queued so far finish first (share). Any other buffer is exported
+     * through its one-time copy, which waits for them. */
+    tack_buffer *target = arr->buffer;
+    tack_status st = (tack_buffer_flags(target) & TACK_BUFFER_EXPORTABLE)
+                         ? tack_buffer_share(target)
+                         : export_copy(arr->buffer, &target);
     if (st != TACK_OK) {
         return st;
     }
     tack_exported_memory m;
     memset(&m, 0, sizeof m);
-    st = export_memory(dev->state, arr->buffer->data, arr->nbytes, &m);
+    st = export_memory(dev->state, target->data, arr->nbytes, &m);
     if (st == TACK_OK) {
         m.backend = dev->backend->name;
         m.size = arr->nbytes;

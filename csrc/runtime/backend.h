@@ -79,10 +79,24 @@ struct tack_backend {
     /* ---- appended slots: read them through TACK__BACKEND_SLOT ---- */
 
     /* Exports nbytes at ptr (an allocation of this backend) as an OS handle another
-     * API can import (a CUDA VMM allocation as a POSIX fd). Out: *out only on
-     * success. Absent: the backend cannot export (the CPU). */
+     * API can import (a CUDA VMM allocation as a POSIX fd). The handle stays owned by
+     * the allocation. Out: *out only on success. Absent: the backend cannot export
+     * (the CPU). */
     tack_status (*export_memory)(void *state, void *ptr, size_t nbytes,
                                  tack_exported_memory *out);
+    /* Tack's own stream on this device, as the driver's integer handle (what a CUDA
+     * consumer passes as `stream=`). Absent: work is synchronous. */
+    uintptr_t (*stream)(void *state);
+    /* Makes a foreign stream (a driver handle, or the driver's special values such as
+     * CUDA's legacy 1 and per-thread 2) wait for the work queued on Tack's stream so
+     * far, without blocking the host. */
+    tack_status (*order_foreign_after_tack)(void *state, uintptr_t foreign);
+    /* Makes Tack's stream wait for the work queued on a foreign stream so far; 0 is
+     * the device's default stream (CUDA's legacy NULL stream). */
+    tack_status (*order_tack_after_foreign)(void *state, uintptr_t foreign);
+    /* The driver library the device was opened with, for the device's repr.
+     * Borrowed: static. */
+    const char *(*driver_path)(void *state);
 
     /* Kernels (kernel.h; docs/kernels.md). A kernel belongs to the backend that
      * built it; the runtime packs the launch's parameter block, whatever the
@@ -91,8 +105,8 @@ struct tack_backend {
 
     /* Builds the specialization whose source this backend's emitter generated (the
      * CPU: C compiled into a shared object, from the disk cache, and dlopen).
-     * self is this table. The kernel's device-neutral fields (tack__kernel_head)
-     * are set before *out is returned; head.backend is self. On a failed compile
+     * self is this table. Every field of struct tack_kernel (internal.h) is set
+     * before *out is returned, its backend to self. On a failed compile
      * *log receives the compiler's output (tack_kernel_log_free), else stays NULL.
      * Out: *out (Borrowed: valid until kernel_release, for the life of the process
      * when that slot is absent) only on success. */

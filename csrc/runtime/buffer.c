@@ -17,6 +17,7 @@ buffer_alloc_struct(tack_device *dev, tack_buffer **out)
     }
     atomic_init(&buf->refcount, 1);
     atomic_init(&buf->flags, 0u);
+    atomic_init(&buf->export_copy, NULL);
     tack_device_retain(dev);
     buf->device = dev;
     *out = buf;
@@ -103,8 +104,23 @@ tack_buffer_release(tack_buffer *buf)
     /* Only an imported buffer has a release callback, and it always has one. */
     assert((buf->owner == TACK_OWNER_IMPORTED) == (buf->release != NULL));
     tack_device *dev = buf->device;
+    tack_buffer_release(atomic_load_explicit(&buf->export_copy, memory_order_acquire));
+    tack_status (*order)(void *, uintptr_t) =
+        TACK__BACKEND_SLOT(dev->backend, order_tack_after_foreign);
     switch (buf->owner) {
-    case TACK_OWNER_OWN: dev->backend->free(dev->state, buf->data); break;
+    case TACK_OWNER_OWN:
+        /* The last reference to an exported buffer may be a consumer's deleter, run
+         * when its tensor goes, not when the kernels it queued on it finish (PyTorch
+         * does this). Tack's stream first waits for the device's default stream, so
+         * the stream-ordered free cannot hand the memory to a new allocation while
+         * such a kernel still reads it. Errors here only lose the ordering. */
+        if ((atomic_load_explicit(&buf->flags, memory_order_acquire) &
+             TACK_BUFFER_SHARED) &&
+            order && buf->data) {
+            (void)order(dev->state, 0);
+        }
+        dev->backend->free(dev->state, buf->data);
+        break;
     case TACK_OWNER_IMPORTED: buf->release(buf->release_ctx); break;
     case TACK_OWNER_WRAPPED: break;
     }

@@ -286,6 +286,28 @@ tack_device_synchronize(tack_device *dev)
     return dev->backend->synchronize ? dev->backend->synchronize(dev->state) : TACK_OK;
 }
 
+uintptr_t
+tack_device_stream(const tack_device *dev)
+{
+    uintptr_t (*stream)(void *) = TACK__BACKEND_SLOT(dev->backend, stream);
+    return stream ? stream(dev->state) : 0;
+}
+
+tack_status
+tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign)
+{
+    tack_status (*order)(void *, uintptr_t) =
+        TACK__BACKEND_SLOT(dev->backend, order_tack_after_foreign);
+    return order ? order(dev->state, foreign) : TACK_OK;
+}
+
+const char *
+tack_device_driver_path(const tack_device *dev)
+{
+    const char *(*path)(void *) = TACK__BACKEND_SLOT(dev->backend, driver_path);
+    return path ? path(dev->state) : NULL;
+}
+
 tack_status
 tack_default_device(tack_device **out)
 {

@@ -63,6 +63,33 @@ tack_dlpack_describe(const tack_array *arr, DLTensor *out)
     out->byte_offset = 0;
 }
 
+/* Makes the buffer safe for a consumer that may read at once and keep reading: with
+ * a consumer stream, that stream waits for the work queued so far (no host wait);
+ * otherwise the host waits (share). Either way the buffer is shared from now on, so
+ * every later launch that uses it completes before it returns. On a backend with
+ * streams a shared buffer may still have work queued before a stream handoff, so the
+ * wait is repeated; elsewhere a shared buffer has nothing pending. */
+static tack_status
+share_for_consumer(tack_buffer *buf, const tack_dlpack_export_options *opts)
+{
+    const tack_backend *b = buf->device->backend;
+    tack_status (*order)(void *, uintptr_t) =
+        TACK__BACKEND_SLOT(b, order_foreign_after_tack);
+    if (opts && opts->has_stream && order) {
+        tack_status st = order(buf->device->state, opts->stream);
+        if (st == TACK_OK) {
+            atomic_fetch_or_explicit(&buf->flags, TACK_BUFFER_SHARED,
+                                     memory_order_acq_rel);
+        }
+        return st;
+    }
+    if (!(tack_buffer_flags(buf) & TACK_BUFFER_SHARED) ||
+        TACK__BACKEND_SLOT(b, stream)) {
+        return tack_buffer_share(buf);
+    }
+    return TACK_OK;
+}
+
 /* The array the export describes: arr itself, or a private copy on the requested
  * device. Returns: new reference in *out. */
 static tack_status
@@ -79,21 +106,23 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
             arr->buffer->device->backend->name, arr->buffer->device->ordinal,
             want->backend->name, want->ordinal);
     }
+    tack_array *src = arr;
     if (copy) {
-        *copied = true;
-        return tack_array_to_device(arr, want, out);
-    }
-    /* The consumer may read at once, on its own stream, and keep reading. A buffer
-     * already shared has no launch pending (each completes before it returns). */
-    if (!(tack_buffer_flags(arr->buffer) & TACK_BUFFER_SHARED)) {
-        tack_status st = tack_buffer_share(arr->buffer);
+        tack_status st = tack_array_to_device(arr, want, &src);
         if (st != TACK_OK) {
             return st;
         }
     }
-    *copied = false;
-    tack_array_retain(arr);
-    *out = arr;
+    else {
+        tack_array_retain(arr);
+    }
+    tack_status st = share_for_consumer(src->buffer, opts);
+    if (st != TACK_OK) {
+        tack_array_release(src);
+        return st;
+    }
+    *copied = copy;
+    *out = src;
     return TACK_OK;
 }
 
@@ -130,12 +159,21 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
     TACK__CHECK_ARG(opts);
     const tack_device *own = arr->buffer->device;
     int32_t own_type = own->backend->dlpack_device_type;
-    tack_dlpack_export_options o = {req->has_copy && req->copy, NULL, false, 0};
+    tack_dlpack_export_options o = {
+        req->has_copy && req->copy, NULL, false, 0, false, 0};
     if (req->has_stream) {
         tack_status st = tack__dlpack_stream_check(own_type, req->stream);
         if (st != TACK_OK) {
             return st;
         }
+    }
+    /* On a device with streams the consumer's stream is ordered after the array's
+     * queued work instead of the host waiting (None means the legacy default stream,
+     * 1); -1 asks for no ordering, and the export then waits on the host. */
+    if (TACK__BACKEND_SLOT(own->backend, order_foreign_after_tack) &&
+        (!req->has_stream || req->stream != -1)) {
+        o.has_stream = true;
+        o.stream = req->has_stream ? (uintptr_t)req->stream : 1u;
     }
     bool v = false;
     if (req->has_max_version) {

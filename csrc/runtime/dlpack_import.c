@@ -329,11 +329,12 @@ import_device(const DLTensor *t, const tack__dlpack_layout *lay,
         return st;
     }
     *wraps = can_wrap(dev, t, lay);
-    if (*wraps || (opts && opts->copy == TACK_DLPACK_COPY_ALWAYS)) {
-        *out = dev; /* a copy lands on the default device */
+    if (*wraps) {
+        *out = dev;
         return TACK_OK;
     }
-    /* The tensor stays where it is, as the Array API's from_dlpack keeps it. */
+    /* The tensor stays where it is, as the Array API's from_dlpack keeps it; a copy
+     * too (a copy of a CUDA tensor stays on its GPU, device to device). */
     tack_device_release(dev);
     const device_row *row = find_device((int32_t)t->device.device_type);
     st = open_tensor_device(lay->backend, row->host_memory ? 0 : t->device.device_id,

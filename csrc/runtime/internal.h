@@ -110,6 +110,12 @@ struct tack_device {
     uint64_t memory_domain;
 };
 
+/* What the CUDA backend knows of a pointer the CPU backend is asked to wrap:
+ * TACK_MEMORY_DEVICE for CUDA device memory (which the host cannot touch) once a CUDA
+ * device is open in this process, TACK_MEMORY_HOST otherwise; the driver is never
+ * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
+tack_memory_space tack__cuda_pointer_kind(const void *ptr);
+
 /* Whether the device's memory is the CPU's own (host pointers, plain memcpy). */
 static inline bool
 tack__device_is_host(const tack_device *dev)
@@ -128,6 +134,9 @@ struct tack_buffer {
     atomic_uint flags;       /* enum tack_buffer_flags */
     tack_release_fn release; /* imported only: runs once at the last release */
     void *release_ctx;
+    /* Owned reference or NULL: the exportable copy export_memory made of a buffer
+     * that was not allocated exportable (made once, released with this buffer). */
+    _Atomic(struct tack_buffer *) export_copy;
 };
 
 struct tack_array {

@@ -227,10 +227,13 @@ typedef struct tack_exported_memory {
 } tack_exported_memory;
 
 /*
- * Exports the array's memory as an OS handle (Array.export_memory in Python). The
- * buffer is shared first, as for a DLPack export. Out: *out only on success. Errors:
- * TACK_ERR_UNSUPPORTED on a backend that cannot export (the CPU, HIP, Level Zero),
- * the backend's errors otherwise.
+ * Exports the array's memory as an OS handle (Array.export_memory in Python). An
+ * array allocated exportable is exported in place: its buffer is shared first, as for
+ * a DLPack export. Any other array of a backend that can export waits for its queued
+ * work and is copied once, device to device, into an exportable buffer that lives as
+ * long as the array's buffer; later writes to the array are not reflected in it.
+ * Out: *out only on success. Errors: TACK_ERR_UNSUPPORTED on a backend that cannot
+ * export (the CPU, HIP, Level Zero), the backend's errors otherwise.
  */
 TACK_API tack_status tack_array_export_memory(tack_array *arr,
                                               tack_exported_memory *out);

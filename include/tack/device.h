@@ -75,6 +75,23 @@ TACK_API int tack_device_ordinal(const tack_device *dev);
 TACK_API int tack_device_dlpack_type(const tack_device *dev);
 /* Arrays of two devices may meet in one launch only if these are equal. */
 TACK_API uint64_t tack_device_memory_domain(const tack_device *dev);
+/*
+ * Tack's own stream on dev as the driver's integer handle (a CUstream on CUDA), or 0
+ * on a device whose work is synchronous (the CPU). What a consumer passes as
+ * `stream=` to a producer's __dlpack__ so the producer orders its writes first.
+ */
+TACK_API uintptr_t tack_device_stream(const tack_device *dev);
+
+/*
+ * Makes dev's stream wait for the work queued so far on a foreign stream of the same
+ * device (a driver handle, or CUDA's 1 legacy / 2 per-thread default stream), without
+ * blocking the host. TACK_OK with nothing to do on a device without streams.
+ */
+TACK_API tack_status tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign);
+
+/* The driver library dev was opened with, or NULL (the CPU). Borrowed: static. */
+TACK_API const char *tack_device_driver_path(const tack_device *dev);
+
 /* Whether the device was opened with an external context. */
 TACK_API bool tack_device_has_external_context(const tack_device *dev);
 /* Borrowed: the backend table, valid while dev lives. */

@@ -48,6 +48,12 @@ typedef struct tack_dlpack_export_options {
      * (docs/dlpack.md, export). Without it, TACK_DLPACK_MINOR. */
     bool limit_minor;
     uint32_t max_minor;
+    /* With has_stream, the consumer's stream (a driver handle, or CUDA's 1 for the
+     * legacy and 2 for the per-thread default stream): it is made to wait for the
+     * work queued on the array, and the host does not wait. Without it the export
+     * waits for that work (share). tack_dlpack_export_prepare fills both. */
+    bool has_stream;
+    uintptr_t stream;
 } tack_dlpack_export_options;
 
 /*

@@ -181,7 +181,7 @@ TACK_TEST(dlpack_export_read_only)
     CHECK(strstr(tack_last_error_problem(), "read-only") != NULL);
     CHECK(strstr(tack_last_error(), "max_version") == NULL);
     CHECK(strstr(tack_last_error(), "copy=True") == NULL);
-    tack_dlpack_export_options copy = {true, NULL, false, 0};
+    tack_dlpack_export_options copy = {true, NULL, false, 0, false, 0};
     CHECK_OK(tack_dlpack_export_legacy(ro, &copy, &l));
     CHECK(l->dl_tensor.data != tack_array_data(arr));
     l->deleter(l);
@@ -197,7 +197,7 @@ TACK_TEST(dlpack_export_copy_is_private)
     float seven = 7.0f;
     CHECK_OK(tack_array_empty(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &arr));
     CHECK_OK(tack_array_fill(arr, &seven, TACK_FLOAT32));
-    tack_dlpack_export_options copy = {true, dev, false, 0};
+    tack_dlpack_export_options copy = {true, dev, false, 0, false, 0};
     DLManagedTensorVersioned *v;
     CHECK_OK(tack_dlpack_export_versioned(arr, &copy, &v));
     CHECK_EQ_INT(v->flags, DLPACK_FLAG_BITMASK_IS_COPIED);
@@ -609,7 +609,7 @@ run_export(tack_device *dev, int *deleted, bool versioned, bool copy)
     if (st != TACK_OK) {
         return st;
     }
-    tack_dlpack_export_options opts = {copy, NULL, false, 0};
+    tack_dlpack_export_options opts = {copy, NULL, false, 0, false, 0};
     if (versioned) {
         DLManagedTensorVersioned *mt = NULL;
         st = tack_dlpack_export_versioned(arr, &opts, &mt);
@@ -767,12 +767,12 @@ TACK_TEST(dlpack_export_reports_the_consumers_minor_version)
     tack_array *a;
     CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
     DLManagedTensorVersioned *mt;
-    tack_dlpack_export_options asked_1_0 = {false, NULL, true, 0};
+    tack_dlpack_export_options asked_1_0 = {false, NULL, true, 0, false, 0};
     CHECK_OK(tack_dlpack_export_versioned(a, &asked_1_0, &mt));
     CHECK_EQ_INT(mt->version.major, 1);
     CHECK_EQ_INT(mt->version.minor, 0);
     mt->deleter(mt);
-    tack_dlpack_export_options asked_1_9 = {false, NULL, true, 9};
+    tack_dlpack_export_options asked_1_9 = {false, NULL, true, 9, false, 0};
     CHECK_OK(tack_dlpack_export_versioned(a, &asked_1_9, &mt));
     CHECK_EQ_INT(mt->version.minor, TACK_DLPACK_MINOR);
     mt->deleter(mt);

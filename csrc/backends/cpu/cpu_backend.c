@@ -116,9 +116,10 @@ static tack_status
 cpu_memory_space(void *state, const void *ptr, tack_memory_space *out)
 {
     (void)state;
-    (void)ptr;
-    /* The CPU cannot tell one host allocation from another: all of it is host. */
-    *out = TACK_MEMORY_HOST;
+    /* The CPU cannot tell one host allocation from another, but a CUDA device
+     * pointer wrapped here would crash the first host access: ask CUDA when it is in
+     * use in this process. */
+    *out = tack__cuda_pointer_kind(ptr);
     return TACK_OK;
 }
 

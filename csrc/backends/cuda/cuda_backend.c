@@ -1,12 +1,10 @@
 /*
- * cuda_backend.c: the cuda backend table. The driver is opened with dlopen on first
- * use (gpu_driver.c); without it, opening a device raises RuntimeError naming the
- * library.
+ * cuda_backend.c: the cuda backend table. The implementation is split by concept
+ * (cuda_internal.h lists the files); docs/cuda.md describes the model: one
+ * non-blocking stream per device, host reads wait, exports share.
  */
-#include "../gpu_driver.h"
+#include "cuda_internal.h"
 
-static const char *const libraries[] = {"libcuda.so.1", "libcuda.so", NULL};
-static const tack__gpu_driver driver = {libraries, "the NVIDIA driver"};
 static const char *const options[] = {NULL};
 
 const tack_backend tack__backend_cuda = {
@@ -14,7 +12,19 @@ const tack_backend tack__backend_cuda = {
     .name = "cuda",
     .dlpack_device_type = kDLCUDA,
     .option_names = options,
-    .impl = &driver,
-    .open = tack__gpu_open,
-    TACK__GPU_SLOTS,
+    .impl = NULL,
+    .open = tack__cuda_open,
+    .close = tack__cuda_close,
+    .alloc = tack__cuda_alloc,
+    .free = tack__cuda_free,
+    .copy = tack__cuda_copy,
+    .fill = tack__cuda_fill,
+    .memory_space = tack__cuda_memory_space,
+    .synchronize = tack__cuda_synchronize,
+    .memory_domain = tack__cuda_memory_domain,
+    .export_memory = tack__cuda_export_memory,
+    .stream = tack__cuda_stream,
+    .order_foreign_after_tack = tack__cuda_order_foreign_after_tack,
+    .order_tack_after_foreign = tack__cuda_order_tack_after_foreign,
+    .driver_path = tack__cuda_driver_path,
 };

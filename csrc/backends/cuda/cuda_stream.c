@@ -1,0 +1,79 @@
+/*
+ * cuda_stream.c: waiting for Tack's stream, and ordering it against other libraries'
+ * streams without blocking the host.
+ *
+ * Foreign streams are named by the integers DLPack and the Array API use on CUDA:
+ * 1 is the legacy default stream and 2 the per-thread default stream (the driver's
+ * own special handles CU_STREAM_LEGACY and CU_STREAM_PER_THREAD), anything larger a
+ * CUstream handle of the same context. The caller has validated the value (0 and
+ * negative values never get here).
+ */
+#include "cuda_internal.h"
+
+tack_status
+tack__cuda_synchronize(void *state)
+{
+    tack__cuda_state *s = state;
+    tack__cuda_guard g;
+    tack_status st = tack__cuda_enter(s, &g);
+    if (st != TACK_OK) {
+        return st;
+    }
+    st = tack__cuda_check(s, s->drv->api.cuStreamSynchronize(s->stream),
+                          "cuStreamSynchronize");
+    tack__cuda_leave(s, &g);
+    return st;
+}
+
+uintptr_t
+tack__cuda_stream(void *state)
+{
+    tack__cuda_state *s = state;
+    return (uintptr_t)s->stream;
+}
+
+tack_status
+tack__cuda_order(tack__cuda_state *s, tcu_stream first, tcu_stream then)
+{
+    const tack__cuda_api *api = &s->drv->api;
+    if (first == then) {
+        return TACK_OK; /* one stream is ordered with itself */
+    }
+    pthread_mutex_lock(&s->handoff_lock);
+    tack_status st =
+        tack__cuda_check(s, api->cuEventRecord(s->handoff, first), "cuEventRecord");
+    if (st == TACK_OK) {
+        st = tack__cuda_check(s, api->cuStreamWaitEvent(then, s->handoff, 0),
+                              "cuStreamWaitEvent");
+    }
+    pthread_mutex_unlock(&s->handoff_lock);
+    return st;
+}
+
+static tack_status
+order_guarded(void *state, uintptr_t foreign, bool foreign_waits)
+{
+    tack__cuda_state *s = state;
+    tack__cuda_guard g;
+    tack_status st = tack__cuda_enter(s, &g);
+    if (st != TACK_OK) {
+        return st;
+    }
+    tcu_stream other = (tcu_stream)foreign;
+    st = foreign_waits ? tack__cuda_order(s, s->stream, other)
+                       : tack__cuda_order(s, other, s->stream);
+    tack__cuda_leave(s, &g);
+    return st;
+}
+
+tack_status
+tack__cuda_order_foreign_after_tack(void *state, uintptr_t foreign)
+{
+    return order_guarded(state, foreign, true);
+}
+
+tack_status
+tack__cuda_order_tack_after_foreign(void *state, uintptr_t foreign)
+{
+    return order_guarded(state, foreign, false);
+}

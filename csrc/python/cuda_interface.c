@@ -1,0 +1,193 @@
+/*
+ * cuda_interface.c: importing an object that describes its memory with the CUDA
+ * Array Interface (version 2 or 3) instead of DLPack: Numba device arrays, older
+ * libraries. The export side is the Array getter in array_type.c.
+ *
+ * The memory is wrapped without a copy and shared from birth, like every foreign
+ * pointer; the object stays referenced until the last array over the memory goes.
+ * A `stream` key names the stream the producer's writes are queued on: Tack's stream
+ * is made to wait for it, as the interface asks of a consumer, without blocking.
+ */
+#include "tackpy.h"
+
+/* The object behind the memory, released when the last array over it goes: from any
+ * thread, and leaked when Python is already gone. */
+static void
+release_object(void *ctx)
+{
+    if (tackpy_python_gone()) {
+        return;
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+}
+
+static PyObject *
+refuse(tackpy_state *st, PyObject *obj, const char *what)
+{
+    return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                            "%.100s's __cuda_array_interface__ %s",
+                            Py_TYPE(obj)->tp_name, what);
+}
+
+/* Reads shape (a tuple of ints). Returns ndim, or -1 with an exception. */
+static int
+read_shape(tackpy_state *st, PyObject *obj, PyObject *cai, int64_t *shape)
+{
+    PyObject *v = PyDict_GetItemString(cai, "shape"); /* borrowed */
+    if (!v || !PyTuple_Check(v) || PyTuple_GET_SIZE(v) > TACK_MAX_NDIM) {
+        refuse(st, obj, "has no shape tuple of at most 32 ints");
+        return -1;
+    }
+    int ndim = (int)PyTuple_GET_SIZE(v);
+    for (int k = 0; k < ndim; k++) {
+        shape[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(v, k));
+        if (shape[k] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    return ndim;
+}
+
+/* Strides must be absent, None, or the C-contiguous byte strides. */
+static int
+check_strides(tackpy_state *st, PyObject *obj, PyObject *cai, int ndim,
+              const int64_t *shape, size_t itemsize)
+{
+    PyObject *v = PyDict_GetItemString(cai, "strides");
+    if (!v || v == Py_None) {
+        return 0;
+    }
+    if (!PyTuple_Check(v) || PyTuple_GET_SIZE(v) != ndim) {
+        refuse(st, obj, "has strides that are not a tuple of one int per dimension");
+        return -1;
+    }
+    int64_t expect = (int64_t)itemsize;
+    for (int k = ndim - 1; k >= 0; k--) {
+        long long s = PyLong_AsLongLong(PyTuple_GET_ITEM(v, k));
+        if (s == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (shape[k] > 1 && s != expect) {
+            refuse(st, obj,
+                   "describes strided memory, and Tack arrays are C-contiguous: "
+                   "make it contiguous in the producer first");
+            return -1;
+        }
+        expect *= shape[k];
+    }
+    return 0;
+}
+
+/* The stream key: absent or None means nothing to wait for. Out: *stream (0: none). */
+static int
+read_stream(tackpy_state *st, PyObject *obj, PyObject *cai, uintptr_t *stream)
+{
+    *stream = 0;
+    PyObject *v = PyDict_GetItemString(cai, "stream");
+    if (!v || v == Py_None) {
+        return 0;
+    }
+    unsigned long long s = PyLong_Check(v) ? PyLong_AsUnsignedLongLong(v) : 0;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        s = 0;
+    }
+    if (s == 0) {
+        refuse(st, obj,
+               "has a stream that is not a positive int (0 is ambiguous and "
+               "disallowed by the interface): give 1, 2 or a stream handle, or none");
+        return -1;
+    }
+    *stream = (uintptr_t)s;
+    return 0;
+}
+
+/* The importing device. Returns: new reference, or NULL with an exception. */
+static tack_device *
+import_device(tackpy_state *st, tack_device *given)
+{
+    tack_device *dev = NULL;
+    tack_status status = TACK_OK;
+    if (given) {
+        tack_device_retain(given);
+        dev = given;
+    }
+    else {
+        status = tack_default_device(&dev);
+        if (status == TACK_OK && tack_device_dlpack_type(dev) != kDLCUDA) {
+            tack_device_release(dev);
+            dev = NULL;
+            status = tack_device_open("cuda", 0, NULL, &dev);
+        }
+    }
+    if (status != TACK_OK) {
+        tackpy_raise(st, status);
+        return NULL;
+    }
+    return dev;
+}
+
+PyObject *
+tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
+                                 tack_device *given)
+{
+    if (!PyDict_Check(cai)) {
+        return refuse(st, obj, "is not a dict");
+    }
+    PyObject *version = PyDict_GetItemString(cai, "version");
+    long ver = version && PyLong_Check(version) ? PyLong_AsLong(version) : -1;
+    if (ver < 2 || ver > 3) {
+        PyErr_Clear();
+        return refuse(st, obj, "has a version other than 2 or 3");
+    }
+    PyObject *mask = PyDict_GetItemString(cai, "mask");
+    if (mask && mask != Py_None) {
+        return refuse(st, obj, "has a mask, which Tack arrays cannot carry");
+    }
+    int64_t shape[TACK_MAX_NDIM];
+    int ndim = read_shape(st, obj, cai, shape);
+    if (ndim < 0) {
+        return NULL;
+    }
+    PyObject *typestr = PyDict_GetItemString(cai, "typestr");
+    tack_dtype dtype = TACK_FLOAT32;
+    if (!typestr || tackpy_dtype_from_object(st, typestr, &dtype) < 0) {
+        return typestr ? NULL : refuse(st, obj, "has no typestr");
+    }
+    PyObject *data = PyDict_GetItemString(cai, "data");
+    if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
+        return refuse(st, obj, "has no data tuple (pointer, read_only)");
+    }
+    void *ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    int read_only = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+    if ((!ptr && PyErr_Occurred()) || read_only < 0) {
+        return NULL;
+    }
+    uintptr_t stream = 0;
+    if (check_strides(st, obj, cai, ndim, shape, tack_dtype_get(dtype)->itemsize) < 0 ||
+        read_stream(st, obj, cai, &stream) < 0) {
+        return NULL;
+    }
+    tack_device *dev = import_device(st, given);
+    if (!dev) {
+        return NULL;
+    }
+    tack_array *arr = NULL;
+    tack_status status;
+    Py_INCREF(obj); /* released by release_object, even on failure */
+    Py_BEGIN_ALLOW_THREADS
+        status = tack_array_wrap_memory(dev, ptr, dtype, ndim, shape, !read_only,
+                                        release_object, obj, &arr);
+        if (status == TACK_OK && stream) {
+            status = tack_device_wait_for_stream(dev, stream);
+        }
+    Py_END_ALLOW_THREADS
+    tack_device_release(dev);
+    if (status != TACK_OK) {
+        tack_array_release(arr);
+        return tackpy_raise(st, status);
+    }
+    return tackpy_array_wrap(st, arr);
+}

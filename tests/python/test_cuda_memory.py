@@ -1,0 +1,190 @@
+"""CUDA arrays on the strict stand-in driver (docs/cuda.md, Memory): creation, fills of
+every width, copies in every direction, and the driver calls they make. The stand-in
+runs queued work only at synchronization points and faults on any host access to
+device memory, so a missing wait reads stale bytes and a host dereference crashes."""
+
+from __future__ import annotations
+
+import pytest
+from cuda_helpers import run
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+          "uint64", "float16", "float32", "float64", "vec2", "vec3", "vec4"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_create_fill_and_read_back_every_dtype(tmp_path, dtype):
+    run(
+        f"""
+        dt = getattr(tack, {dtype!r})
+        comps = {{"vec2": 2, "vec3": 3, "vec4": 4}}.get({dtype!r}, 1)
+        npdt = np.dtype(dt.dtype).base
+        for n in (1, 7, 1000):
+            shape = (n, comps) if comps > 1 else (n,)
+            z = tack.zeros((n,), dtype=dt, device="cuda")
+            assert z.device.name == "cuda"
+            assert (z.numpy() == 0).all()
+            host = (np.arange(n * comps) % 5 + 1).astype(npdt).reshape(shape)
+            a = tack.array(host, dtype=dt, device="cuda")
+            assert (a.numpy() == host).all()
+            # a value that is no repeated 4-byte word in 8-, 12-, 16-byte elements
+            v = True if {dtype!r} == "bool" else 3
+            if npdt.kind == "f":
+                v = 1.5
+            a.fill(v)
+            assert (a.numpy() == np.full(shape, v, dtype=npdt)).all(), a.numpy()
+            f = tack.full((n,), 2, dtype=dt, device="cuda")
+            assert (f.numpy() == np.full(shape, 2, dtype=npdt)).all()
+        """,
+        tmp_path,
+    )
+
+
+def test_fill_uses_memset_for_repeated_words_and_doubling_otherwise(tmp_path):
+    run(
+        """
+        a = tack.empty((1000,), dtype=tack.f64, device="cuda")
+        calls()
+        a.fill(0.0)                      # eight zero bytes: one 32-bit memset
+        cs = names(calls())
+        assert cs == ["cuMemsetD32Async"], cs
+        a.fill(1.5)                      # one element from the host, then doubling
+        cs = names(calls())
+        assert cs[0] == "cuMemcpyHtoDAsync", cs
+        assert cs.count("cuMemcpyDtoDAsync") == 10, cs   # 1 -> 1000 in 10 steps
+        assert "cuMemcpyDtoH" not in " ".join(cs)
+        assert (a.numpy() == 1.5).all()
+        """,
+        tmp_path,
+    )
+
+
+def test_queued_fill_is_waited_for_by_host_reads(tmp_path):
+    run(
+        """
+        a = tack.zeros(64, dtype=tack.i32, device="cuda")
+        calls()
+        a.fill(9)
+        assert names(calls()) == ["cuMemsetD32Async"]   # queued, the host did not wait
+        assert (a.numpy() == 9).all()
+        cs = names(calls())
+        assert cs.index("cuStreamSynchronize") < cs.index("cuMemcpyDtoHAsync"), cs
+        """,
+        tmp_path,
+    )
+
+
+def test_copies_in_every_direction(tmp_path):
+    run(
+        """
+        src = np.arange(12, dtype=np.float32).reshape(3, 4)
+        c = tack.array(src)                               # cpu
+        g = tack.empty((3, 4), dtype=tack.f32, device="cuda")
+        tack.copyto(g, c)                                 # host -> device
+        assert (g.numpy() == src).all()
+        h = tack.zeros((3, 4), dtype=tack.f64)
+        tack.copyto(h, g)                                 # device -> host, converting
+        assert (h.numpy() == src).all()
+        g2 = tack.zeros((3, 4), dtype=tack.f32, device="cuda")
+        calls()
+        tack.copyto(g2, g)                                # device -> device, one dtype
+        cs = names(calls())
+        assert cs == ["cuMemcpyDtoDAsync"], cs            # never through the host
+        assert (g2.numpy() == src).all()
+        g3 = tack.zeros((3, 4), dtype=tack.i64, device="cuda")
+        tack.copyto(g3, g)                                # device -> device, converting
+        assert (g3.numpy() == src).all()
+        t = g.to_device(tack.device("cuda"))
+        assert t.ptr != g.ptr and (t.numpy() == src).all()
+        assert (g.to_device("cpu").numpy() == src).all()
+        assert (c.to_device("cuda").numpy() == src).all()
+        """,
+        tmp_path,
+    )
+
+
+def test_memory_is_allocated_and_freed_on_tacks_stream(tmp_path):
+    run(
+        """
+        a = tack.zeros(100, device="cuda")
+        s = tack_stream()
+        allocs = [c for c in calls() if c[0] == "cuMemAllocAsync"]
+        assert len(allocs) == 1 and f"stream={s:#x}" in allocs[0][1], allocs
+        del a
+        frees = [c for c in calls() if c[0] == "cuMemFreeAsync"]
+        assert len(frees) == 1 and f"stream={s:#x}" in frees[0][1] and frees[0][2] == 0
+        z = tack.zeros(0, device="cuda")     # no bytes: no allocation at all
+        assert z.numpy().shape == (0,)
+        assert "cuMemAllocAsync" not in names(calls())
+        """,
+        tmp_path,
+    )
+
+
+def test_out_of_device_memory_is_memory_error(tmp_path):
+    run(
+        """
+        try:
+            tack.zeros(100, device="cuda")
+        except MemoryError as e:
+            assert "out of memory" in str(e)
+        else:
+            raise AssertionError("the injected failure was not reported")
+        assert tack.zeros(3, device="cuda").numpy().tolist() == [0, 0, 0]
+        """,
+        tmp_path,
+        TACK_STANDIN_FAIL="cuMemAllocAsync:1",
+    )
+
+
+def test_release_from_another_thread_sets_the_context_there(tmp_path):
+    run(
+        """
+        import threading
+        arrays = [tack.zeros(10, device="cuda") for _ in range(3)]
+        calls()
+        def drop():
+            arrays.clear()
+        t = threading.Thread(target=drop)
+        t.start(); t.join()
+        cs = calls()
+        frees = [c for c in cs if c[0] == "cuMemFreeAsync"]
+        assert len(frees) == 3 and all(c[2] == 0 for c in frees), cs
+        assert "cuCtxSetCurrent" in [c[0] for c in cs], cs
+        """,
+        tmp_path,
+    )
+
+
+def test_arrays_alive_at_interpreter_exit_do_not_crash(tmp_path):
+    result = run(
+        """
+        keep = [tack.zeros(10, device="cuda"), tack.empty(4, device="cuda",
+                                                          exportable=True)]
+        exported = keep[0].__dlpack__(stream=1)   # never consumed
+        sys.keep = keep
+        """,
+        tmp_path,
+    )
+    assert result.returncode == 0
+    log = (tmp_path / "driver.log").read_text().splitlines()
+    # whatever was released at exit was released without a driver error
+    assert not [line for line in log if line.startswith(("cuMemFree", "cuMemUnmap"))
+                and not line.endswith("-> 0")], log[-20:]
+
+
+def test_freeing_an_exported_buffer_first_waits_for_the_default_stream(tmp_path):
+    run(
+        """
+        a = tack.zeros(64, device="cuda")
+        b = tack.zeros(64, device="cuda")
+        a.__dlpack__(stream=1)                 # exported: a consumer may still read
+        calls()
+        del a
+        ns = names(calls())
+        assert ns == ["cuEventRecord", "cuStreamWaitEvent", "cuMemFreeAsync"], ns
+        del b                                  # never exported: just the free
+        assert names(calls()) == ["cuMemFreeAsync"]
+        """,
+        tmp_path,
+    )
