@@ -7,10 +7,11 @@
  * bound to stored parameters), make the specialization key with the runtime's
  * functions ((dtype, ndim) per array, kind per scalar, then the debug mode: fixed by
  * the decorator or, when it said nothing, TACK_DEBUG read at this call; then the
- * backend), find it in a small table, then launch with the GIL released (the
- * restrict body when the runtime finds no stored array overlapping another) and
- * convert what the kernel returns. Only a miss calls back into Python: the front end
- * turns the kernel into C for that key and builds it with _kernel_build. The table is
+ * backend), find it in a small table, then launch on the arrays' device with the GIL
+ * released (the runtime hands the launch to that device's backend; the restrict body
+ * when it finds no stored array overlapping another) and convert what the kernel
+ * returns. Only a miss calls back into Python: the front end spells the kernel for
+ * the key's backend and builds it with _kernel_build(..., backend). The table is
  * touched only with the GIL held; launches use only the runtime's kernel pointer, which
  * lives for the whole process.
  */

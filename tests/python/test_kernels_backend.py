@@ -78,3 +78,37 @@ def test_the_dispatcher_builds_for_the_backend_of_the_key(tmp_path, monkeypatch)
     np.testing.assert_array_equal(out.numpy(), 2.0 * np.arange(5))
     assert total(5) == 10  # no array: the key says the CPU
     assert calls == [1, 1]
+
+
+def test_arrays_of_a_backend_without_kernels_or_of_two_devices_are_refused(tmp_path):
+    # CUDA arrays on the stand-in driver: the CUDA backend of this build has no
+    # kernel slots, and a CPU array beside a CUDA one is two memory domains. Both
+    # are ValueError before anything compiles.
+    from cuda_helpers import run
+
+    (tmp_path / "kmod.py").write_text(
+        "import tack\n\n\n@tack.kernel\ndef add(out, x):\n"
+        "    for i in range(out.shape[0]):\n        out[i] += x[i]\n")
+    run(
+        f"""
+        sys.path.insert(0, {str(tmp_path)!r})
+        from kmod import add
+        from tack._tack import _kernel_stats
+
+        g = tack.zeros(8, dtype=tack.f32, device="cuda")
+        c = tack.zeros(8, dtype=tack.f32)
+        before = _kernel_stats()["compiles"]
+        for args, words in (((g, g), ("'out'", "cuda")), ((c, g), ("'x'", "cuda"))):
+            try:
+                add(*args)
+            except ValueError as e:
+                assert all(w in str(e) for w in words), e
+            else:
+                raise AssertionError("launched")
+        assert _kernel_stats()["compiles"] == before
+        add(c, c)
+        assert _kernel_stats()["compiles"] == before + 1
+        """,
+        tmp_path,
+        TACK_CACHE_DIR=str(tmp_path / "cache"),
+    )
