@@ -111,14 +111,11 @@ tack_kernel_launch_on(tack_device *device, tack_kernel *k, const tack_kernel_arg
                           "out of memory for the parameters of kernel '%s'", k->name);
     }
     tack_kernel_params_pack(k->nparams, k->param_key, args, block);
-    tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
-    tack_status st =
-        launch(device ? device->state : NULL, k, block, nbytes, flags, &value);
+    tack_kernel_value ignored; /* the slot writes a result only on success */
+    tack_status st = launch(device ? device->state : NULL, k, block, nbytes, flags,
+                            result ? result : &ignored);
     if (block != (void *)small) {
         tack__free(block);
-    }
-    if (st == TACK_OK && result) {
-        *result = value;
     }
     return st;
 }
