@@ -87,11 +87,12 @@ tack_kernel_launch_on(tack_device *device, tack_kernel *k, const tack_kernel_arg
         TACK__CHECK_ARG(args);
     }
     if (device && device->backend != k->backend) {
-        return tack__fail_remedy(TACK_ERR_DEVICE_MISMATCH, TACK_REMEDY_TO_CPU,
-                                 "kernel '%s' was built for the %s backend and cannot "
-                                 "run on %s:%d; launch it on a device of its backend",
-                                 k->name, k->backend->name, device->backend->name,
-                                 device->ordinal);
+        return tack__fail(TACK_ERR_DEVICE_MISMATCH,
+                          "kernel '%s' was built for the %s backend and cannot run on "
+                          "%s:%d; launch it on a device of its backend, or build it "
+                          "for %s with tack_kernel_build_for",
+                          k->name, k->backend->name, device->backend->name,
+                          device->ordinal, device->backend->name);
     }
     tack_status (*launch)(void *, tack_kernel *, const void *, size_t, unsigned,
                           tack_kernel_value *) =
