@@ -340,8 +340,18 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
             /* The calling thread's own share, timed without the workers' wake-up.
              * A caller that did under half its fair share was held up (the workers
              * took its trips meanwhile): its time says more about the OS than
-             * about the kernel, so it may lower the estimate but not raise it. */
-            update_estimate(k, mine, mine_ns, mine * 2 * threads >= n);
+             * about the kernel. It may lower the estimate; otherwise the estimate
+             * is forgotten, so that the next launch small enough to run on this
+             * thread measures itself instead of trusting a disturbed sample (a
+             * caller that got no trip at all could otherwise never correct it). */
+            bool fair = mine * 2 * threads >= n;
+            uint64_t old = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
+            if (fair || (mine > 0 && mine_ns * 256u / (uint64_t)mine < old)) {
+                update_estimate(k, mine, mine_ns, fair);
+            }
+            else {
+                atomic_store_explicit(&k->trip_ns_q8, 0, memory_order_relaxed);
+            }
             atomic_fetch_add_explicit(&tack__stat_parallel, 1, memory_order_relaxed);
             return;
         }
