@@ -80,8 +80,10 @@ static PyMethodDef module_methods[] = {
      "caller) or an object exposing its memory (held while the array lives)."},
     /* kernels (kernel_py.c): private helpers of the front end in tack.kernel */
     {"_kernel_build", FASTKW(tackpy_kernel_build_fn),
-     "_kernel_build(name, filename, source)\n--\n\n"
-     "Build generated C source into a loaded kernel (raises CompileError)."},
+     "_kernel_build(name, filename, source, backend=1)\n--\n\n"
+     "Build source generated for a backend (a DLPack device type; 1, the CPU, "
+     "builds C)\ninto a kernel of that backend (raises CompileError; RuntimeError "
+     "for a backend\nthat runs no kernels)."},
     {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
      "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
      "launches."},
