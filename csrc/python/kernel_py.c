@@ -439,6 +439,9 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
                          ? TACK_KERNEL_NOALIAS
                          : 0;
+    if (tack_kernel_args_shared(kp->nparams, arrays)) {
+        flags |= TACK_KERNEL_SHARED;
+    }
     /* The launch goes to the backend of the arrays' device (the checks above made
      * it one); a kernel of scalars alone runs where its key says, on the CPU. */
     tack_device *device = NULL;

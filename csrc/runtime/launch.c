@@ -160,6 +160,17 @@ tack_kernel_params_pack(int nparams, const uint32_t *key, const tack_kernel_arg 
     }
 }
 
+bool
+tack_kernel_args_shared(int nparams, const tack_array *const *arrays)
+{
+    for (int k = 0; arrays && k < nparams; k++) {
+        if (arrays[k] && (tack_buffer_flags(arrays[k]->buffer) & TACK_BUFFER_SHARED)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool
 overlap(const tack_array *a, const tack_array *b)
 {

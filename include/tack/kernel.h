@@ -228,8 +228,15 @@ TACK_API bool tack_kernel_args_disjoint(int nparams, const tack_array *const *ar
 enum {
     /* the arguments keep the promise of tack_kernel_body_restrict (checked with
      * tack_kernel_args_disjoint): use that body when the kernel has one */
-    TACK_KERNEL_NOALIAS = 1u << 0
+    TACK_KERNEL_NOALIAS = 1u << 0,
+    /* an argument's buffer is shared with another library (TACK_BUFFER_SHARED,
+     * tack_kernel_args_shared): a backend that queues launches completes this one
+     * before returning */
+    TACK_KERNEL_SHARED = 1u << 1
 };
+
+/* Whether any array of a launch has a shared buffer (NULL entries are scalars). */
+TACK_API bool tack_kernel_args_shared(int nparams, const tack_array *const *arrays);
 
 /*
  * Runs a kernel with its backend's kernel_launch slot, on no particular device (see

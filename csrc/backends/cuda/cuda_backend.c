@@ -27,4 +27,6 @@ const tack_backend tack__backend_cuda = {
     .order_foreign_after_tack = tack__cuda_order_foreign_after_tack,
     .order_tack_after_foreign = tack__cuda_order_tack_after_foreign,
     .driver_path = tack__cuda_driver_path,
+    .kernel_build = tack__cuda_kernel_build,
+    .kernel_launch = tack__cuda_kernel_launch,
 };

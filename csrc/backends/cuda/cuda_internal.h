@@ -7,6 +7,7 @@
  * cuda_stream.c   synchronization, sticky errors, ordering against foreign streams
  * cuda_vmm.c      exportable (VMM) allocations and their POSIX fd
  * cuda_pointer.c  where a pointer lives (one cuPointerGetAttributes call)
+ * cuda_kernel.c   kernel build (NVRTC, modules per context) and launch
  * cuda_backend.c  the backend table
  */
 #ifndef TACK_CUDA_INTERNAL_H
@@ -135,5 +136,15 @@ tack_status tack__cuda_memory_space(void *state, const void *ptr,
                                     tack_memory_space *out);
 /* Remembers an opened device for tack__cuda_pointer_kind (internal.h). */
 void tack__cuda_note_device(tack__cuda_state *s);
+
+/* ---- kernels (cuda_kernel.c) ------------------------------------------------------
+ */
+
+tack_status tack__cuda_kernel_build(const tack_backend *self, const char *name,
+                                    const char *filename, const char *source,
+                                    tack_kernel **out, char **log);
+tack_status tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
+                                     size_t params_nbytes, unsigned flags,
+                                     tack_kernel_value *result);
 
 #endif /* TACK_CUDA_INTERNAL_H */

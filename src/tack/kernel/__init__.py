@@ -23,7 +23,7 @@ from typing import Any, overload
 
 from tack._tack import CompileError, Kernel, KernelError, _kernel_build
 from tack.kernel.emit_c import emit_c
-from tack.kernel.emit_cuda import CudaKernel, emit_cuda
+from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_bundle
 from tack.kernel.lower import lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.types import specialize
@@ -68,9 +68,10 @@ def _deep_recursion(name: str) -> Iterator[None]:
 
 
 KDL_CPU = 1  # DLPack's kDLCPU: the backend word of a CPU launch's key
+KDL_CUDA = 2  # kDLCUDA
 # The emitter for each backend (DLPack device type): a lowered plan -> source the
-# runtime builds for that backend. A GPU emitter adds its entry.
-EMITTERS: dict[int, Callable[[Any], str]] = {KDL_CPU: emit_c}
+# runtime builds for that backend (CUDA's: its source bundled with the C twin).
+EMITTERS: dict[int, Callable[[Any], str]] = {KDL_CPU: emit_c, KDL_CUDA: emit_cuda_bundle}
 
 
 class _Compiler:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, fields, is_dataclass
 
 from tack._tack import _KERNEL_ABI
 from tack.kernel import lir
-from tack.kernel.emit_c import KEY_ARRAY, CEmitter, header
+from tack.kernel.emit_c import KEY_ARRAY, CEmitter, emit_c, header
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
@@ -326,3 +326,15 @@ def emit_cuda(plan: lir.Plan) -> CudaKernel:
         libm=any(isinstance(n, lir.Math)
                  or isinstance(n, lir.Helper) and n.name in LIBM_HELPERS
                  for n in _walk([plan.setup, plan.iteration, plan.serial, plan.functions])))
+
+
+def emit_cuda_bundle(plan: lir.Plan) -> str:
+    """What the CUDA backend's kernel build takes (cuda_kernel.c): a header line with
+    the launch facts, the CUDA source, a marker line, then the C source of the same
+    plan (the CPU build that sizes grids on the host and is the stand-in's twin)."""
+    k = emit_cuda(plan)
+    header = (f"// tack-cuda-bundle parallel={int(k.parallel)} "
+              f"host_trips={int(k.host_trips)} needs_ctx={int(k.needs_ctx)} "
+              f"restrict={int(k.restrict)} partial_size={k.partial_size} "
+              f"result_kind={k.result_kind}\n")
+    return header + k.source + "\n// tack-cuda-bundle-cpu\n" + emit_c(plan)
