@@ -106,8 +106,8 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
         return tack__fail(TACK_ERR_UNSUPPORTED,
                           "kernel '%s': reductions, returned values and debug mode "
                           "(TACK_DEBUG=1) do not run on CUDA arrays yet; run this "
-                          "kernel on CPU arrays (copy with .to('cpu')), or without "
-                          "debug mode",
+                          "kernel on CPU arrays (tack.array(x.numpy()) copies one "
+                          "to the host), or without debug mode",
                           name);
     }
     tack_kernel *cpu = NULL;

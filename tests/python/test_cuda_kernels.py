@@ -1,0 +1,316 @@
+"""@tack.kernel on CUDA arrays.
+
+Under the stand-in driver (cuda_helpers.run: a child interpreter per case) a launch is
+compiled by NVRTC, loaded with cuModuleLoadData and queued with cuLaunchKernel like on
+a GPU; the stand-in then runs the kernel's CPU twin (the C build of the same plan) on
+the translated parameter block. These tests prove the results equal the CPU's, the
+launch geometry, the stream order, the waits for shared buffers and the parameter
+packing, from the driver's call log. The tests marked `cuda` repeat the results on a
+real GPU (scripts/gpu_check.sh).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+import tack
+
+# The guide's radius_squared and the 3-D stencil are the language tests' own; the
+# reduction is the reductions tests'.
+KERNELS = '''
+import tack
+from test_kernels_language import radius_squared, stencil as stencil7
+from test_kernels_reductions import total
+
+
+@tack.kernel
+def saxpy(out, a, x, y):
+    for i in range(out.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+@tack.kernel
+def prefix(out, x):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc = acc + x[i]
+        out[i] = acc
+
+
+@tack.kernel
+def mixed(out, x, k, scale, flip):
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            v = x[i, j] * scale + float(k)
+            if flip:
+                v = -v
+            out[i, j] = v
+'''
+
+
+def _run(code: str, tmp_path, **env):
+    from cuda_helpers import run
+
+    (tmp_path / "kmod.py").write_text(KERNELS)
+    return run(f"sys.path.insert(0, {str(tmp_path)!r})\nfrom kmod import *\n"
+               + textwrap.dedent(code), tmp_path,
+               TACK_CACHE_DIR=str(tmp_path / "cache"), **env)
+
+
+def _nvrtc_or_skip():
+    try:
+        tack._tack._nvrtc_version()
+    except tack.TackError as e:  # no NVRTC on this machine: nothing can build
+        pytest.skip(f"NVRTC is not available: {e}")
+
+
+@pytest.fixture(autouse=True)
+def _needs_nvrtc(request):
+    if "cuda" not in request.keywords:
+        _nvrtc_or_skip()
+
+
+def test_kernels_on_cuda_arrays_give_the_cpus_results(tmp_path):
+    _run(
+        """
+        def both(kernel, *args):
+            # the same call on CPU copies and on CUDA copies of the arrays
+            cpu = [tack.array(a) if isinstance(a, np.ndarray) else a for a in args]
+            gpu = [tack.array(a, device="cuda") if isinstance(a, np.ndarray) else a
+                   for a in args]
+            kernel(*cpu)
+            kernel(*gpu)
+            for c, g in zip(cpu, gpu, strict=True):
+                if isinstance(c, tack.Array):
+                    assert g.device.backend == "cuda"
+                    assert np.array_equal(c.numpy(), g.numpy(), equal_nan=True), (
+                        kernel.__name__, c.numpy(), g.numpy())
+            return gpu
+
+        nx, ny = 5, 4
+        for dt in (np.float32, np.float64):
+            (v,) = both(radius_squared, np.zeros(nx * ny * 6, dt), nx, ny)[:1]
+            assert v.numpy()[0] == 2.0**2 + 1.5**2 + 4.0  # not the 0 it started as
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal(1000).astype(np.float32)
+        y = rng.standard_normal(1000).astype(np.float32)
+        out = both(saxpy, np.zeros(1000, np.float32), np.float32(0.7), x, y)[0]
+        ref = np.float32(0.7) * x + y  # float32 arithmetic, no contraction
+        assert np.array_equal(out.numpy(), ref)
+        u = rng.standard_normal((6, 7, 8)).astype(np.float32)
+        out = both(stencil7, u, np.zeros((6, 7, 8), np.float32))[1]
+        c = u[1:-1, 1:-1, 1:-1]
+        assert np.allclose(out.numpy()[1:-1, 1:-1, 1:-1],
+                           u[:-2, 1:-1, 1:-1] + u[2:, 1:-1, 1:-1] + u[1:-1, :-2, 1:-1]
+                           + u[1:-1, 2:, 1:-1] + u[1:-1, 1:-1, :-2] + u[1:-1, 1:-1, 2:]
+                           - 6 * c, atol=1e-5)
+        """,
+        tmp_path,
+    )
+
+
+def test_a_launch_is_queued_on_tacks_stream_and_a_host_read_waits_for_it(tmp_path):
+    _run(
+        """
+        x = tack.array(np.arange(1000, dtype=np.float32), device="cuda")
+        out = tack.zeros(1000, dtype=tack.f32, device="cuda")
+        calls()
+        saxpy(out, np.float32(2), x, x)
+        first = names(calls())
+        # the first launch on a context compiles and loads the module, then queues
+        assert first[-1] == "cuLaunchKernel", first
+        assert "cuModuleLoadData" in first and "cuStreamSynchronize" not in first
+        saxpy(out, np.float32(3), x, x)
+        cs = [c for c in calls() if not c[0].startswith("cuCtx")]
+        # the module is cached per context: the second launch only queues
+        assert [c[0] for c in cs] == ["cuLaunchKernel"], cs
+        assert f"stream={tack_stream():#x}," in cs[0][1], cs
+        assert "grid=4x1x1, block=256x1x1" in cs[0][1], cs  # ceil(1000 / 256) blocks
+        got = out.numpy()
+        assert names(calls()) == ["cuStreamSynchronize", "cuMemcpyDtoHAsync",
+                                  "cuStreamSynchronize"]
+        assert np.array_equal(got, 4 * np.arange(1000, dtype=np.float32))
+        """,
+        tmp_path,
+    )
+
+
+def test_a_launch_with_a_shared_argument_completes_before_returning(tmp_path):
+    _run(
+        """
+        a = tack.array(np.arange(64, dtype=np.float32), device="cuda")
+        out = tack.zeros(64, dtype=tack.f32, device="cuda")
+        b = tack.zeros(64, dtype=tack.f32, device="cuda")
+        c = tack.zeros(64, dtype=tack.f32, device="cuda")
+        tack.set_default_device("cuda")  # array_from_ptr wraps on the default device
+        wrapped = tack.array_from_ptr(b.ptr, (64,), tack.f32, writable=True)
+        imported = tack.from_dlpack(c)  # exporting shares c's buffer too
+        saxpy(out, np.float32(1), a, a)  # builds; nothing shared
+        calls()
+        saxpy(out, np.float32(1), a, a)
+        assert names(calls()) == ["cuLaunchKernel"]
+        for args in ((wrapped, np.float32(2), a, a), (out, np.float32(2), a, imported),
+                     (c, np.float32(2), a, a)):
+            saxpy(*args)
+            assert names(calls()) == ["cuLaunchKernel", "cuStreamSynchronize"], args
+        for got, times in ((out, 2), (b, 3), (c, 3)):
+            assert np.array_equal(got.numpy(), times * a.numpy()), got.numpy()
+        """,
+        tmp_path,
+    )
+
+
+def test_parameter_packing_and_trip_counts(tmp_path):
+    _run(
+        """
+        import struct
+        def launched():
+            (c,) = [c for c in calls() if c[0] == "cuLaunchKernel"]
+            return c[1]
+
+        rng = np.random.default_rng(2)
+        for shape in ((1, 1), (3, 300), (257, 2), (0, 5), (4, 0)):
+            x = rng.standard_normal(shape)
+            gx = tack.array(x, device="cuda")
+            go = tack.zeros(shape, dtype=tack.f64, device="cuda")
+            calls()
+            mixed(go, gx, -3, 0.25, True)
+            if shape[0] == 0:
+                # no trip of the parallel (outer) loop: no launch at all
+                assert "cuLaunchKernel" not in names(calls())
+                continue
+            line = launched()
+            # the block: out's pointer and 2 extents, x's, then 8 bytes per scalar,
+            # then the context pointer (the log shows the first 48 bytes; the
+            # scalars show in the results)
+            hexed = re.search(r"params=(\\d+) bytes ([0-9a-f]+)", line)
+            assert int(hexed.group(1)) == 8 * (3 + 3 + 3) + 8, line
+            words = struct.unpack("<QqqQqq", bytes.fromhex(hexed.group(2))[:48])
+            assert words == (go.ptr, *shape, gx.ptr, *shape), words
+            blocks = -(-shape[0] // 256)  # the outer loop is the parallel one
+            assert f"grid={blocks}x1x1, block=256x1x1" in line, line
+            assert np.array_equal(go.numpy(), -(x * 0.25 - 3.0))
+
+        # a big trip count: the grid is capped to fill the device (132 SMs of 2048
+        # threads on the stand-in: 132 * 8 blocks of 256), the grid-stride loop does
+        # the rest
+        n = 132 * 8 * 256 + 1000
+        v = tack.zeros(n, dtype=tack.f32, device="cuda")
+        calls()
+        radius_squared(v, 64, 64)
+        assert "grid=1056x1x1, block=256x1x1" in launched()
+        c = tack.zeros(n, dtype=tack.f32)
+        radius_squared(c, 64, 64)
+        assert np.array_equal(v.numpy(), c.numpy())
+
+        # a serial kernel runs as one thread, in Python's order
+        x = tack.array(np.arange(300, dtype=np.float32), device="cuda")
+        o = tack.zeros(300, dtype=tack.f32, device="cuda")
+        calls()
+        prefix(o, x)
+        assert "grid=1x1x1, block=1x1x1" in launched()
+        assert np.array_equal(o.numpy(), np.cumsum(np.arange(300, dtype=np.float32)))
+        """,
+        tmp_path,
+    )
+
+
+def test_mixing_cpu_and_cuda_arrays_is_value_error(tmp_path):
+    _run(
+        """
+        g = tack.zeros(8, dtype=tack.f32, device="cuda")
+        c = tack.zeros(8, dtype=tack.f32)
+        for args in ((g, np.float32(1), c, g), (c, np.float32(1), g, c)):
+            try:
+                saxpy(*args)
+            except ValueError as e:
+                assert "memory domains" in str(e), e
+            else:
+                raise AssertionError("launched")
+        assert "cuLaunchKernel" not in names(calls())
+        """,
+        tmp_path,
+    )
+
+
+def test_reductions_and_debug_mode_are_refused_on_cuda(tmp_path):
+    _run(
+        """
+        g = tack.array(np.ones(8, dtype=np.float32), device="cuda")
+        o = tack.zeros(8, dtype=tack.f32, device="cuda")
+        for call in (lambda: total(g),
+                     lambda: tack.kernel(saxpy.__wrapped__, debug=True)(
+                         o, np.float32(1), g, g)):
+            try:
+                call()
+            except tack.TackError as e:
+                assert "do not run on CUDA arrays yet" in str(e), e
+            else:
+                raise AssertionError("ran")
+        assert "cuLaunchKernel" not in names(calls())
+        assert total(tack.array(np.ones(8, dtype=np.float32))) == 8.0
+        """,
+        tmp_path,
+    )
+
+
+# ---- on a real GPU (scripts/gpu_check.sh) ----------------------------------------
+
+_GPU_KERNELS: dict[str, object] = {}
+
+
+def _gpu_kernels(tmp_path_factory):
+    if not _GPU_KERNELS:
+        d = tmp_path_factory.mktemp("kmod")
+        (d / "kmod_gpu.py").write_text(KERNELS)
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("kmod_gpu", d / "kmod_gpu.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _GPU_KERNELS.update(vars(mod))
+    return _GPU_KERNELS
+
+
+@pytest.mark.cuda
+def test_gpu_kernels_give_the_cpus_results(tmp_path_factory):
+    k = _gpu_kernels(tmp_path_factory)
+    rng = np.random.default_rng(3)
+    n = 1 << 22
+    for name, args in (
+        ("radius_squared", (np.zeros(n, np.float32), 257, 129)),
+        ("saxpy", (np.zeros(n, np.float32), np.float32(0.7),
+                   rng.standard_normal(n).astype(np.float32),
+                   rng.standard_normal(n).astype(np.float32))),
+        ("stencil7", (rng.standard_normal((64, 65, 66)).astype(np.float32),
+                      np.zeros((64, 65, 66), np.float32))),
+        ("prefix", (np.zeros(1000, np.float32), np.arange(1000, dtype=np.float32))),
+        ("mixed", (np.zeros((300, 301)), rng.standard_normal((300, 301)), 5, 0.5,
+                   False)),
+    ):
+        cpu = [tack.array(a) if isinstance(a, np.ndarray) else a for a in args]
+        gpu = [tack.array(a, device="cuda") if isinstance(a, np.ndarray) else a
+               for a in args]
+        k[name](*cpu)
+        k[name](*gpu)
+        for c, g in zip(cpu, gpu, strict=True):
+            if isinstance(c, tack.Array):
+                # + - * / round alike on both (no contraction): bit for bit
+                assert np.array_equal(c.numpy(), g.numpy()), name
+
+
+@pytest.mark.cuda
+def test_gpu_launch_on_a_torch_tensor_completes_before_returning(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    k = _gpu_kernels(tmp_path_factory)
+    t = torch.zeros(1 << 20, device="cuda", dtype=torch.float32)
+    x = tack.array(np.arange(1 << 20, dtype=np.float32), device="cuda")
+    out = tack.from_dlpack(t)  # shared with torch
+    k["saxpy"](out, np.float32(2), x, x)
+    # no synchronize: the shared launch has completed, so torch reads the result
+    assert bool((t == 4 * torch.arange(1 << 20, device="cuda", dtype=torch.float32))
+                .all())
+
