@@ -307,6 +307,12 @@ typedef tcu_result tcu_fn_cuLaunchKernel(
     tcu_function f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
     unsigned int sharedMemBytes, tcu_stream hStream, void **kernelParams, void **extra);
+/* Dynamic shared memory a block of blockSize threads needs (occupancy queries). */
+typedef size_t (*tcu_occupancy_b2d_size)(int blockSize);
+typedef tcu_result tcu_fn_cuOccupancyMaxPotentialBlockSize(
+    int *minGridSize, int *blockSize, tcu_function func,
+    tcu_occupancy_b2d_size blockSizeToDynamicSMemSize, size_t dynamicSMemSize,
+    int blockSizeLimit);
 
 /* ---- the entry points ------------------------------------------------------------ */
 
@@ -382,11 +388,13 @@ typedef tcu_result tcu_fn_cuLaunchKernel(
     X(cuModuleLoadData, cuModuleLoadData, 2000)                              \
     X(cuModuleUnload, cuModuleUnload, 2000)                                  \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000)                        \
-    X(cuLaunchKernel, cuLaunchKernel, 4000)
+    X(cuLaunchKernel, cuLaunchKernel, 4000)                                  \
+    X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050)
 
 /* The oldest driver the backend accepts (cuDriverGetVersion's encoding, 1000 * major +
  * 10 * minor). cuCtxCreate, which only tests use (to make a non-primary context), needs
- * 12050 and is therefore resolved as optional. */
+ * 12050 and is therefore resolved as optional, as is cuOccupancyMaxPotentialBlockSize
+ * (a launch without it uses a fixed block size). */
 #define TCU_MIN_DRIVER_VERSION 12000
 
 #endif /* TACK_CUDA_ABI_H */

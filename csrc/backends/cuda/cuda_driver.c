@@ -42,7 +42,16 @@ unavailable(const char *path, const char *why, tcu_result rc)
                       path, why, (int)rc);
 }
 
-/* Resolves every entry point of cuda_abi.h. cuCtxCreate (tests only) may be absent. */
+/* Whether an entry point may be absent: cuCtxCreate (tests only) and
+ * cuOccupancyMaxPotentialBlockSize (launches then use a fixed block size). */
+static bool
+optional_entry(const char *name)
+{
+    return strcmp(name, "cuCtxCreate") == 0 ||
+           strcmp(name, "cuOccupancyMaxPotentialBlockSize") == 0;
+}
+
+/* Resolves every entry point of cuda_abi.h but the optional ones. */
 static tack_status
 resolve(void *lib, tack__cuda_api *api, const char *path)
 {
@@ -68,7 +77,7 @@ resolve(void *lib, tack__cuda_api *api, const char *path)
                                "LD_LIBRARY_PATH)",                                 \
                                rc);                                                \
         }                                                                          \
-        if ((rc != TCU_SUCCESS || !pfn) && strcmp(#name, "cuCtxCreate") != 0) {    \
+        if ((rc != TCU_SUCCESS || !pfn) && !optional_entry(#name)) {               \
             return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,                         \
                               "the CUDA driver %s does not provide %s at ABI "     \
                               "version %d (CUresult %d): install a newer NVIDIA "  \

@@ -146,6 +146,23 @@ CASE(launch_geometry_rules, UNVERIFIED)
     OK(cu.cuCtxSynchronize());
 }
 
+CASE(occupancy_suggests_a_block_size_and_a_grid, 0)
+{
+    primary_current();
+    tcu_function f = load_fill();
+    int grid = 0, block = 0;
+    OK(cu.cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 0));
+    EXPECT(block >= 32 && block <= 1024 && block % 32 == 0);
+    EXPECT(grid > 0);
+    OK(cu.cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 100));
+    EXPECT(block > 0 && block <= 100);
+    /* the suggestion launches */
+    tcu_deviceptr out = launch_and_check_fill(f, NULL, 1, (unsigned)block, 50);
+    (void)out;
+    EXPECT_RC(cu.cuOccupancyMaxPotentialBlockSize(NULL, &block, f, NULL, 0, 0),
+              TCU_ERROR_INVALID_VALUE);
+}
+
 CASE(module_image_checks, UNVERIFIED)
 {
     primary_current();

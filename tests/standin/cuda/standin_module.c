@@ -738,3 +738,44 @@ cuLaunchKernel(tcu_function f, unsigned int gridDimX, unsigned int gridDimY,
                          blockDimY, blockDimZ, sharedMemBytes, (void *)hStream,
                          fn ? fn->params_nbytes : 0, hex);
 }
+
+/* ---- occupancy ------------------------------------------------------------------- */
+
+/* A stand-in's answer, as the driver gives one for a kernel of few registers: the
+ * largest block (1024 threads, or the largest multiple of 32 under blockSizeLimit),
+ * and the blocks of that size that fill every multiprocessor (132 of 2048 threads). */
+STANDIN_EXPORT tcu_result
+cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, tcu_function func,
+                                 tcu_occupancy_b2d_size blockSizeToDynamicSMemSize,
+                                 size_t dynamicSMemSize, int blockSizeLimit)
+{
+    tcu_result rc = standin_enter("cuOccupancyMaxPotentialBlockSize");
+    struct CUctx_st *ctx = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    const struct CUfunc_st *f = rc == TCU_SUCCESS ? known_function(func) : NULL;
+    if (rc == TCU_SUCCESS && (!minGridSize || !blockSize || blockSizeLimit < 0)) {
+        rc = TCU_ERROR_INVALID_VALUE;
+    }
+    else if (rc == TCU_SUCCESS && (!f || f->mod->ctx != ctx)) {
+        rc = TCU_ERROR_INVALID_HANDLE;
+    }
+    int block = 1024;
+    if (rc == TCU_SUCCESS && blockSizeLimit > 0 && blockSizeLimit < block) {
+        block = blockSizeLimit >= 32 ? blockSizeLimit / 32 * 32 : blockSizeLimit;
+    }
+    size_t dynamic = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(block)
+                                                : dynamicSMemSize;
+    if (rc == TCU_SUCCESS && dynamic > 49152) {
+        rc = TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS) {
+        *blockSize = block;
+        *minGridSize = 132 * (2048 / block);
+    }
+    return standin_leave(rc, "cuOccupancyMaxPotentialBlockSize",
+                         "fn=%s, limit=%d, block=%d, grid=%d", f ? f->name : "?",
+                         blockSizeLimit, rc == TCU_SUCCESS ? *blockSize : 0,
+                         rc == TCU_SUCCESS ? *minGridSize : 0);
+}
