@@ -123,12 +123,15 @@ def test_a_launch_is_queued_on_tacks_stream_and_a_host_read_waits_for_it(tmp_pat
         # the first launch on a context compiles and loads the module, then queues
         assert first[-1] == "cuLaunchKernel", first
         assert "cuModuleLoadData" in first and "cuStreamSynchronize" not in first
+        assert "cuOccupancyMaxPotentialBlockSize" in first
         saxpy(out, np.float32(3), x, x)
         cs = [c for c in calls() if not c[0].startswith("cuCtx")]
         # the module is cached per context: the second launch only queues
         assert [c[0] for c in cs] == ["cuLaunchKernel"], cs
         assert f"stream={tack_stream():#x}," in cs[0][1], cs
-        assert "grid=4x1x1, block=256x1x1" in cs[0][1], cs  # ceil(1000 / 256) blocks
+        # the occupancy API's block (the stand-in answers 1024 threads), as many
+        # blocks as the trips need
+        assert "grid=1x1x1, block=1024x1x1" in cs[0][1], cs
         got = out.numpy()
         assert names(calls()) == ["cuStreamSynchronize", "cuMemcpyDtoHAsync",
                                   "cuStreamSynchronize"]
@@ -172,7 +175,7 @@ def test_parameter_packing_and_trip_counts(tmp_path):
             return c[1]
 
         rng = np.random.default_rng(2)
-        for shape in ((1, 1), (3, 300), (257, 2), (0, 5), (4, 0)):
+        for shape in ((1, 1), (3, 300), (1025, 2), (0, 5), (4, 0)):
             x = rng.standard_normal(shape)
             gx = tack.array(x, device="cuda")
             go = tack.zeros(shape, dtype=tack.f64, device="cuda")
@@ -190,18 +193,18 @@ def test_parameter_packing_and_trip_counts(tmp_path):
             assert int(hexed.group(1)) == 8 * (3 + 3 + 3) + 8, line
             words = struct.unpack("<QqqQqq", bytes.fromhex(hexed.group(2))[:48])
             assert words == (go.ptr, *shape, gx.ptr, *shape), words
-            blocks = -(-shape[0] // 256)  # the outer loop is the parallel one
-            assert f"grid={blocks}x1x1, block=256x1x1" in line, line
+            blocks = -(-shape[0] // 1024)  # the outer loop is the parallel one
+            assert f"grid={blocks}x1x1, block=1024x1x1" in line, line
             assert np.array_equal(go.numpy(), -(x * 0.25 - 3.0))
 
-        # a big trip count: the grid is capped to fill the device (132 SMs of 2048
-        # threads on the stand-in: 132 * 8 blocks of 256), the grid-stride loop does
-        # the rest
-        n = 132 * 8 * 256 + 1000
+        # a big trip count: the grid is capped to fill the device (the stand-in's
+        # occupancy answer: 132 SMs of 2048 threads, 264 blocks of 1024), the
+        # grid-stride loop does the rest
+        n = 264 * 1024 + 1000
         v = tack.zeros(n, dtype=tack.f32, device="cuda")
         calls()
         radius_squared(v, 64, 64)
-        assert "grid=1056x1x1, block=256x1x1" in launched()
+        assert "grid=264x1x1, block=1024x1x1" in launched()
         c = tack.zeros(n, dtype=tack.f32)
         radius_squared(c, 64, 64)
         assert np.array_equal(v.numpy(), c.numpy())
@@ -215,6 +218,31 @@ def test_parameter_packing_and_trip_counts(tmp_path):
         assert np.array_equal(o.numpy(), np.cumsum(np.arange(300, dtype=np.float32)))
         """,
         tmp_path,
+    )
+
+
+def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp_path):
+    # The 63rd entry point resolved is cuOccupancyMaxPotentialBlockSize (the last of
+    # cuda_abi.h's list): a driver that lacks it leaves launches on a fixed block.
+    _run(
+        """
+        n = 132 * 8 * 256 + 1000
+        v = tack.zeros(n, dtype=tack.f32, device="cuda")
+        with open(os.environ["TACK_STANDIN_LOG"]) as f:
+            procs = re.findall(r"cuGetProcAddress\\((\\w+),", f.read())
+        assert procs[62] == "cuOccupancyMaxPotentialBlockSize", procs
+        calls()
+        radius_squared(v, 64, 64)
+        cs = calls()
+        assert "cuOccupancyMaxPotentialBlockSize" not in names(cs)
+        (line,) = [c[1] for c in cs if c[0] == "cuLaunchKernel"]
+        assert "grid=1056x1x1, block=256x1x1" in line, line  # 132 SMs * 2048 / 256
+        c = tack.zeros(n, dtype=tack.f32)
+        radius_squared(c, 64, 64)
+        assert np.array_equal(v.numpy(), c.numpy())
+        """,
+        tmp_path,
+        TACK_STANDIN_FAIL="cuGetProcAddress:63:500",
     )
 
 

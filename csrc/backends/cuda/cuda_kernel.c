@@ -30,13 +30,18 @@
 #define BUNDLE_TWIN "\n// tack-cuda-bundle-cpu\n"
 #define FIXED_BLOCK 256
 
+/* An entry point of a loaded module and its launch shape. */
+typedef struct cuda_entry {
+    tcu_function fn; /* NULL when the kernel has no such entry */
+    unsigned block;  /* threads per block: the occupancy API's, or FIXED_BLOCK */
+    unsigned grid;   /* blocks of that size that fill the device */
+} cuda_entry;
+
 /* One context's loaded module of a kernel. */
 typedef struct cuda_module {
     tcu_context ctx;
     tcu_module mod;
-    tcu_function body;
-    tcu_function body_restrict; /* NULL when the kernel has none */
-    unsigned grid_max;          /* blocks that fill the device */
+    cuda_entry body, body_restrict;
     struct cuda_module *next;
 } cuda_module;
 
@@ -199,6 +204,38 @@ attribute(tack__cuda_state *s, tcu_device_attribute attr, int *out)
                             "cuDeviceGetAttribute");
 }
 
+/* The entry point `name` of mod and the block size and grid that fill the device
+ * with it: cuOccupancyMaxPotentialBlockSize's, or FIXED_BLOCK threads per block and
+ * as many blocks as the multiprocessors hold when the driver lacks it. Inside a
+ * guard. */
+static tack_status
+entry_of(tack__cuda_state *s, tcu_module mod, const char *name, cuda_entry *out)
+{
+    const tack__cuda_api *api = &s->drv->api;
+    tack_status st = tack__cuda_check(s, api->cuModuleGetFunction(&out->fn, mod, name),
+                                      "cuModuleGetFunction");
+    int grid = 0, block = 0;
+    if (st == TACK_OK && api->cuOccupancyMaxPotentialBlockSize) {
+        st = tack__cuda_check(
+            s,
+            api->cuOccupancyMaxPotentialBlockSize(&grid, &block, out->fn, NULL, 0, 0),
+            "cuOccupancyMaxPotentialBlockSize");
+    }
+    else if (st == TACK_OK) {
+        int sms = 0, threads = 0;
+        st = attribute(s, TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &sms);
+        if (st == TACK_OK) {
+            st = attribute(s, TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+                           &threads);
+        }
+        block = FIXED_BLOCK;
+        grid = sms * (threads / FIXED_BLOCK);
+    }
+    out->block = block > 0 ? (unsigned)block : FIXED_BLOCK;
+    out->grid = grid > 0 ? (unsigned)grid : 1;
+    return st;
+}
+
 /* The module of k on s's context, compiled and loaded at its first launch there.
  * Inside a guard. */
 static tack_status
@@ -234,7 +271,6 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             }
             tack_nvrtc_free(log);
         }
-        int sms = 0, threads = 0;
         if (st == TACK_OK && !(m = calloc(1, sizeof *m))) {
             st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory loading kernel '%s'",
                             k->pub.name);
@@ -244,27 +280,13 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
                                   "cuModuleLoadData");
         }
         if (st == TACK_OK) {
-            st = tack__cuda_check(
-                s, api->cuModuleGetFunction(&m->body, m->mod, "tack_kernel_body"),
-                "cuModuleGetFunction");
+            st = entry_of(s, m->mod, "tack_kernel_body", &m->body);
         }
         if (st == TACK_OK && k->restrict_body) {
-            st = tack__cuda_check(s,
-                                  api->cuModuleGetFunction(&m->body_restrict, m->mod,
-                                                           "tack_kernel_body_restrict"),
-                                  "cuModuleGetFunction");
-        }
-        if (st == TACK_OK) {
-            st = attribute(s, TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &sms);
-        }
-        if (st == TACK_OK) {
-            st = attribute(s, TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-                           &threads);
+            st = entry_of(s, m->mod, "tack_kernel_body_restrict", &m->body_restrict);
         }
         tack_nvrtc_free(image);
         if (st == TACK_OK) {
-            int per_sm = threads / FIXED_BLOCK > 0 ? threads / FIXED_BLOCK : 1;
-            m->grid_max = (unsigned)(sms > 0 ? sms : 1) * (unsigned)per_sm;
             m->ctx = s->ctx;
             m->next = k->modules;
             k->modules = m;
@@ -292,23 +314,16 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
                           "(tack_kernel_launch_on)",
                           kernel->name);
     }
-    unsigned grid = 1, block = 1;
+    int64_t trips = -1; /* unknown on the host: the grid fills the device */
     if (k->parallel && k->host_trips) {
         tack_kernel_ctx ctx;
         memset(&ctx, 0, sizeof ctx);
         tack__cpu_kernel *cpu = k->cpu->impl;
-        int64_t n = cpu->trips(params, &ctx); /* reads extents and scalars only */
-        if (n <= 0) {
+        trips = cpu->trips(params, &ctx); /* reads extents and scalars only */
+        if (trips <= 0) {
             result->kind = TACK_KERNEL_RESULT_NONE;
             return TACK_OK;
         }
-        block = FIXED_BLOCK;
-        int64_t blocks = (n + FIXED_BLOCK - 1) / FIXED_BLOCK;
-        grid = blocks < (int64_t)UINT32_MAX ? (unsigned)blocks : UINT32_MAX;
-    }
-    else if (k->parallel) {
-        block = FIXED_BLOCK;
-        grid = UINT32_MAX; /* capped below to fill the device */
     }
     tack__cuda_guard g;
     tack_status st = tack__cuda_enter(s, &g);
@@ -318,12 +333,15 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
     const cuda_module *m = NULL;
     st = module_of(k, s, &m);
     if (st == TACK_OK) {
-        if (k->parallel && grid > m->grid_max) {
-            grid = m->grid_max;
+        const cuda_entry *e = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict.fn
+                                  ? &m->body_restrict
+                                  : &m->body;
+        /* a serial kernel runs as one thread; a parallel one on the blocks that fill
+         * the device, fewer when the trips need fewer (the loop is grid-stride) */
+        unsigned block = k->parallel ? e->block : 1, grid = k->parallel ? e->grid : 1;
+        if (trips > 0 && (trips + block - 1) / block < (int64_t)grid) {
+            grid = (unsigned)((trips + block - 1) / block);
         }
-        tcu_function f = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict
-                             ? m->body_restrict
-                             : m->body;
         uint64_t none = 0; /* the context record: these kernels need none */
         uint64_t one = 0;  /* a kernel without parameters declares a 1-byte block */
         void *args[2] = {params_nbytes ? (void *)params : (void *)&one, &none};
@@ -331,16 +349,17 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
         if (reg) {
             pthread_mutex_lock(&twin_lock);
             const char *entry =
-                f == m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
+                e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
             if (reg(entry, run_twin, k) != 0) {
                 st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory for a CPU twin");
             }
         }
         if (st == TACK_OK) {
-            st = tack__cuda_check(s,
-                                  s->drv->api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1,
-                                                             0, s->stream, args, NULL),
-                                  "cuLaunchKernel");
+            st = tack__cuda_check(
+                s,
+                s->drv->api.cuLaunchKernel(e->fn, grid, 1, 1, block, 1, 1, 0, s->stream,
+                                           args, NULL),
+                "cuLaunchKernel");
         }
         if (reg) {
             pthread_mutex_unlock(&twin_lock);
