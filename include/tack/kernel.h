@@ -256,7 +256,10 @@ TACK_API tack_status tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg
  * tack_kernel_launch_ex on a device: device NULL, or one of the kernel's backend
  * (another backend's device is TACK_ERR_DEVICE_MISMATCH). The backend's
  * kernel_launch slot runs it (absent: TACK_ERR_UNSUPPORTED); a GPU backend needs
- * the device, the CPU does not. tack_kernel_launch_ex is this with device NULL.
+ * the device, the CPU does not. A GPU backend queues the launch on its stream and
+ * returns (host reads of the arrays wait for it), except with TACK_KERNEL_SHARED:
+ * then the launch has completed when this returns. tack_kernel_launch_ex is this
+ * with device NULL.
  */
 TACK_API tack_status tack_kernel_launch_on(tack_device *device, tack_kernel *k,
                                            const tack_kernel_arg *args, unsigned flags,
