@@ -143,8 +143,8 @@ void tack__cuda_note_device(tack__cuda_state *s);
 tack_status tack__cuda_kernel_build(const tack_backend *self, const char *name,
                                     const char *filename, const char *source,
                                     tack_kernel **out, char **log);
-tack_status tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
-                                     size_t params_nbytes, unsigned flags,
-                                     tack_kernel_value *result);
+tack_status tack__cuda_kernel_launch(void *state, tack_kernel *kernel,
+                                     const void *params, size_t params_nbytes,
+                                     unsigned flags, tack_kernel_value *result);
 
 #endif /* TACK_CUDA_INTERNAL_H */

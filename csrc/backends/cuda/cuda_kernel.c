@@ -18,7 +18,7 @@
  * (TACK_ERR_UNSUPPORTED): their device side exists, their launch side does not.
  */
 #include <dlfcn.h>
-#include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +87,25 @@ standin_register(const tack__cuda_driver *drv)
     return fn;
 }
 
+/* Reads "key=<int>" at *p, then the spaces after it. */
+static bool
+read_fact(const char **p, const char *key, int *out)
+{
+    size_t n = strlen(key);
+    if (strncmp(*p, key, n) != 0 || (*p)[n] != '=') {
+        return false;
+    }
+    char *end = NULL;
+    long v = strtol(*p + n + 1, &end, 10);
+    if (end == *p + n + 1 || v < INT_MIN || v > INT_MAX) {
+        return false;
+    }
+    *out = (int)v;
+    for (*p = end; **p == ' '; (*p)++) {
+    }
+    return true;
+}
+
 tack_status
 tack__cuda_kernel_build(const tack_backend *self, const char *name,
                         const char *filename, const char *source, tack_kernel **out,
@@ -95,12 +114,14 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
     int partial_size = 0, result_kind = 0;
     cuda_kernel probe = {0};
     const char *twin = strstr(source, BUNDLE_TWIN);
+    const char *p = source + strlen(BUNDLE_HEADER);
     if (strncmp(source, BUNDLE_HEADER, strlen(BUNDLE_HEADER)) != 0 || !twin ||
-        sscanf(source + strlen(BUNDLE_HEADER),
-               "parallel=%d host_trips=%d needs_ctx=%d restrict=%d partial_size=%d "
-               "result_kind=%d",
-               &probe.parallel, &probe.host_trips, &probe.needs_ctx,
-               &probe.restrict_body, &partial_size, &result_kind) != 6) {
+        !read_fact(&p, "parallel", &probe.parallel) ||
+        !read_fact(&p, "host_trips", &probe.host_trips) ||
+        !read_fact(&p, "needs_ctx", &probe.needs_ctx) ||
+        !read_fact(&p, "restrict", &probe.restrict_body) ||
+        !read_fact(&p, "partial_size", &partial_size) ||
+        !read_fact(&p, "result_kind", &result_kind)) {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "kernel '%s': the CUDA backend builds the bundle of "
                           "tack.kernel's CUDA emitter (CUDA and C source), not plain "
