@@ -18,7 +18,7 @@ import pytest
 
 import tack
 
-# The guide's radius_squared and the 3-D stencil are the language tests' own; the
+# radius_squared and the 3-D stencil are the language tests' own; the
 # reduction is the reductions tests'.
 KERNELS = '''
 import tack

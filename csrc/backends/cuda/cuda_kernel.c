@@ -72,19 +72,31 @@ typedef struct tack_standin_launch {
 typedef int (*tack_standin_twin_fn)(const tack_standin_launch *launch, void *user);
 typedef int (*register_twin_fn)(const char *, tack_standin_twin_fn, void *);
 
-/* The stand-in's twin registry, or NULL on a real driver. */
-static register_twin_fn
-standin_register(const tack__cuda_driver *drv)
+/* The stand-in's twin registry, or NULL on a real driver: looked up once (the
+ * process has one driver, never unloaded), so a launch pays no dlopen. */
+static register_twin_fn standin_twin_registry;
+static pthread_once_t standin_probe = PTHREAD_ONCE_INIT;
+
+static void
+probe_standin(void)
 {
-    void *h = dlopen(drv->path, RTLD_NOW | RTLD_NOLOAD);
+    const tack__cuda_driver *drv = NULL; /* loaded: a device is open */
+    void *h = tack__cuda_driver_get(&drv) == TACK_OK
+                  ? dlopen(drv->path, RTLD_NOW | RTLD_NOLOAD)
+                  : NULL;
     if (!h) {
-        return NULL;
+        return;
     }
     void *sym = dlsym(h, "tack_standin_cuda_register_twin");
     dlclose(h);
-    register_twin_fn fn = NULL;
-    memcpy(&fn, &sym, sizeof sym);
-    return fn;
+    memcpy(&standin_twin_registry, &sym, sizeof sym);
+}
+
+static register_twin_fn
+standin_register(void)
+{
+    pthread_once(&standin_probe, probe_standin);
+    return standin_twin_registry;
 }
 
 /* Reads "key=<int>" at *p, then the spaces after it. */
@@ -366,7 +378,7 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
         uint64_t none = 0; /* the context record: these kernels need none */
         uint64_t one = 0;  /* a kernel without parameters declares a 1-byte block */
         void *args[2] = {params_nbytes ? (void *)params : (void *)&one, &none};
-        register_twin_fn reg = standin_register(s->drv);
+        register_twin_fn reg = standin_register();
         if (reg) {
             pthread_mutex_lock(&twin_lock);
             const char *entry =
