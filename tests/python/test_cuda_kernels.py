@@ -41,6 +41,12 @@ def prefix(out, x):
 
 
 @tack.kernel
+def upto(out, n):
+    for i in range(n[0]):
+        out[i] = float(i) * 2.0
+
+
+@tack.kernel
 def mixed(out, x, k, scale, flip):
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
@@ -216,6 +222,28 @@ def test_parameter_packing_and_trip_counts(tmp_path):
         prefix(o, x)
         assert "grid=1x1x1, block=1x1x1" in launched()
         assert np.array_equal(o.numpy(), np.cumsum(np.arange(300, dtype=np.float32)))
+        """,
+        tmp_path,
+    )
+
+
+def test_a_trip_count_read_from_an_array_fills_the_device(tmp_path):
+    # The host cannot read n[0] (device memory): every thread computes the trip
+    # count itself, and the grid is the one that fills the device.
+    _run(
+        """
+        from tack.kernel import generate_cuda
+        sig = (("array", "float32", 1), ("array", "int64", 1))
+        assert not generate_cuda(upto, sig).host_trips
+        o = tack.zeros(1000, dtype=tack.f32, device="cuda")
+        n = tack.array(np.array([700]), device="cuda")
+        calls()
+        upto(o, n)
+        (line,) = [c[1] for c in calls() if c[0] == "cuLaunchKernel"]
+        assert "grid=264x1x1, block=1024x1x1" in line, line
+        want = np.zeros(1000, dtype=np.float32)
+        want[:700] = 2.0 * np.arange(700)
+        assert np.array_equal(o.numpy(), want)
         """,
         tmp_path,
     )
