@@ -5,7 +5,10 @@
 #ifndef TACK_KERNEL_TEST_UTIL_H
 #define TACK_KERNEL_TEST_UTIL_H
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -75,6 +78,25 @@ remove_cache_dir(const char *dir)
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK_EQ_INT(system(cmd), 0);
+}
+
+/* The path of the one file in dir whose name ends with ext (a cache entry). */
+static inline void
+cache_entry_path(const char *dir, const char *ext, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    CHECK(d != NULL);
+    struct dirent *e;
+    int found = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name), m = strlen(ext);
+        if (n > m && strcmp(e->d_name + n - m, ext) == 0) {
+            snprintf(out, cap, "%s/%s", dir, e->d_name);
+            found++;
+        }
+    }
+    closedir(d);
+    CHECK_EQ_INT(found, 1);
 }
 
 #endif /* TACK_KERNEL_TEST_UTIL_H */

@@ -39,25 +39,6 @@ build_in_child(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* The path of the one file in dir whose name ends with ext. */
-static void
-entry_path(const char *dir, const char *ext, char *out, size_t cap)
-{
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    struct dirent *e;
-    int found = 0;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name), m = strlen(ext);
-        if (n > m && strcmp(e->d_name + n - m, ext) == 0) {
-            snprintf(out, cap, "%s/%s", dir, e->d_name);
-            found++;
-        }
-    }
-    closedir(d);
-    CHECK_EQ_INT(found, 1);
-}
-
 static void
 check_kernel_runs(tack_kernel *k)
 {
@@ -123,7 +104,7 @@ check_open_dir_gets_a_private_subfolder(unsigned mode)
     char *log;
     CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
     char so[TACK__PATH_CAP];
-    entry_path(want, ".so", so, sizeof so);
+    cache_entry_path(want, ".so", so, sizeof so);
     CHECK(stat(dir, &sb) == 0);
     CHECK_EQ_INT(sb.st_mode & 07777, mode);
     remove_cache_dir(dir);
@@ -178,7 +159,7 @@ TACK_TEST(build_compiles_once_then_hits_memory)
     CHECK_EQ_INT(stats().memory_hits, 1);
     check_kernel_runs(k1);
     char so[TACK__PATH_CAP];
-    entry_path(dir, ".so", so, sizeof so);
+    cache_entry_path(dir, ".so", so, sizeof so);
     struct stat sb;
     CHECK(stat(so, &sb) == 0);
     CHECK_EQ_INT(sb.st_mode & 022, 0);
@@ -203,7 +184,7 @@ TACK_TEST(corrupt_entry_is_rebuilt)
     const char *dir = fresh_cache_dir();
     build_in_child();
     char so[TACK__PATH_CAP];
-    entry_path(dir, ".so", so, sizeof so);
+    cache_entry_path(dir, ".so", so, sizeof so);
     /* Same size, different bytes: only the recorded hash can tell. */
     int fd = open(so, O_WRONLY);
     CHECK(fd >= 0);
@@ -223,7 +204,7 @@ TACK_TEST(truncated_meta_is_rebuilt)
     const char *dir = fresh_cache_dir();
     build_in_child();
     char meta[TACK__PATH_CAP];
-    entry_path(dir, ".meta", meta, sizeof meta);
+    cache_entry_path(dir, ".meta", meta, sizeof meta);
     CHECK(truncate(meta, 10) == 0);
     tack_kernel *k;
     char *log;
@@ -238,7 +219,7 @@ TACK_TEST(entry_writable_by_others_or_foreign_is_rebuilt)
     const char *dir = fresh_cache_dir();
     build_in_child();
     char so[TACK__PATH_CAP];
-    entry_path(dir, ".so", so, sizeof so);
+    cache_entry_path(dir, ".so", so, sizeof so);
     if (geteuid() == 0) {
         CHECK(chown(so, 12345, 12345) == 0); /* someone else's file */
     }
@@ -354,7 +335,7 @@ static void
 entry_key(const char *dir, char key[33])
 {
     char meta[TACK__PATH_CAP];
-    entry_path(dir, ".meta", meta, sizeof meta);
+    cache_entry_path(dir, ".meta", meta, sizeof meta);
     const char *base = strrchr(meta, '/') + 1;
     CHECK(strlen(base) == 32 + strlen(".meta"));
     memcpy(key, base, 32);

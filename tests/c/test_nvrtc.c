@@ -28,25 +28,6 @@ stats(void)
     return s;
 }
 
-/* The path of the one file in dir whose name ends with ext. */
-static void
-only_entry(const char *dir, const char *ext, char *out, size_t cap)
-{
-    DIR *d = opendir(dir);
-    CHECK(d != NULL);
-    struct dirent *e;
-    int found = 0;
-    while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name), m = strlen(ext);
-        if (n > m && strcmp(e->d_name + n - m, ext) == 0) {
-            snprintf(out, cap, "%s/%s", dir, e->d_name);
-            found++;
-        }
-    }
-    closedir(d);
-    CHECK_EQ_INT(found, 1);
-}
-
 TACK_TEST(nvrtc_arguments_are_checked)
 {
     void *image;
@@ -182,7 +163,7 @@ TACK_TEST(nvrtc_cache_reuses_an_entry_and_keeps_it_private)
     struct stat sb;
     CHECK(stat(dir, &sb) == 0 && (sb.st_mode & 0777) == 0700);
     char path[TACK__PATH_CAP];
-    only_entry(dir, ".cubin", path, sizeof path);
+    cache_entry_path(dir, ".cubin", path, sizeof path);
     CHECK(stat(path, &sb) == 0 && (sb.st_mode & 0777) == 0600);
     /* Another architecture or output kind is another entry. */
     CHECK_OK(tack_nvrtc_compile(saxpy, "saxpy", 80, TACK_NVRTC_CUBIN, &a, &na, &log));
@@ -252,7 +233,7 @@ TACK_TEST(nvrtc_corrupt_cache_entry_is_rebuilt)
     char *log;
     CHECK_OK(tack_nvrtc_compile(saxpy, "saxpy", 90, TACK_NVRTC_CUBIN, &a, &na, &log));
     char path[TACK__PATH_CAP];
-    only_entry(dir, ".cubin", path, sizeof path);
+    cache_entry_path(dir, ".cubin", path, sizeof path);
     /* Same size, different bytes: only the recorded hash can tell. */
     int fd = open(path, O_WRONLY);
     CHECK(fd >= 0);
