@@ -276,6 +276,34 @@ tack_status tack__cpu_kernel_launch(void *state, tack_kernel *k, const void *par
                                     size_t params_nbytes, unsigned flags,
                                     tack_kernel_value *result);
 
+/* A debug-mode kernel's first failure, as a launch recorded it (launch.c). */
+typedef struct tack__kernel_failure {
+    int failed;     /* 0: none, and the other fields are unset */
+    int why;        /* a tack_kernel_failure */
+    int line, axis; /* the kernel's source line; the axis of an index */
+    int64_t index, extent;
+    const char *name; /* the array's UTF-8 name (Borrowed: the kernel's), or NULL */
+} tack__kernel_failure;
+
+/* The error a failure raises: TACK_ERR_INDEX or TACK_ERR_ZERO_DIVISION with the
+ * array, index, axis, extent, file and line, as every backend words it. */
+tack_status tack__kernel_failure_status(const tack_kernel *k,
+                                        const tack__kernel_failure *f);
+
+/* Runs the CPU build kernel over a parameter block on this thread and the pool (the
+ * CPU launch without its error): Out: *result on success; *failure always, with
+ * failed set when the kernel stopped on a debug-mode check (still TACK_OK). Errors:
+ * only the launch's own (no memory for the partials). */
+tack_status tack__cpu_kernel_run(tack_kernel *kernel, const void *params,
+                                 unsigned flags, tack_kernel_value *result,
+                                 tack__kernel_failure *failure);
+
+/* The trip count of the CPU build kernel's parallel loop over a parameter block
+ * (only extents and scalars are read), with a context that records a debug-mode
+ * failure of the setup: then the failure's status. Out: *trips only on success. */
+tack_status tack__cpu_kernel_trips(tack_kernel *kernel, const void *params,
+                                   int64_t *trips);
+
 /* Builds with backend's kernel_build slot (kernel.c; tack_kernel_build_for looks the
  * backend up by its DLPack device type, tests pass their own tables). */
 tack_status tack__kernel_build_with(const tack_backend *backend, const char *name,

@@ -229,9 +229,7 @@ tack__kernel_optional(tack__cpu_kernel *k, void *handle)
 typedef struct launch {
     tack_kernel_ctx pub; /* first: generated code sees only this */
     atomic_int claimed;
-    int why, line, axis;
-    int64_t index, extent;
-    const char *name;
+    tack__kernel_failure failure; /* the first failure, once claimed */
     tack__cpu_kernel *kernel;
     tack__body_fn body; /* the kernel's body or its restrict body */
     const void *params; /* the parameter block */
@@ -243,31 +241,43 @@ record_failure(tack_kernel_ctx *ctx, int why, int line, int axis, int64_t index,
 {
     launch *l = (launch *)ctx;
     if (atomic_exchange(&l->claimed, 1) == 0) {
-        l->why = why;
-        l->line = line;
-        l->axis = axis;
-        l->index = index;
-        l->extent = extent;
-        l->name = name;
+        l->failure = (tack__kernel_failure){.failed = 1,
+                                            .why = why,
+                                            .line = line,
+                                            .axis = axis,
+                                            .index = index,
+                                            .extent = extent,
+                                            .name = name};
         __atomic_store_n(&ctx->failed, 1, __ATOMIC_RELEASE);
     }
 }
 
-static tack_status
-report(const launch *l)
+tack_status
+tack__kernel_failure_status(const tack_kernel *k, const tack__kernel_failure *f)
 {
-    const tack__cpu_kernel *k = l->kernel;
-    if (l->why == TACK_KERNEL_FAIL_ZERO_DIVISION) {
+    if (f->why == TACK_KERNEL_FAIL_ZERO_DIVISION) {
         return tack__fail(TACK_ERR_ZERO_DIVISION,
                           "integer division or modulo by zero in kernel '%s' (%s, "
                           "line %d)",
-                          k->name, k->filename, l->line);
+                          k->name, k->filename, f->line);
     }
     return tack__fail(TACK_ERR_INDEX,
                       "index %lld is out of bounds for axis %d of '%s' with size %lld "
                       "in kernel '%s' (%s, line %d)",
-                      (long long)l->index, l->axis, l->name ? l->name : "?",
-                      (long long)l->extent, k->name, k->filename, l->line);
+                      (long long)f->index, f->axis, f->name ? f->name : "?",
+                      (long long)f->extent, k->name, k->filename, f->line);
+}
+
+/* A launch record over kernel's parameter block, ready to run. */
+static void
+launch_init(launch *l, tack__cpu_kernel *k, const void *params)
+{
+    memset(l, 0, sizeof *l);
+    l->pub.fail = record_failure;
+    atomic_init(&l->claimed, 0);
+    l->kernel = k;
+    l->body = k->body;
+    l->params = params;
 }
 
 /* ---- launch --------------------------------------------------------------------- */
@@ -377,14 +387,14 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
 }
 
 /* The launch proper, over l's parameter block; the returned value is left in
- * l->pub. */
+ * l->pub, a debug-mode failure in l->failure (not an error here). */
 static tack_status
 run(launch *l)
 {
     tack__cpu_kernel *k = l->kernel;
     int64_t n = k->trips(l->params, &l->pub);
     if (__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
-        return report(l);
+        return TACK_OK;
     }
     int64_t nchunks = 0;
     if (n > 0 && k->partial_size > 0) {
@@ -410,7 +420,42 @@ run(launch *l)
     }
     tack__free(l->pub.partials);
     l->pub.partials = NULL;
-    return __atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE) ? report(l) : TACK_OK;
+    return TACK_OK;
+}
+
+tack_status
+tack__cpu_kernel_run(tack_kernel *kernel, const void *params, unsigned flags,
+                     tack_kernel_value *result, tack__kernel_failure *failure)
+{
+    tack__cpu_kernel *k = kernel->impl;
+    launch l;
+    launch_init(&l, k, params);
+    if ((flags & TACK_KERNEL_NOALIAS) && k->body_restrict) {
+        l.body = k->body_restrict;
+        atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
+    }
+    tack_status st = run(&l);
+    *failure = l.failure;
+    if (st == TACK_OK) {
+        result->kind = (tack_kernel_result_kind)kernel->result_kind;
+        result->i = l.pub.result_i;
+        result->f = l.pub.result_f;
+    }
+    return st;
+}
+
+tack_status
+tack__cpu_kernel_trips(tack_kernel *kernel, const void *params, int64_t *trips)
+{
+    tack__cpu_kernel *k = kernel->impl;
+    launch l;
+    launch_init(&l, k, params);
+    int64_t n = k->trips(params, &l.pub);
+    if (__atomic_load_n(&l.pub.failed, __ATOMIC_ACQUIRE)) {
+        return tack__kernel_failure_status(kernel, &l.failure);
+    }
+    *trips = n;
+    return TACK_OK;
 }
 
 /* The CPU backend's kernel_launch slot (backend.h): kernel.c checked k and packed
@@ -421,23 +466,14 @@ tack__cpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
 {
     (void)state; /* every CPU device runs kernels alike */
     (void)params_nbytes;
-    tack__cpu_kernel *k = kernel->impl;
-    launch l;
-    memset(&l, 0, sizeof l);
-    l.pub.fail = record_failure;
-    atomic_init(&l.claimed, 0);
-    l.kernel = k;
-    l.body =
-        (flags & TACK_KERNEL_NOALIAS) && k->body_restrict ? k->body_restrict : k->body;
-    l.params = params;
-    if (l.body != k->body) {
-        atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
+    tack__kernel_failure failure;
+    tack_kernel_value value;
+    tack_status st = tack__cpu_kernel_run(kernel, params, flags, &value, &failure);
+    if (st == TACK_OK && failure.failed) {
+        st = tack__kernel_failure_status(kernel, &failure);
     }
-    tack_status st = run(&l);
     if (st == TACK_OK) {
-        result->kind = (tack_kernel_result_kind)kernel->result_kind;
-        result->i = l.pub.result_i;
-        result->f = l.pub.result_f;
+        *result = value;
     }
     return st;
 }

@@ -11,6 +11,7 @@ real GPU (scripts/gpu_check.sh).
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import numpy as np
@@ -23,7 +24,7 @@ import tack
 KERNELS = '''
 import tack
 from test_kernels_language import radius_squared, stencil as stencil7
-from test_kernels_reductions import total
+from test_kernels_reductions import many, total
 
 
 @tack.kernel
@@ -54,6 +55,68 @@ def mixed(out, x, k, scale, flip):
             if flip:
                 v = -v
             out[i, j] = v
+
+
+@tack.kernel
+def count_in(x, lo, hi):
+    n = 0
+    for i in range(x.shape[0]):
+        if x[i] >= lo and x[i] < hi:
+            n += 1
+    return n
+
+
+@tack.kernel
+def lowest(x):
+    m = x[0]
+    for i in range(x.shape[0]):
+        m = min(m, x[i])
+    return m
+
+
+@tack.kernel
+def sum_upto(x, n):
+    s = 0.0
+    for i in range(n[0]):
+        s += x[i]
+    return s
+
+
+@tack.kernel
+def last_of(x):
+    k = -1
+    for i in range(x.shape[0]):
+        if x[i] > 0.0:
+            k = i
+            break
+    return k
+
+
+@tack.kernel
+def scaled_from(x, init, k):
+    s = init
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s * k
+
+
+@tack.kernel(debug=True)
+def gather(out, x, idx):
+    for i in range(out.shape[0]):
+        out[i] = x[idx[i]]
+
+
+@tack.kernel(debug=True)
+def divide(out, a, b):
+    for i in range(out.shape[0]):
+        out[i] = a[i] // b[i]
+
+
+@tack.kernel(debug=True)
+def per_block(out, n, parts):
+    step = n // parts
+    for i in range(out.shape[0]):
+        out[i] = float(i * step)
 '''
 
 
@@ -292,25 +355,278 @@ def test_mixing_cpu_and_cuda_arrays_is_value_error(tmp_path):
     )
 
 
-def test_reductions_and_debug_mode_are_refused_on_cuda(tmp_path):
+def test_reductions_give_the_cpus_results(tmp_path):
+    # the stand-in computes a launch with the CPU build of the same plan, so even a
+    # float sum equals the CPU's to the bit here (a GPU's tree differs; see the
+    # GPU test below)
     _run(
         """
-        g = tack.array(np.ones(8, dtype=np.float32), device="cuda")
-        o = tack.zeros(8, dtype=tack.f32, device="cuda")
-        for call in (lambda: total(g),
-                     lambda: tack.kernel(saxpy.__wrapped__, debug=True)(
-                         o, np.float32(1), g, g)):
-            try:
-                call()
-            except tack.TackError as e:
-                assert "do not run on CUDA arrays yet" in str(e), e
-            else:
-                raise AssertionError("ran")
-        assert "cuLaunchKernel" not in names(calls())
-        assert total(tack.array(np.ones(8, dtype=np.float32))) == 8.0
+        rng = np.random.default_rng(7)
+        x = rng.standard_normal(100_003)
+        a = rng.integers(-1000, 1000, 200_001).astype(np.int64)
+        cx, gx = tack.array(x), tack.array(x, device="cuda")
+        ca, ga = tack.array(a), tack.array(a, device="cuda")
+        for kernel, cargs, gargs in (
+                (total, (cx,), (gx,)), (lowest, (cx,), (gx,)),
+                (count_in, (cx, -0.5, 0.5), (gx, -0.5, 0.5)),
+                (many, (ca,), (ga,)), (scaled_from, (cx, 0.5, 3), (gx, 0.5, 3))):
+            want = kernel(*cargs)
+            got = kernel(*gargs)
+            assert type(got) is type(want) and got == want, (kernel.__name__, got, want)
+        # many: int sum, product, min, max and bit reductions in one kernel
+        want = many.__wrapped__(a.astype(object))  # Python ints: no wrapping
+        assert many(ga) == (want + 2**63) % 2**64 - 2**63
+        assert count_in(gx, -0.5, 0.5) == int(((x >= -0.5) & (x < 0.5)).sum())
+        assert lowest(gx) == x.min()
+        f32 = tack.array(x.astype(np.float32), device="cuda")
+        assert total(f32) == total(tack.array(x.astype(np.float32)))
         """,
         tmp_path,
     )
+
+
+def test_returned_values_of_serial_and_parallel_kernels(tmp_path):
+    _run(
+        """
+        x = np.zeros(500)
+        x[321] = 1.0
+        g = tack.array(x, device="cuda")
+        calls()
+        assert last_of(g) == 321  # serial: the body stores the value in the record
+        cs = calls()
+        (line,) = [c[1] for c in cs if c[0] == "cuLaunchKernel"]
+        assert "fn=tack_kernel_body," in line and "grid=1x1x1, block=1x1x1" in line
+        assert last_of(tack.array(np.zeros(4), device="cuda")) == -1
+        assert scaled_from(g, 0.0, 5) == 5.0  # parallel: the finish stores it
+        """,
+        tmp_path,
+    )
+
+
+def test_a_trip_count_of_zero_returns_the_identity(tmp_path):
+    _run(
+        """
+        e = tack.zeros(0, dtype=tack.f64, device="cuda")
+        calls()
+        got = [total(e), count_in(e, 0.0, 1.0), scaled_from(e, 2.5, 2)]
+        assert got == [0.0, 0, 5.0], got
+        assert [type(v) for v in got] == [float, int, float], got
+        cs = [c for c in calls() if c[0] == "cuLaunchKernel"]
+        # only the finish, over no block (nblocks, the last 8 bytes, is 0)
+        assert len(cs) == 3, cs
+        for c in cs:
+            assert "fn=tack_kernel_finish," in c[1], c
+            assert c[1].endswith("0" * 16), c
+        """,
+        tmp_path,
+    )
+
+
+def test_a_reduction_whose_trip_count_the_host_cannot_compute(tmp_path):
+    _run(
+        """
+        from tack.kernel import generate_cuda
+        sig = (("array", "float64", 1), ("array", "int64", 1))
+        assert not generate_cuda(sum_upto, sig).host_trips
+        x = np.arange(5000, dtype=np.float64)
+        gx = tack.array(x, device="cuda")
+        for n in (0, 1, 4321):
+            gn = tack.array(np.array([n]), device="cuda")
+            want = sum_upto(tack.array(x), tack.array(np.array([n])))
+            calls()
+            assert sum_upto(gx, gn) == want == float(x[:n].sum())
+            (body,) = [c[1] for c in calls()
+                       if c[0] == "cuLaunchKernel" and "tack_kernel_body" in c[1]]
+            assert "grid=" in body and "grid=1x1x1" not in body, body
+        """,
+        tmp_path,
+    )
+
+
+def test_a_reduction_launch_in_the_call_log(tmp_path):
+    _run(
+        """
+        x = tack.array(np.arange(3000, dtype=np.float64), device="cuda")
+        total(x)  # builds and loads
+        calls()
+        assert total(x) == 4498500.0
+        cs = calls()
+        seq = [c for c in names(cs) if c != "cuOccupancyMaxPotentialBlockSize"]
+        assert seq == ["cuMemAllocAsync", "cuMemcpyHtoDAsync", "cuLaunchKernel",
+                       "cuLaunchKernel", "cuMemcpyDtoHAsync", "cuStreamSynchronize",
+                       "cuMemFreeAsync"], seq
+        body, finish = [c[1] for c in cs if c[0] == "cuLaunchKernel"]
+        grid = int(re.search(r"grid=(\\d+)x1x1", body).group(1))
+        block = int(re.search(r"block=(\\d+)x1x1", body).group(1))
+        assert grid == -(-3000 // block) and block % 32 == 0, body
+        # one 8-byte partial per thread in shared memory
+        assert f"shared={8 * block}," in body, body
+        assert "fn=tack_kernel_finish, grid=1x1x1, block=1x1x1, shared=0," in finish
+        # the finish's parameters: the block, the record, then nblocks == grid
+        hexed = re.search(r"params=(\\d+) bytes ([0-9a-f]+)", finish)
+        assert int(hexed.group(1)) == 8 * 2 + 8 + 8, finish
+        raw = bytes.fromhex(hexed.group(2))
+        rec = int.from_bytes(raw[16:24], "little")
+        assert int.from_bytes(raw[24:32], "little") == grid
+        (alloc,) = [c[1] for c in cs if c[0] == "cuMemAllocAsync"]
+        assert f"ptr={rec:#x}" in alloc and f"bytes={64 + 8 * grid}," in alloc, alloc
+        (h2d,) = [c[1] for c in cs if c[0] == "cuMemcpyHtoDAsync"]
+        (d2h,) = [c[1] for c in cs if c[0] == "cuMemcpyDtoHAsync"]
+        assert f"dst={rec:#x}," in h2d and "n=64," in h2d, h2d
+        assert f"src={rec:#x}," in d2h and "n=64," in d2h, d2h
+        (free,) = [c[1] for c in cs if c[0] == "cuMemFreeAsync"]
+        assert f"ptr={rec:#x}," in free, free
+        """,
+        tmp_path,
+    )
+
+
+def test_a_reduction_over_a_shared_array(tmp_path):
+    _run(
+        """
+        c = tack.array(np.arange(100, dtype=np.float64), device="cuda")
+        imported = tack.from_dlpack(c)  # exporting shares c's buffer
+        assert total(imported) == 4950.0
+        tack.set_default_device("cuda")
+        w = tack.array_from_ptr(c.ptr, (100,), tack.f64)
+        calls()
+        assert total(w) == 4950.0
+        seq = names(calls())
+        # the result is read back, so the launch completed before returning
+        assert seq[-2:] == ["cuStreamSynchronize", "cuMemFreeAsync"], seq
+        """,
+        tmp_path,
+    )
+
+
+def test_debug_mode_raises_the_cpus_errors(tmp_path):
+    _run(
+        """
+        def err(call):
+            try:
+                call()
+            except (IndexError, ZeroDivisionError) as e:
+                return type(e), str(e)
+            raise AssertionError("no error")
+
+        def both(kernel, *arrays):
+            cpu = [tack.array(a) for a in arrays]
+            gpu = [tack.array(a, device="cuda") for a in arrays]
+            want = err(lambda: kernel(*cpu))
+            calls()
+            got = err(lambda: kernel(*gpu))
+            return want, got, calls()
+
+        idx = np.arange(50)
+        idx[37] = 80
+        want, got, cs = both(gather, np.zeros(50), np.arange(60.0), idx)
+        assert issubclass(want[0], IndexError) and got == want, (got, want)
+        assert "80" in got[1] and "'x'" in got[1] and "kmod.py" in got[1], got
+        assert "cuMemcpyDtoHAsync" in names(cs)
+        b = np.ones(40, dtype=np.int64)
+        b[13] = 0
+        want, got, _ = both(divide, np.zeros(40, dtype=np.int64),
+                            np.arange(40, dtype=np.int64), b)
+        assert issubclass(want[0], ZeroDivisionError) and got == want, (got, want)
+        # no failure: no error, the results written
+        out = tack.zeros(50, dtype=tack.f64, device="cuda")
+        gather(out, tack.array(np.arange(60.0), device="cuda"),
+               tack.array(np.arange(50), device="cuda"))
+        assert np.array_equal(out.numpy(), np.arange(50.0))
+        """,
+        tmp_path,
+    )
+
+
+def test_debug_mode_names_a_non_ascii_array(tmp_path):
+    (tmp_path / "kuni.py").write_text(
+        "import tack\n\n\n@tack.kernel(debug=True)\n"
+        "def pick(out, \u00e9l\u00e9ments, k):\n"
+        "    for i in range(out.shape[0]):\n"
+        "        out[i] = \u00e9l\u00e9ments[i + k]\n")
+    _run(
+        """
+        from kuni import pick
+        msgs = []
+        for dev in (None, "cuda"):
+            out = tack.zeros(4, dtype=tack.f32, device=dev)
+            x = tack.zeros(4, dtype=tack.f32, device=dev)
+            try:
+                pick(out, x, 2)
+            except IndexError as e:
+                msgs.append(str(e))
+        assert len(msgs) == 2 and msgs[0] == msgs[1], msgs
+        assert "\u00e9l\u00e9ments" in msgs[1], msgs
+        """,
+        tmp_path,
+    )
+
+
+def test_debug_mode_failure_in_the_host_trip_count(tmp_path):
+    _run(
+        """
+        from tack.kernel import generate_cuda
+        sig = (("array", "float64", 1), "int", "int")
+        assert generate_cuda(per_block, sig).host_trips
+        def err(dev):
+            out = tack.zeros(8, dtype=tack.f64, device=dev)
+            try:
+                per_block(out, 10, 0)
+            except ZeroDivisionError as e:
+                return str(e)
+            raise AssertionError("no error")
+        want = err(None)
+        calls()
+        assert err("cuda") == want, want
+        assert "cuLaunchKernel" not in names(calls())
+        out = tack.zeros(8, dtype=tack.f64, device="cuda")
+        per_block(out, 10, 5)
+        assert np.array_equal(out.numpy(), 2.0 * np.arange(8))
+        """,
+        tmp_path,
+    )
+
+
+def _alloc_free_balance(log_text):
+    """Addresses allocated by cuMemAllocAsync and not freed afterwards."""
+    live = set()
+    for line in log_text.splitlines():
+        m = re.match(r"cuMemAllocAsync\(.*ptr=(0x[0-9a-f]+).*\) -> 0$", line)
+        if m:
+            live.add(m.group(1))
+        m = re.match(r"cuMemFreeAsync\(.*ptr=(0x[0-9a-f]+).*\) -> 0$", line)
+        if m:
+            live.discard(m.group(1))
+    return live
+
+
+@pytest.mark.parametrize("fault", ["alloc", "finish"])
+def test_a_failed_step_of_a_reduction_launch_is_a_clean_error(tmp_path, fault):
+    # two arrays are allocated first, so the 3rd cuMemAllocAsync is the first
+    # launch's scratch; the first launch runs two kernels (body, finish), so the
+    # 2nd cuLaunchKernel is its finish
+    fail = {"alloc": "cuMemAllocAsync:3:2", "finish": "cuLaunchKernel:2:1"}[fault]
+    _run(
+        """
+        x = tack.array(np.arange(1000, dtype=np.float64), device="cuda")
+        y = tack.zeros(1, dtype=tack.f64, device="cuda")
+        try:
+            total(x)
+        except (MemoryError, tack.TackError) as e:
+            msg = str(e)
+        else:
+            raise AssertionError("no error")
+        assert CALL in msg, msg
+        # nothing was left behind: the next launch works
+        assert total(x) == 499500.0
+        del x, y
+        """.replace("CALL", repr({"alloc": "cuMemAllocAsync",
+                                  "finish": "cuLaunchKernel"}[fault])),
+        tmp_path,
+        TACK_STANDIN_FAIL=fail,
+    )
+    live = _alloc_free_balance((tmp_path / "driver.log").read_text())
+    assert not live, live
 
 
 # ---- on a real GPU (scripts/gpu_check.sh) ----------------------------------------

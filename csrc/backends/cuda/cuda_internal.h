@@ -99,6 +99,12 @@ const char *tack__cuda_driver_path(void *state);
  */
 
 tack_status tack__cuda_alloc(void *state, size_t nbytes, bool exportable, void **ptr);
+/* Inside a guard: nbytes (> 0) of device memory, stream-ordered on Tack's stream
+ * when the driver has pools (cuMemAllocAsync), else cuMemAlloc. Out: *ptr only on
+ * success. Release with tack__cuda_free_queued (ordered after the stream's work). */
+tack_status tack__cuda_alloc_queued(tack__cuda_state *s, size_t nbytes,
+                                    tcu_deviceptr *ptr);
+void tack__cuda_free_queued(tack__cuda_state *s, tcu_deviceptr ptr);
 void tack__cuda_free(void *state, void *ptr);
 tack_status tack__cuda_copy(void *state, void *dst, const void *src, size_t nbytes,
                             tack_copy_kind kind);

@@ -27,8 +27,29 @@
 #include "tack/nvrtc.h"
 
 #define BUNDLE_HEADER "// tack-cuda-bundle "
+#define BUNDLE_NAMES "// tack-cuda-names"
 #define BUNDLE_TWIN "\n// tack-cuda-bundle-cpu\n"
 #define FIXED_BLOCK 256
+/* Dynamic shared memory a block may use without opting in (every CUDA GPU). */
+#define SHARED_MAX 49152
+/* Partial sizes beyond this are not a kernel's (launch.c's bound for the CPU). */
+#define MAX_PARTIAL_SIZE 4096
+/* More names than a kernel's arrays could have: a corrupt bundle. */
+#define MAX_NAMES 4096
+
+/* The launch record in device memory: emit_cuda.py's tk_ctx, field for field. */
+typedef struct cuda_record {
+    int32_t failed, claimed, why, line, axis, name;
+    int64_t index, extent;
+    uint64_t partials; /* device address of grid * partial_size bytes, or 0 */
+    int64_t result_i;
+    double result_f;
+} cuda_record;
+_Static_assert(sizeof(cuda_record) == 64, "emit_cuda.py's CTX_SIZE");
+_Static_assert(offsetof(cuda_record, index) == 24 &&
+                   offsetof(cuda_record, partials) == 40 &&
+                   offsetof(cuda_record, result_f) == 56,
+               "emit_cuda.py's tk_ctx layout");
 
 /* An entry point of a loaded module and its launch shape. */
 typedef struct cuda_entry {
@@ -42,6 +63,7 @@ typedef struct cuda_module {
     tcu_context ctx;
     tcu_module mod;
     cuda_entry body, body_restrict;
+    tcu_function finish; /* NULL unless the kernel reduces or returns in parallel */
     struct cuda_module *next;
 } cuda_module;
 
@@ -50,8 +72,15 @@ typedef struct cuda_kernel {
     tack_kernel *cpu;  /* Borrowed: the CPU build of the same plan (kept for life) */
     char *cuda_source; /* Owned */
     int parallel, host_trips, needs_ctx, restrict_body;
+    int partial_size; /* bytes of one block's reduction partials; 0: none */
+    int nnames;
+    char **names;         /* Owned: UTF-8; a record's name is an index into them */
     pthread_mutex_t lock; /* guards modules */
     cuda_module *modules; /* Owned: never unloaded (kernels live for the process) */
+    /* The stand-in's twins (run one at a time, under its lock): the record and grid
+     * of the last body launch, which its finish checks against. */
+    uint64_t twin_record;
+    unsigned twin_grid;
 } cuda_kernel;
 
 /* Launches under the stand-in register their twin just before cuLaunchKernel; the
@@ -118,12 +147,84 @@ read_fact(const char **p, const char *key, int *out)
     return true;
 }
 
+static int
+hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static void
+free_names(char **names, int n)
+{
+    for (int i = 0; names && i < n; i++) {
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Reads the names line at *p ("// tack-cuda-names" and one hex-encoded UTF-8 name
+ * per space, each non-empty) up to its newline, and moves *p past it. Out:
+ * *names, *n only on success. */
+static bool
+read_names(const char **p, char ***names, int *n)
+{
+    size_t len = strlen(BUNDLE_NAMES);
+    if (strncmp(*p, BUNDLE_NAMES, len) != 0) {
+        return false;
+    }
+    const char *q = *p + len, *end = strchr(q, '\n');
+    if (!end) {
+        return false;
+    }
+    char **out = NULL;
+    int count = 0;
+    bool ok = true;
+    while (ok && q < end) {
+        if (*q++ != ' ') {
+            ok = false;
+            break;
+        }
+        size_t digits = 0;
+        while (q + digits < end && q[digits] != ' ') {
+            digits++;
+        }
+        char **grown = digits > 0 && digits % 2 == 0 && count < MAX_NAMES
+                           ? realloc(out, (size_t)(count + 1) * sizeof *out)
+                           : NULL;
+        char *name = grown ? malloc(digits / 2 + 1) : NULL;
+        if (grown) {
+            out = grown;
+        }
+        ok = name != NULL;
+        for (size_t d = 0; ok && d < digits; d += 2) {
+            int hi = hex_digit(q[d]), lo = hex_digit(q[d + 1]);
+            ok = hi >= 0 && lo >= 0 && (hi | lo) != 0;
+            name[d / 2] = (char)(hi * 16 + lo);
+        }
+        if (!ok) {
+            free(name);
+            break;
+        }
+        name[digits / 2] = '\0';
+        out[count++] = name;
+        q += digits;
+    }
+    if (!ok) {
+        free_names(out, count);
+        return false;
+    }
+    *names = out;
+    *n = count;
+    *p = end + 1;
+    return true;
+}
+
 tack_status
 tack__cuda_kernel_build(const tack_backend *self, const char *name,
                         const char *filename, const char *source, tack_kernel **out,
                         char **log)
 {
-    int partial_size = 0, result_kind = 0;
+    int result_kind = 0;
     cuda_kernel probe = {0};
     const char *twin = strstr(source, BUNDLE_TWIN);
     const char *p = source + strlen(BUNDLE_HEADER);
@@ -132,41 +233,68 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
         !read_fact(&p, "host_trips", &probe.host_trips) ||
         !read_fact(&p, "needs_ctx", &probe.needs_ctx) ||
         !read_fact(&p, "restrict", &probe.restrict_body) ||
-        !read_fact(&p, "partial_size", &partial_size) ||
-        !read_fact(&p, "result_kind", &result_kind)) {
+        !read_fact(&p, "partial_size", &probe.partial_size) ||
+        !read_fact(&p, "result_kind", &result_kind) || *p++ != '\n') {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "kernel '%s': the CUDA backend builds the bundle of "
                           "tack.kernel's CUDA emitter (CUDA and C source), not plain "
                           "source",
                           name);
     }
-    if (partial_size > 0 || result_kind != 0 || probe.needs_ctx) {
-        return tack__fail(TACK_ERR_UNSUPPORTED,
-                          "kernel '%s': reductions, returned values and debug mode "
-                          "(TACK_DEBUG=1) do not run on CUDA arrays yet; run this "
-                          "kernel on CPU arrays (tack.array(x.numpy()) copies one "
-                          "to the host), or without debug mode",
+    if (probe.partial_size < 0 || probe.partial_size > MAX_PARTIAL_SIZE ||
+        result_kind < TACK_KERNEL_RESULT_NONE ||
+        result_kind > TACK_KERNEL_RESULT_BOOL ||
+        ((probe.partial_size > 0 || result_kind) && !probe.needs_ctx) ||
+        (probe.partial_size > 0 && !probe.parallel)) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': the CUDA bundle's launch facts contradict each "
+                          "other (partial_size %d, result_kind %d, needs_ctx %d, "
+                          "parallel %d); rebuild it with tack.kernel's CUDA emitter",
+                          name, probe.partial_size, result_kind, probe.needs_ctx,
+                          probe.parallel);
+    }
+    bool names_ok = read_names(&p, &probe.names, &probe.nnames);
+    if (names_ok && p > twin) {
+        free_names(probe.names, probe.nnames);
+        names_ok = false;
+    }
+    if (!names_ok) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': the CUDA bundle's second line must list the "
+                          "kernel's array names (hex-encoded UTF-8); rebuild it with "
+                          "tack.kernel's CUDA emitter",
                           name);
     }
     tack_kernel *cpu = NULL;
     tack_status st = tack__cpu_kernel_build(&tack__backend_cpu, name, filename,
                                             twin + strlen(BUNDLE_TWIN), &cpu, log);
+    if (st == TACK_OK && cpu->result_kind != result_kind) {
+        st = tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                        "kernel '%s': the CUDA bundle's result kind %d is not its C "
+                        "part's (%d); rebuild it with tack.kernel's CUDA emitter",
+                        name, result_kind, cpu->result_kind);
+    }
     if (st != TACK_OK) {
+        free_names(probe.names, probe.nnames);
         return st;
     }
     cuda_kernel *k = calloc(1, sizeof *k);
-    const char *body = strchr(source, '\n');
-    size_t n = (size_t)(twin - body);
+    size_t n = (size_t)(twin - p);
     if (!k || !(k->cuda_source = malloc(n + 1))) {
         free(k);
+        free_names(probe.names, probe.nnames);
         return tack__fail(TACK_ERR_NO_MEMORY, "out of memory building kernel '%s'",
                           name);
     }
-    memcpy(k->cuda_source, body, n);
+    memcpy(k->cuda_source, p, n);
     k->cuda_source[n] = '\0';
     k->parallel = probe.parallel;
     k->host_trips = probe.host_trips;
+    k->needs_ctx = probe.needs_ctx;
     k->restrict_body = probe.restrict_body;
+    k->partial_size = probe.partial_size;
+    k->names = probe.names;
+    k->nnames = probe.nnames;
     k->cpu = cpu;
     pthread_mutex_init(&k->lock, NULL);
     k->pub = *cpu;
@@ -176,26 +304,27 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
     return TACK_OK;
 }
 
-/* The CPU twin (standin_twin.h): the parameter block with device addresses turned
- * into host memory, run by the CPU build of the same plan. */
-static int
-run_twin(const tack_standin_launch *l, void *user)
+/* ---- the stand-in's twins --------------------------------------------------- */
+
+/* Bytes before the record's address among an entry's parameters: the block (a
+ * kernel without parameters declares 1 byte), then the pointer at its alignment. */
+static size_t
+record_offset(const cuda_kernel *k)
 {
-    cuda_kernel *k = user;
-    size_t nbytes = tack_kernel_params_size(k->pub.nparams, k->pub.param_key);
-    if (l->params_nbytes < nbytes) {
-        return 1;
-    }
-    uint64_t small[256];
-    unsigned char *block =
-        nbytes <= sizeof small ? (unsigned char *)small : malloc(nbytes);
-    if (!block) {
-        return 1;
-    }
+    size_t n = tack_kernel_params_size(k->pub.nparams, k->pub.param_key);
+    return n ? n : 8;
+}
+
+/* The launch's parameter block with every array's device address turned into host
+ * memory, in block (nbytes bytes; small when it fits, else malloc'd). False when an
+ * address is not the launch's to use. */
+static bool
+twin_block(const cuda_kernel *k, const tack_standin_launch *l, unsigned char *block,
+           size_t nbytes)
+{
     memcpy(block, l->params, nbytes);
-    int bad = 0;
     unsigned char *p = block;
-    for (int i = 0; i < k->pub.nparams && !bad; i++) {
+    for (int i = 0; i < k->pub.nparams; i++) {
         uint32_t key = k->pub.param_key[i];
         if (!(key & TACK_KERNEL_KEY_ARRAY)) {
             p += 8;
@@ -213,20 +342,131 @@ run_twin(const tack_standin_launch *l, void *user)
         if (bytes > 0) {
             void *host = l->translate(l->translate_ctx, addr, bytes);
             uint64_t h = (uint64_t)(uintptr_t)host;
-            bad = host == NULL;
+            if (!host) {
+                return false;
+            }
             memcpy(p, &h, 8);
         }
         p += 8 * (ndim + 1);
     }
-    tack_kernel_value ignored;
-    if (!bad) {
-        bad = tack__cpu_kernel_launch(NULL, k->cpu, block, nbytes, 0, &ignored) !=
-              TACK_OK;
+    return true;
+}
+
+/* The index of a failure's array name among k's names (0 for none), or -1. */
+static int
+name_index(const cuda_kernel *k, const char *name)
+{
+    if (!name) {
+        return 0;
     }
+    for (int i = 0; i < k->nnames; i++) {
+        if (strcmp(k->names[i], name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Runs the CPU build over the launch's translated block; with a record (rec, the
+ * host memory of the launch's record, or NULL), writes the result and the failure
+ * there as the device code would. Returns nonzero for a device fault. */
+static int
+twin_run(cuda_kernel *k, const tack_standin_launch *l, unsigned char *rec)
+{
+    size_t nbytes = tack_kernel_params_size(k->pub.nparams, k->pub.param_key);
+    uint64_t small[256];
+    unsigned char *block =
+        nbytes <= sizeof small ? (unsigned char *)small : malloc(nbytes);
+    if (!block) {
+        return 1;
+    }
+    tack_kernel_value v;
+    tack__kernel_failure f;
+    int bad = !twin_block(k, l, block, nbytes) ||
+              tack__cpu_kernel_run(k->cpu, block, 0, &v, &f) != TACK_OK;
     if (block != (unsigned char *)small) {
         free(block);
     }
-    return bad;
+    cuda_record r;
+    int name = bad || !f.failed ? 0 : name_index(k, f.name);
+    if (bad || name < 0 || !rec) {
+        return bad || name < 0;
+    }
+    memcpy(&r, rec, sizeof r);
+    if (f.failed) {
+        r.failed = r.claimed = 1;
+        r.why = f.why;
+        r.line = f.line;
+        r.axis = f.axis;
+        r.index = f.index;
+        r.extent = f.extent;
+        r.name = name;
+    }
+    else {
+        r.result_i = v.i;
+        r.result_f = v.f;
+    }
+    memcpy(rec, &r, sizeof r);
+    return 0;
+}
+
+/* The host memory of the record whose address follows the block, or NULL. */
+static unsigned char *
+twin_record(const cuda_kernel *k, const tack_standin_launch *l, size_t extra,
+            uint64_t *addr)
+{
+    size_t at = record_offset(k);
+    if (l->params_nbytes < at + 8 + extra) {
+        return NULL;
+    }
+    memcpy(addr, (const unsigned char *)l->params + at, 8);
+    return l->translate(l->translate_ctx, *addr, sizeof(cuda_record));
+}
+
+/* The twin of tack_kernel_body and tack_kernel_body_restrict (standin_twin.h): the
+ * CPU build of the same plan computes the whole launch (its own trips, chunks and
+ * finish), so a reduction's result is in the record after the body. */
+static int
+body_twin(const tack_standin_launch *l, void *user)
+{
+    cuda_kernel *k = user;
+    size_t nbytes = tack_kernel_params_size(k->pub.nparams, k->pub.param_key);
+    if (l->params_nbytes < nbytes) {
+        return 1;
+    }
+    if (!k->needs_ctx) {
+        return twin_run(k, l, NULL);
+    }
+    uint64_t addr = 0;
+    unsigned char *rec = twin_record(k, l, 0, &addr);
+    if (!rec) {
+        return 1;
+    }
+    k->twin_record = addr;
+    k->twin_grid = l->grid[0];
+    return twin_run(k, l, rec);
+}
+
+/* The twin of tack_kernel_finish: after a body, checks that nblocks is the body's
+ * grid and leaves the body twin's result; alone (no trip: nblocks 0), runs the CPU
+ * build, whose finish over no chunk gives the identity or the returned value. */
+static int
+finish_twin(const tack_standin_launch *l, void *user)
+{
+    cuda_kernel *k = user;
+    uint64_t addr = 0;
+    unsigned char *rec = twin_record(k, l, 8, &addr);
+    if (!rec || l->grid[0] != 1 || l->block[0] != 1) {
+        return 1;
+    }
+    int64_t nblocks;
+    memcpy(&nblocks, (const unsigned char *)l->params + record_offset(k) + 8, 8);
+    bool after_body = k->twin_record == addr;
+    k->twin_record = 0;
+    if (after_body) {
+        return nblocks != (int64_t)k->twin_grid;
+    }
+    return nblocks != 0 || twin_run(k, l, rec);
 }
 
 /* A device attribute of s's device. Inside a guard. */
@@ -239,20 +479,28 @@ attribute(tack__cuda_state *s, tcu_device_attribute attr, int *out)
 
 /* The entry point `name` of mod and the block size and grid that fill the device
  * with it: cuOccupancyMaxPotentialBlockSize's, or FIXED_BLOCK threads per block and
- * as many blocks as the multiprocessors hold when the driver lacks it. Inside a
- * guard. */
+ * as many blocks as the multiprocessors hold when the driver lacks it. A reduction
+ * needs partial_size bytes of shared memory per thread: the block stays within
+ * SHARED_MAX of them, a multiple of 32 threads where that fits. Inside a guard. */
 static tack_status
-entry_of(tack__cuda_state *s, tcu_module mod, const char *name, cuda_entry *out)
+entry_of(tack__cuda_state *s, tcu_module mod, const char *name, int partial_size,
+         cuda_entry *out)
 {
     const tack__cuda_api *api = &s->drv->api;
     tack_status st = tack__cuda_check(s, api->cuModuleGetFunction(&out->fn, mod, name),
                                       "cuModuleGetFunction");
+    int limit = 0; /* none */
+    if (partial_size > 0) {
+        limit = SHARED_MAX / partial_size;
+        limit = limit > 1024 ? 1024 : limit >= 32 ? limit / 32 * 32 : limit;
+    }
     int grid = 0, block = 0;
     if (st == TACK_OK && api->cuOccupancyMaxPotentialBlockSize) {
-        st = tack__cuda_check(
-            s,
-            api->cuOccupancyMaxPotentialBlockSize(&grid, &block, out->fn, NULL, 0, 0),
-            "cuOccupancyMaxPotentialBlockSize");
+        st = tack__cuda_check(s,
+                              api->cuOccupancyMaxPotentialBlockSize(
+                                  &grid, &block, out->fn, NULL,
+                                  (size_t)limit * (size_t)partial_size, limit),
+                              "cuOccupancyMaxPotentialBlockSize");
     }
     else if (st == TACK_OK) {
         int sms = 0, threads = 0;
@@ -261,12 +509,70 @@ entry_of(tack__cuda_state *s, tcu_module mod, const char *name, cuda_entry *out)
             st = attribute(s, TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
                            &threads);
         }
-        block = FIXED_BLOCK;
-        grid = sms * (threads / FIXED_BLOCK);
+        block = limit > 0 && limit < FIXED_BLOCK ? limit : FIXED_BLOCK;
+        grid = sms * (threads / block);
     }
-    out->block = block > 0 ? (unsigned)block : FIXED_BLOCK;
+    if (block <= 0 || (limit > 0 && block > limit)) {
+        block = limit > 0 && limit < FIXED_BLOCK ? limit : FIXED_BLOCK;
+    }
+    out->block = (unsigned)block;
     out->grid = grid > 0 ? (unsigned)grid : 1;
     return st;
+}
+
+/* What NVRTC may build for this driver (docs/cuda.md, "Kernels"): nothing when its
+ * major version is newer than the driver's; a CUBIN only when its minor is (a CUBIN
+ * keeps minor-version compatibility, PTX does not). kind is tack_nvrtc_choose's. */
+static tack_status
+nvrtc_fits_driver(const tack__cuda_state *s, const char *kernel, tack_nvrtc_output kind)
+{
+    int major = 0, minor = 0;
+    tack_status st = tack_nvrtc_version(&major, &minor);
+    int driver = s->drv->version;
+    if (st != TACK_OK || 1000 * major + 10 * minor <= driver) {
+        return st;
+    }
+    if (major > driver / 1000 || kind == TACK_NVRTC_PTX) {
+        return tack__fail(
+            TACK_ERR_DEVICE_UNAVAILABLE,
+            "kernel '%s': NVRTC %d.%d is newer than the CUDA driver (%d.%d), which "
+            "cannot load %s; set TACK_NVRTC to the libnvrtc of a CUDA toolkit no "
+            "newer than %d.%d, or install a newer NVIDIA driver",
+            kernel, major, minor, driver / 1000, driver % 1000 / 10,
+            major > driver / 1000 ? "what it compiles"
+                                  : "its PTX (this GPU needs PTX: NVRTC has no CUBIN "
+                                    "for it)",
+            driver / 1000, driver % 1000 / 10);
+    }
+    return TACK_OK;
+}
+
+/* cuModuleLoadData; a PTX newer than the driver reads gets the remedy. */
+static tack_status
+load_module(tack__cuda_state *s, const char *kernel, const void *image, tcu_module *mod)
+{
+    tcu_result rc = s->drv->api.cuModuleLoadData(mod, image);
+    int major = 0, minor = 0;
+    if (rc == TCU_ERROR_UNSUPPORTED_PTX_VERSION &&
+        tack_nvrtc_version(&major, &minor) == TACK_OK) {
+        return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
+                          "kernel '%s': the CUDA driver (%d.%d) cannot read the PTX of "
+                          "NVRTC %d.%d (cuModuleLoadData: "
+                          "CUDA_ERROR_UNSUPPORTED_PTX_VERSION); set TACK_NVRTC to the "
+                          "libnvrtc of a CUDA toolkit no newer than the driver, or "
+                          "install a newer NVIDIA driver",
+                          kernel, s->drv->version / 1000, s->drv->version % 1000 / 10,
+                          major, minor);
+    }
+    return tack__cuda_check(s, rc, "cuModuleLoadData");
+}
+
+/* Whether a launch of k ends with tack_kernel_finish: a parallel kernel that
+ * reduces or returns a value. */
+static bool
+needs_finish(const cuda_kernel *k)
+{
+    return k->parallel && (k->partial_size > 0 || k->pub.result_kind);
 }
 
 /* The module of k on s's context, compiled and loaded at its first launch there.
@@ -295,6 +601,9 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             st = tack_nvrtc_choose(major * 10 + minor, &kind, &target);
         }
         if (st == TACK_OK) {
+            st = nvrtc_fits_driver(s, k->pub.name, kind);
+        }
+        if (st == TACK_OK) {
             st = tack_nvrtc_compile(k->cuda_source, k->pub.name, target, kind, &image,
                                     &image_nbytes, &log);
             if (st == TACK_ERR_COMPILE) {
@@ -309,14 +618,19 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
                             k->pub.name);
         }
         if (st == TACK_OK) {
-            st = tack__cuda_check(s, api->cuModuleLoadData(&m->mod, image),
-                                  "cuModuleLoadData");
+            st = load_module(s, k->pub.name, image, &m->mod);
         }
         if (st == TACK_OK) {
-            st = entry_of(s, m->mod, "tack_kernel_body", &m->body);
+            st = entry_of(s, m->mod, "tack_kernel_body", k->partial_size, &m->body);
         }
         if (st == TACK_OK && k->restrict_body) {
-            st = entry_of(s, m->mod, "tack_kernel_body_restrict", &m->body_restrict);
+            st = entry_of(s, m->mod, "tack_kernel_body_restrict", k->partial_size,
+                          &m->body_restrict);
+        }
+        if (st == TACK_OK && needs_finish(k)) {
+            st = tack__cuda_check(
+                s, api->cuModuleGetFunction(&m->finish, m->mod, "tack_kernel_finish"),
+                "cuModuleGetFunction");
         }
         tack_nvrtc_free(image);
         if (st == TACK_OK) {
@@ -334,6 +648,113 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
     return st;
 }
 
+/* Queues fn on Tack's stream, its stand-in twin registered just before. */
+static tack_status
+launch_entry(tack__cuda_state *s, cuda_kernel *k, const char *entry, tcu_function fn,
+             tack_standin_twin_fn twin, unsigned grid, unsigned block, unsigned shared,
+             void **args)
+{
+    register_twin_fn reg = standin_register();
+    tack_status st = TACK_OK;
+    if (reg) {
+        pthread_mutex_lock(&twin_lock);
+        if (reg(entry, twin, k) != 0) {
+            st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory for a CPU twin");
+        }
+    }
+    if (st == TACK_OK) {
+        st = tack__cuda_check(s,
+                              s->drv->api.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1,
+                                                         shared, s->stream, args, NULL),
+                              "cuLaunchKernel");
+    }
+    if (reg) {
+        pthread_mutex_unlock(&twin_lock);
+    }
+    return st;
+}
+
+/* What a launch's record says, read back: the returned value, or the failure it
+ * recorded (checked: the record is device memory the kernel wrote). */
+static tack_status
+read_record(const cuda_kernel *k, const cuda_record *r, tack_kernel_value *result)
+{
+    if (r->failed) {
+        bool index = r->why == TACK_KERNEL_FAIL_INDEX;
+        if ((!index && r->why != TACK_KERNEL_FAIL_ZERO_DIVISION) ||
+            (index && (r->name < 0 || r->name >= k->nnames))) {
+            return tack__fail(TACK_ERR_BACKEND,
+                              "kernel '%s' left a failure record Tack cannot read "
+                              "(why %d, name %d of %d); the device memory of the "
+                              "launch was overwritten",
+                              k->pub.name, r->why, r->name, k->nnames);
+        }
+        tack__kernel_failure f = {.failed = 1,
+                                  .why = r->why,
+                                  .line = r->line,
+                                  .axis = r->axis,
+                                  .index = r->index,
+                                  .extent = r->extent,
+                                  .name = index ? k->names[r->name] : NULL};
+        return tack__kernel_failure_status(&k->pub, &f);
+    }
+    result->kind = (tack_kernel_result_kind)k->pub.result_kind;
+    result->i = r->result_i;
+    result->f = r->result_f;
+    return TACK_OK;
+}
+
+/*
+ * A launch with a record (reductions, returned values, debug mode): one scratch
+ * allocation on Tack's stream holds the record and the blocks' partials; the record
+ * is set from the host, the body runs (unless trips is 0), then the finish, and the
+ * record is read back. The host copies of the record live on this stack, so the
+ * launch waits for its stream before returning, on every path once a copy is
+ * queued. Inside a guard.
+ */
+static tack_status
+launch_with_record(tack__cuda_state *s, cuda_kernel *k, const cuda_module *m,
+                   const cuda_entry *e, const char *entry, void *params, unsigned grid,
+                   unsigned block, int64_t trips, tack_kernel_value *result)
+{
+    const tack__cuda_api *api = &s->drv->api;
+    size_t partials = (size_t)grid * (size_t)k->partial_size;
+    size_t nbytes = sizeof(cuda_record) + partials;
+    tcu_deviceptr scratch = 0;
+    tack_status st = tack__cuda_alloc_queued(s, nbytes, &scratch);
+    if (st != TACK_OK) {
+        return st;
+    }
+    cuda_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.partials = partials ? scratch + sizeof(cuda_record) : 0;
+    uint64_t addr = scratch;
+    int64_t nblocks = trips == 0 ? 0 : grid;
+    void *args[3] = {params, &addr, &nblocks};
+    st = tack__cuda_check(s,
+                          api->cuMemcpyHtoDAsync(scratch, &rec, sizeof rec, s->stream),
+                          "cuMemcpyHtoDAsync");
+    if (st == TACK_OK && trips != 0) {
+        st = launch_entry(s, k, entry, e->fn, body_twin, grid, block,
+                          block * (unsigned)k->partial_size, args);
+    }
+    if (st == TACK_OK && m->finish) {
+        st = launch_entry(s, k, "tack_kernel_finish", m->finish, finish_twin, 1, 1, 0,
+                          args);
+    }
+    if (st == TACK_OK) {
+        st = tack__cuda_check(
+            s, api->cuMemcpyDtoHAsync(&rec, scratch, sizeof rec, s->stream),
+            "cuMemcpyDtoHAsync");
+    }
+    /* Always: the queued copies read and write this stack frame. */
+    tack_status synced =
+        tack__cuda_check(s, api->cuStreamSynchronize(s->stream), "cuStreamSynchronize");
+    st = st == TACK_OK ? synced : st;
+    tack__cuda_free_queued(s, scratch);
+    return st == TACK_OK ? read_record(k, &rec, result) : st;
+}
+
 tack_status
 tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
                          size_t params_nbytes, unsigned flags,
@@ -349,14 +770,16 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
     }
     int64_t trips = -1; /* unknown on the host: the grid fills the device */
     if (k->parallel && k->host_trips) {
-        tack_kernel_ctx ctx;
-        memset(&ctx, 0, sizeof ctx);
-        tack__cpu_kernel *cpu = k->cpu->impl;
-        trips = cpu->trips(params, &ctx); /* reads extents and scalars only */
-        if (trips <= 0) {
+        /* reads extents and scalars only; a debug-mode setup may fail here */
+        tack_status st = tack__cpu_kernel_trips(k->cpu, params, &trips);
+        if (st != TACK_OK) {
+            return st;
+        }
+        if (trips <= 0 && !needs_finish(k)) {
             result->kind = TACK_KERNEL_RESULT_NONE;
             return TACK_OK;
         }
+        trips = trips < 0 ? 0 : trips;
     }
     tack__cuda_guard g;
     tack_status st = tack__cuda_enter(s, &g);
@@ -365,46 +788,38 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
     }
     const cuda_module *m = NULL;
     st = module_of(k, s, &m);
+    tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
     if (st == TACK_OK) {
         const cuda_entry *e = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict.fn
                                   ? &m->body_restrict
                                   : &m->body;
+        const char *entry =
+            e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
         /* a serial kernel runs as one thread; a parallel one on the blocks that fill
          * the device, fewer when the trips need fewer (the loop is grid-stride) */
         unsigned block = k->parallel ? e->block : 1, grid = k->parallel ? e->grid : 1;
         if (trips > 0 && (trips + block - 1) / block < (int64_t)grid) {
             grid = (unsigned)((trips + block - 1) / block);
         }
-        uint64_t none = 0; /* the context record: these kernels need none */
-        uint64_t one = 0;  /* a kernel without parameters declares a 1-byte block */
-        void *args[2] = {params_nbytes ? (void *)params : (void *)&one, &none};
-        register_twin_fn reg = standin_register();
-        if (reg) {
-            pthread_mutex_lock(&twin_lock);
-            const char *entry =
-                e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
-            if (reg(entry, run_twin, k) != 0) {
-                st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory for a CPU twin");
-            }
+        uint64_t one = 0; /* a kernel without parameters declares a 1-byte block */
+        void *block_arg = params_nbytes ? (void *)params : (void *)&one;
+        if (k->needs_ctx) {
+            st = launch_with_record(s, k, m, e, entry, block_arg, grid, block, trips,
+                                    &value);
         }
-        if (st == TACK_OK) {
-            st = tack__cuda_check(
-                s,
-                s->drv->api.cuLaunchKernel(e->fn, grid, 1, 1, block, 1, 1, 0, s->stream,
-                                           args, NULL),
-                "cuLaunchKernel");
-        }
-        if (reg) {
-            pthread_mutex_unlock(&twin_lock);
+        else {
+            uint64_t none = 0; /* no record: the kernel never touches it */
+            void *args[2] = {block_arg, &none};
+            st = launch_entry(s, k, entry, e->fn, body_twin, grid, block, 0, args);
         }
     }
-    if (st == TACK_OK && (flags & TACK_KERNEL_SHARED)) {
+    if (st == TACK_OK && !k->needs_ctx && (flags & TACK_KERNEL_SHARED)) {
         st = tack__cuda_check(s, s->drv->api.cuStreamSynchronize(s->stream),
                               "cuStreamSynchronize");
     }
     tack__cuda_leave(s, &g);
     if (st == TACK_OK) {
-        result->kind = TACK_KERNEL_RESULT_NONE;
+        *result = value;
     }
     return st;
 }

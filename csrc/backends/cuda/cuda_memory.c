@@ -13,6 +13,28 @@
 #include "cuda_internal.h"
 
 tack_status
+tack__cuda_alloc_queued(tack__cuda_state *s, size_t nbytes, tcu_deviceptr *ptr)
+{
+    tcu_deviceptr p = 0;
+    tcu_result rc = s->pools ? s->drv->api.cuMemAllocAsync(&p, nbytes, s->stream)
+                             : s->drv->api.cuMemAlloc(&p, nbytes);
+    tack_status st =
+        tack__cuda_check(s, rc, s->pools ? "cuMemAllocAsync" : "cuMemAlloc");
+    if (st == TACK_OK) {
+        *ptr = p;
+    }
+    return st;
+}
+
+void
+tack__cuda_free_queued(tack__cuda_state *s, tcu_deviceptr ptr)
+{
+    /* Stream-ordered: the memory returns to the pool after the work queued on it. */
+    (void)(s->pools ? s->drv->api.cuMemFreeAsync(ptr, s->stream)
+                    : s->drv->api.cuMemFree(ptr));
+}
+
+tack_status
 tack__cuda_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
 {
     tack__cuda_state *s = state;
@@ -30,9 +52,7 @@ tack__cuda_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
     }
     else {
         tcu_deviceptr p = 0;
-        tcu_result rc = s->pools ? s->drv->api.cuMemAllocAsync(&p, nbytes, s->stream)
-                                 : s->drv->api.cuMemAlloc(&p, nbytes);
-        st = tack__cuda_check(s, rc, s->pools ? "cuMemAllocAsync" : "cuMemAlloc");
+        st = tack__cuda_alloc_queued(s, nbytes, &p);
         if (st == TACK_OK) {
             *ptr = (void *)(uintptr_t)p;
         }
@@ -62,10 +82,7 @@ tack__cuda_free(void *state, void *ptr)
     if (!ok) {
         return;
     }
-    tcu_deviceptr p = (tcu_deviceptr)(uintptr_t)ptr;
-    /* Stream-ordered: the memory returns to the pool after the work queued on it. */
-    (void)(s->pools ? s->drv->api.cuMemFreeAsync(p, s->stream)
-                    : s->drv->api.cuMemFree(p));
+    tack__cuda_free_queued(s, (tcu_deviceptr)(uintptr_t)ptr);
     tack__cuda_leave(s, &g);
 }
 

@@ -330,11 +330,15 @@ def emit_cuda(plan: lir.Plan) -> CudaKernel:
 
 def emit_cuda_bundle(plan: lir.Plan) -> str:
     """What the CUDA backend's kernel build takes (cuda_kernel.c): a header line with
-    the launch facts, the CUDA source, a marker line, then the C source of the same
-    plan (the CPU build that sizes grids on the host and is the stand-in's twin)."""
+    the launch facts, a line with the failure record's names (each name's UTF-8 in
+    hex, since identifiers may be non-ASCII; name n of a record is the n-th), the
+    CUDA source, a marker line, then the C source of the same plan (the CPU build
+    that sizes grids on the host and is the stand-in's twin)."""
     k = emit_cuda(plan)
     header = (f"// tack-cuda-bundle parallel={int(k.parallel)} "
               f"host_trips={int(k.host_trips)} needs_ctx={int(k.needs_ctx)} "
               f"restrict={int(k.restrict)} partial_size={k.partial_size} "
-              f"result_kind={k.result_kind}\n")
+              f"result_kind={k.result_kind}\n"
+              "// tack-cuda-names"
+              + "".join(f" {n.encode().hex()}" for n in k.names) + "\n")
     return header + k.source + "\n// tack-cuda-bundle-cpu\n" + emit_c(plan)
