@@ -12,26 +12,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "cuda_test_util.h"
 #include "harness.h"
 #include "tack/dlpack.h"
-
-#ifndef TACK_TEST_STANDIN_CUDA
-#error "TACK_TEST_STANDIN_CUDA must name the built stand-in driver"
-#endif
-
-/* The stand-in's device memory, small enough for valgrind to map cheaply. */
-static tack_device *
-open_standin(const char *fail)
-{
-    setenv("TACK_CUDA_DRIVER", TACK_TEST_STANDIN_CUDA, 1);
-    setenv("TACK_STANDIN_MEMORY", "268435456", 1);
-    if (fail) {
-        setenv("TACK_STANDIN_FAIL", fail, 1);
-    }
-    tack_device *dev = NULL;
-    CHECK_OK(tack_device_open("cuda", 0, NULL, &dev));
-    return dev;
-}
 
 TACK_TEST(cuda_fill_every_width_and_read_back)
 {

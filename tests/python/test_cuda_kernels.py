@@ -100,6 +100,13 @@ def scaled_from(x, init, k):
     return s * k
 
 
+@tack.kernel
+def fill_and_count(out, v):
+    for i in range(out.shape[0]):
+        out[i] = v
+    return out.shape[0] * 2
+
+
 @tack.kernel(debug=True)
 def gather(out, x, idx):
     for i in range(out.shape[0]):
@@ -398,6 +405,14 @@ def test_returned_values_of_serial_and_parallel_kernels(tmp_path):
         assert "fn=tack_kernel_body," in line and "grid=1x1x1, block=1x1x1" in line
         assert last_of(tack.array(np.zeros(4), device="cuda")) == -1
         assert scaled_from(g, 0.0, 5) == 5.0  # parallel: the finish stores it
+        # parallel, returning without a reduction: the finish folds no partial
+        o = tack.zeros(3000, dtype=tack.f64, device="cuda")
+        calls()
+        assert fill_and_count(o, 1.5) == 6000
+        body, finish = [c[1] for c in calls() if c[0] == "cuLaunchKernel"]
+        assert "fn=tack_kernel_body" in body and "shared=0," in body, body
+        assert "fn=tack_kernel_finish," in finish and finish.endswith("0" * 16), finish
+        assert np.array_equal(o.numpy(), np.full(3000, 1.5))
         """,
         tmp_path,
     )
@@ -627,6 +642,46 @@ def test_a_failed_step_of_a_reduction_launch_is_a_clean_error(tmp_path, fault):
     )
     live = _alloc_free_balance((tmp_path / "driver.log").read_text())
     assert not live, live
+
+
+def _refused_launch(tmp_path, **env) -> str:
+    """The RuntimeError message of a first launch under env's stand-in."""
+    r = _run(
+        """
+        x = tack.array(np.arange(10, dtype=np.float32), device="cuda")
+        calls()
+        try:
+            saxpy(x, np.float32(1), x, x)
+        except RuntimeError as e:
+            print(e)
+        else:
+            raise AssertionError("ran")
+        print(names(calls()))
+        """,
+        tmp_path,
+        **env,
+    )
+    return r.stdout
+
+
+def test_an_nvrtc_newer_than_the_driver_is_refused_with_the_remedy(tmp_path):
+    major, minor = tack._tack._nvrtc_version()
+    if major < 13:
+        pytest.skip("the oldest driver Tack takes (12.0) is no older than this NVRTC")
+    # a driver of an older major version than NVRTC's
+    msg = _refused_launch(tmp_path, TACK_STANDIN_DRIVER_VERSION="12080")
+    assert f"NVRTC {major}.{minor} is newer than the CUDA driver (12.8)" in msg, msg
+    assert "TACK_NVRTC" in msg and "newer NVIDIA driver" in msg, msg
+    assert "cuModuleLoadData" not in msg  # refused before compiling
+
+
+def test_a_ptx_the_driver_cannot_read_is_refused_with_the_remedy(tmp_path):
+    # the driver's answer to a PTX ISA newer than it reads (222,
+    # CUDA_ERROR_UNSUPPORTED_PTX_VERSION), injected into the module load
+    major, minor = tack._tack._nvrtc_version()
+    msg = _refused_launch(tmp_path, TACK_STANDIN_FAIL="cuModuleLoadData:1:222")
+    assert f"cannot read the PTX of NVRTC {major}.{minor}" in msg, msg
+    assert "CUDA driver (13.0)" in msg and "TACK_NVRTC" in msg, msg
 
 
 # ---- on a real GPU (scripts/gpu_check.sh) ----------------------------------------

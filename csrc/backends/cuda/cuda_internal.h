@@ -18,6 +18,7 @@
 
 #include "../../runtime/internal.h"
 #include "cuda_abi.h"
+#include "tack/nvrtc.h"
 
 /* ---- the driver (cuda_driver.c) ---------------------------------------------------
  */
@@ -152,5 +153,11 @@ tack_status tack__cuda_kernel_build(const tack_backend *self, const char *name,
 tack_status tack__cuda_kernel_launch(void *state, tack_kernel *kernel,
                                      const void *params, size_t params_nbytes,
                                      unsigned flags, tack_kernel_value *result);
+/* Whether an image of kind from NVRTC nvrtc_major.nvrtc_minor loads on a driver of
+ * driver_version (1000 * major + 10 * minor): always when NVRTC is no newer; a CUBIN
+ * when only its minor version is newer (minor-version compatibility); otherwise
+ * TACK_ERR_DEVICE_UNAVAILABLE naming both versions and the remedy. */
+tack_status tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
+                                  int driver_version, tack_nvrtc_output kind);
 
 #endif /* TACK_CUDA_INTERNAL_H */

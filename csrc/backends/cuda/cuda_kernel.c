@@ -77,10 +77,10 @@ typedef struct cuda_kernel {
     char **names;         /* Owned: UTF-8; a record's name is an index into them */
     pthread_mutex_t lock; /* guards modules */
     cuda_module *modules; /* Owned: never unloaded (kernels live for the process) */
-    /* The stand-in's twins (run one at a time, under its lock): the record and grid
-     * of the last body launch, which its finish checks against. */
+    /* The stand-in's twins (run one at a time, under its lock): the record of the
+     * last body launch and the nblocks its finish must pass. */
     uint64_t twin_record;
-    unsigned twin_grid;
+    int64_t twin_nblocks;
 } cuda_kernel;
 
 /* Launches under the stand-in register their twin just before cuLaunchKernel; the
@@ -304,6 +304,22 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
     return TACK_OK;
 }
 
+/* The nblocks of a launch's tack_kernel_finish: the body's grid when it left
+ * partials; 0 when it ran no block or the kernel returns without reducing. */
+static int64_t
+finish_blocks(const cuda_kernel *k, int64_t trips, unsigned grid)
+{
+    return k->partial_size > 0 && trips != 0 ? (int64_t)grid : 0;
+}
+
+/* Whether a launch of k ends with tack_kernel_finish: a parallel kernel that
+ * reduces or returns a value. */
+static bool
+needs_finish(const cuda_kernel *k)
+{
+    return k->parallel && (k->partial_size > 0 || k->pub.result_kind);
+}
+
 /* ---- the stand-in's twins --------------------------------------------------- */
 
 /* Bytes before the record's address among an entry's parameters: the block (a
@@ -443,13 +459,14 @@ body_twin(const tack_standin_launch *l, void *user)
         return 1;
     }
     k->twin_record = addr;
-    k->twin_grid = l->grid[0];
+    k->twin_nblocks = finish_blocks(k, 1, l->grid[0]);
     return twin_run(k, l, rec);
 }
 
 /* The twin of tack_kernel_finish: after a body, checks that nblocks is the body's
- * grid and leaves the body twin's result; alone (no trip: nblocks 0), runs the CPU
- * build, whose finish over no chunk gives the identity or the returned value. */
+ * grid (0 without partials) and leaves the body twin's result; alone (no trip: nblocks
+ * 0), runs the CPU build, whose finish over no chunk gives the identity or the returned
+ * value. */
 static int
 finish_twin(const tack_standin_launch *l, void *user)
 {
@@ -464,7 +481,7 @@ finish_twin(const tack_standin_launch *l, void *user)
     bool after_body = k->twin_record == addr;
     k->twin_record = 0;
     if (after_body) {
-        return nblocks != (int64_t)k->twin_grid;
+        return nblocks != k->twin_nblocks;
     }
     return nblocks != 0 || twin_run(k, l, rec);
 }
@@ -520,31 +537,37 @@ entry_of(tack__cuda_state *s, tcu_module mod, const char *name, int partial_size
     return st;
 }
 
-/* What NVRTC may build for this driver (docs/cuda.md, "Kernels"): nothing when its
- * major version is newer than the driver's; a CUBIN only when its minor is (a CUBIN
- * keeps minor-version compatibility, PTX does not). kind is tack_nvrtc_choose's. */
+tack_status
+tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
+                      int driver_version, tack_nvrtc_output kind)
+{
+    int driver_major = driver_version / 1000, driver_minor = driver_version % 1000 / 10;
+    if (1000 * nvrtc_major + 10 * nvrtc_minor <= driver_version ||
+        (nvrtc_major == driver_major && kind == TACK_NVRTC_CUBIN)) {
+        return TACK_OK;
+    }
+    return tack__fail(
+        TACK_ERR_DEVICE_UNAVAILABLE,
+        "kernel '%s': NVRTC %d.%d is newer than the CUDA driver (%d.%d), which cannot "
+        "load %s; set TACK_NVRTC to the libnvrtc of a CUDA toolkit no newer than "
+        "%d.%d, or install a newer NVIDIA driver",
+        kernel, nvrtc_major, nvrtc_minor, driver_major, driver_minor,
+        nvrtc_major > driver_major
+            ? "anything it compiles"
+            : "its PTX (a newer minor version keeps only CUBINs loadable, and NVRTC "
+              "has no CUBIN for this GPU)",
+        driver_major, driver_minor);
+}
+
+/* tack__cuda_nvrtc_fits for the NVRTC Tack loaded and s's driver. */
 static tack_status
 nvrtc_fits_driver(const tack__cuda_state *s, const char *kernel, tack_nvrtc_output kind)
 {
     int major = 0, minor = 0;
     tack_status st = tack_nvrtc_version(&major, &minor);
-    int driver = s->drv->version;
-    if (st != TACK_OK || 1000 * major + 10 * minor <= driver) {
-        return st;
-    }
-    if (major > driver / 1000 || kind == TACK_NVRTC_PTX) {
-        return tack__fail(
-            TACK_ERR_DEVICE_UNAVAILABLE,
-            "kernel '%s': NVRTC %d.%d is newer than the CUDA driver (%d.%d), which "
-            "cannot load %s; set TACK_NVRTC to the libnvrtc of a CUDA toolkit no "
-            "newer than %d.%d, or install a newer NVIDIA driver",
-            kernel, major, minor, driver / 1000, driver % 1000 / 10,
-            major > driver / 1000 ? "what it compiles"
-                                  : "its PTX (this GPU needs PTX: NVRTC has no CUBIN "
-                                    "for it)",
-            driver / 1000, driver % 1000 / 10);
-    }
-    return TACK_OK;
+    return st == TACK_OK
+               ? tack__cuda_nvrtc_fits(kernel, major, minor, s->drv->version, kind)
+               : st;
 }
 
 /* cuModuleLoadData; a PTX newer than the driver reads gets the remedy. */
@@ -565,14 +588,6 @@ load_module(tack__cuda_state *s, const char *kernel, const void *image, tcu_modu
                           major, minor);
     }
     return tack__cuda_check(s, rc, "cuModuleLoadData");
-}
-
-/* Whether a launch of k ends with tack_kernel_finish: a parallel kernel that
- * reduces or returns a value. */
-static bool
-needs_finish(const cuda_kernel *k)
-{
-    return k->parallel && (k->partial_size > 0 || k->pub.result_kind);
 }
 
 /* The module of k on s's context, compiled and loaded at its first launch there.
@@ -729,7 +744,7 @@ launch_with_record(tack__cuda_state *s, cuda_kernel *k, const cuda_module *m,
     memset(&rec, 0, sizeof rec);
     rec.partials = partials ? scratch + sizeof(cuda_record) : 0;
     uint64_t addr = scratch;
-    int64_t nblocks = trips == 0 ? 0 : grid;
+    int64_t nblocks = finish_blocks(k, trips, grid);
     void *args[3] = {params, &addr, &nblocks};
     st = tack__cuda_check(s,
                           api->cuMemcpyHtoDAsync(scratch, &rec, sizeof rec, s->stream),

@@ -12,6 +12,9 @@
  *       the default defers it to the next synchronization point).
  *   TACK_STANDIN_DEVICES=n   number of devices (default 1, at most 8).
  *   TACK_STANDIN_MEMORY=bytes   device memory of the process (default 8 GiB, sparse).
+ *   TACK_STANDIN_DRIVER_VERSION=v   what cuDriverGetVersion answers (default 13000,
+ *       1000 * major + 10 * minor), to play an older driver; the images it loads
+ *       are checked as 13.0's.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -82,6 +85,10 @@ configure(void)
     }
     const char *async = getenv("TACK_STANDIN_ASYNC");
     standin.eager = async && strcmp(async, "eager") == 0;
+    const char *version = getenv("TACK_STANDIN_DRIVER_VERSION");
+    long v = version && *version ? strtol(version, NULL, 10) : STANDIN_DRIVER_VERSION;
+    standin.driver_version =
+        v > 0 && v <= STANDIN_DRIVER_VERSION ? (int)v : STANDIN_DRIVER_VERSION;
     const char *devices = getenv("TACK_STANDIN_DEVICES");
     long n = devices ? strtol(devices, NULL, 10) : 1;
     standin.ndevices = n < 0                     ? 0
@@ -271,7 +278,7 @@ cuDriverGetVersion(int *driverVersion)
             rc = TCU_ERROR_INVALID_VALUE;
         }
         else {
-            *driverVersion = STANDIN_DRIVER_VERSION;
+            *driverVersion = standin.driver_version;
         }
     }
     return standin_leave(rc, "cuDriverGetVersion", "%s", "");
