@@ -741,3 +741,37 @@ def test_gpu_launch_on_a_torch_tensor_completes_before_returning(tmp_path_factor
     assert bool((t == 4 * torch.arange(1 << 20, device="cuda", dtype=torch.float32))
                 .all())
 
+
+
+@pytest.mark.cuda
+def test_gpu_reductions_returns_and_debug_mode(tmp_path_factory):
+    k = _gpu_kernels(tmp_path_factory)
+    rng = np.random.default_rng(4)
+    n = 1 << 22
+    x = rng.standard_normal(n)
+    a = rng.integers(-1000, 1000, n).astype(np.int64)
+    cx, gx = tack.array(x), tack.array(x, device="cuda")
+    ca, ga = tack.array(a), tack.array(a, device="cuda")
+    # integer reductions and min / max are exact on both
+    assert k["many"](ga) == k["many"](ca)
+    assert k["count_in"](gx, -0.5, 0.5) == k["count_in"](cx, -0.5, 0.5)
+    assert k["lowest"](gx) == x.min()
+    # a float sum is reassociated by the grid, and the same for the same launch
+    got = k["total"](gx)
+    assert got == k["total"](gx)
+    assert abs(got - k["total"](cx)) <= 1e-9 * np.abs(x).sum()
+    assert k["total"](tack.zeros(0, dtype=tack.f64, device="cuda")) == 0.0
+    assert k["scaled_from"](gx, 1.0, 2) == pytest.approx(2 * (1.0 + x.sum()))
+    xs = np.zeros(500)
+    xs[321] = 1.0
+    assert k["last_of"](tack.array(xs, device="cuda")) == 321
+    idx = np.arange(1000)
+    idx[777] = 5000
+    msgs = []
+    for dev in (None, "cuda"):
+        out = tack.zeros(1000, dtype=tack.f64, device=dev)
+        with pytest.raises(IndexError) as e:
+            k["gather"](out, tack.array(np.arange(1000.0), device=dev),
+                        tack.array(idx, device=dev))
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1] and "5000" in msgs[1], msgs

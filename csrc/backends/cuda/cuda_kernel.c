@@ -3,8 +3,9 @@
  * CUDA").
  *
  * The front end hands the build a bundle (emit_cuda.py's emit_cuda_bundle): a header
- * line with the launch facts, the CUDA source, a marker line, then the C source of
- * the same specialization. The C part is built by the CPU backend (its disk cache
+ * line with the launch facts, a line with the failure record's names (hex-encoded
+ * UTF-8), the CUDA source, a marker line, then the C source of the same
+ * specialization. The C part is built by the CPU backend (its disk cache
  * makes this cheap) and serves twice: its tack_kernel_trips sizes the grid on the
  * host when the trip count needs only extents and scalars, and under the stand-in
  * driver it is the CPU twin that computes the launch. The CUDA part is compiled by
@@ -13,9 +14,21 @@
  * cuModuleLoadData and kept per context for the life of the process.
  *
  * A launch is queued on Tack's stream and returns; a launch with TACK_KERNEL_SHARED
- * (an argument's buffer is shared with another library) synchronizes first.
- * Reductions, returned values and debug mode are refused for now
- * (TACK_ERR_UNSUPPORTED): their device side exists, their launch side does not.
+ * (an argument's buffer is shared with another library) synchronizes first. A kernel
+ * that reduces, returns a value or runs in debug mode (needs_ctx) gets a context
+ * record: one stream-ordered scratch allocation per launch holds the 64-byte record
+ * (emit_cuda.py's tk_ctx) and the blocks' partials; the record is set from a host
+ * copy on this stack, the body and then tack_kernel_finish run, and the record comes
+ * back before the launch returns the value or raises the CPU's error (launch.c
+ * words it). So these launches always complete before returning; every path that
+ * queued a copy waits for the stream, since the copies use this stack frame.
+ *
+ * What still differs from the CPU: float reductions are associated by the grid (a
+ * tree per block, blocks folded in order) rather than by the CPU's fixed chunks, and
+ * the math functions are libdevice's (docs/kernels.md, "What differs on the GPU").
+ *
+ * NVRTC must be no newer than the driver: a newer major is refused before
+ * compiling, a newer minor builds CUBINs only (tack__cuda_nvrtc_fits).
  */
 #include <dlfcn.h>
 #include <limits.h>
