@@ -496,6 +496,32 @@ def test_a_reduction_launch_in_the_call_log(tmp_path):
     )
 
 
+def test_reductions_from_several_threads_at_once(tmp_path):
+    # launches of one kernel from several threads interleave on Tack's stream
+    _run(
+        """
+        import threading
+        xs = [tack.array(np.arange(n, dtype=np.float64), device="cuda")
+              for n in (10, 3000, 70_000, 1)]
+        total(xs[0])  # built once
+        bad = []
+        def work(x, want):
+            for _ in range(100):
+                got = total(x)
+                if got != want:
+                    bad.append((got, want))
+        ts = [threading.Thread(target=work, args=(x, float(x.numpy().sum())))
+              for x in xs]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert not bad, bad[:3]
+        """,
+        tmp_path,
+    )
+
+
 def test_a_reduction_over_a_shared_array(tmp_path):
     _run(
         """

@@ -47,6 +47,8 @@
 #define SHARED_MAX 49152
 /* Partial sizes beyond this are not a kernel's (launch.c's bound for the CPU). */
 #define MAX_PARTIAL_SIZE 4096
+/* Body launches of one kernel whose finish the stand-in's twin awaits. */
+#define TWIN_SLOTS 64
 /* More names than a kernel's arrays could have: a corrupt bundle. */
 #define MAX_NAMES 4096
 
@@ -90,10 +92,15 @@ typedef struct cuda_kernel {
     char **names;         /* Owned: UTF-8; a record's name is an index into them */
     pthread_mutex_t lock; /* guards modules */
     cuda_module *modules; /* Owned: never unloaded (kernels live for the process) */
-    /* The stand-in's twins (run one at a time, under its lock): the record of the
-     * last body launch and the nblocks its finish must pass. */
-    uint64_t twin_record;
-    int64_t twin_nblocks;
+    /* The stand-in's twins (run one at a time, under its lock): the records of
+     * body launches whose finish has not run yet, with the nblocks it must pass.
+     * Every launch with a record waits for it before returning, so at most one
+     * per launching thread is pending; the oldest slot is reused. */
+    struct {
+        uint64_t record; /* 0: free */
+        int64_t nblocks;
+    } twin_pending[TWIN_SLOTS];
+    unsigned twin_next;
 } cuda_kernel;
 
 /* Launches under the stand-in register their twin just before cuLaunchKernel; the
@@ -471,8 +478,9 @@ body_twin(const tack_standin_launch *l, void *user)
     if (!rec) {
         return 1;
     }
-    k->twin_record = addr;
-    k->twin_nblocks = finish_blocks(k, 1, l->grid[0]);
+    unsigned slot = k->twin_next++ % TWIN_SLOTS;
+    k->twin_pending[slot].record = addr;
+    k->twin_pending[slot].nblocks = finish_blocks(k, 1, l->grid[0]);
     return twin_run(k, l, rec);
 }
 
@@ -491,10 +499,11 @@ finish_twin(const tack_standin_launch *l, void *user)
     }
     int64_t nblocks;
     memcpy(&nblocks, (const unsigned char *)l->params + record_offset(k) + 8, 8);
-    bool after_body = k->twin_record == addr;
-    k->twin_record = 0;
-    if (after_body) {
-        return nblocks != k->twin_nblocks;
+    for (unsigned i = 0; i < TWIN_SLOTS; i++) {
+        if (k->twin_pending[i].record == addr) {
+            k->twin_pending[i].record = 0;
+            return nblocks != k->twin_pending[i].nblocks;
+        }
     }
     return nblocks != 0 || twin_run(k, l, rec);
 }
