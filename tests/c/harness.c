@@ -85,6 +85,25 @@ tack_test_live_allocations(void)
 }
 
 long
+tack_test_alloc_sweep(tack_status (*attempt)(void *ctx), void *ctx)
+{
+    long k = 1;
+    for (;; k++) {
+        tack_test_counting_allocator(k);
+        tack_status st = attempt(ctx);
+        if (st == TACK_OK) {
+            break;
+        }
+        CHECK_EQ_INT(st, TACK_ERR_NO_MEMORY);
+        CHECK_EQ_INT(tack_test_live_allocations(), 0);
+        CHECK(k < 100);
+    }
+    tack_set_allocator(NULL);
+    CHECK(k > 1); /* at least one failure was exercised */
+    return k;
+}
+
+long
 tack_test_allocation_count(void)
 {
     return atomic_load(&count);

@@ -73,5 +73,10 @@ void tack_test_counting_allocator(long fail_at);
 long tack_test_live_allocations(void);
 /* Allocations made since install. */
 long tack_test_allocation_count(void);
+/* Calls attempt(ctx) with the k-th allocation failing, for k = 1, 2, ... until it
+ * returns TACK_OK: every failure must be TACK_ERR_NO_MEMORY and leave no allocation
+ * behind (attempt checks its own out-parameters). At least one failure must happen;
+ * the default allocator is back afterwards. Returns the k that succeeded. */
+long tack_test_alloc_sweep(tack_status (*attempt)(void *ctx), void *ctx);
 
 #endif /* TACK_TEST_HARNESS_H */

@@ -219,6 +219,28 @@ TACK_TEST(cuda_kernel_malformed_bundles_are_refused)
     tack_device_release(dev);
 }
 
+/* One build of a bundle (kept when it succeeds), for the allocation sweep. */
+static tack_status
+build_attempt(void *source)
+{
+    tack_kernel *made = NULL;
+    char *log = NULL;
+    tack_status st = tack_kernel_build_for(kDLCUDA, "gather", "make_cuda_bundles.py",
+                                           source, &made, &log);
+    CHECK(log == NULL && (made != NULL) == (st == TACK_OK));
+    kept[2] = made;
+    return st;
+}
+
+TACK_TEST(alloc_failure_cuda_kernel_build)
+{
+    tack_device *dev = open_standin_cached(NULL);
+    char *source = read_bundle("cuda_gather.bundle", 1);
+    build("gather", source, 1); /* the C part is then in the CPU's table */
+    tack_test_alloc_sweep(build_attempt, source);
+    tack_device_release(dev);
+}
+
 TACK_TEST(cuda_kernel_nvrtc_no_newer_than_the_driver)
 {
     /* equal or older: anything loads */

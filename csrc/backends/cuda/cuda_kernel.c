@@ -177,66 +177,73 @@ static void
 free_names(char **names, int n)
 {
     for (int i = 0; names && i < n; i++) {
-        free(names[i]);
+        tack__free(names[i]);
     }
-    free(names);
+    tack__free(names);
+}
+
+/* The name of hex digits at q (digits of them, even, no NUL byte), or NULL when
+ * they are not such a name (*oom set when memory ran out instead). */
+static char *
+decode_name(const char *q, size_t digits, bool *oom)
+{
+    if (digits == 0 || digits % 2 != 0) {
+        return NULL;
+    }
+    char *name = tack__alloc(digits / 2 + 1, TACK__STRUCT_ALIGNMENT);
+    if (!name) {
+        *oom = true;
+        return NULL;
+    }
+    for (size_t d = 0; d < digits; d += 2) {
+        int hi = hex_digit(q[d]), lo = hex_digit(q[d + 1]);
+        if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+            tack__free(name);
+            return NULL;
+        }
+        name[d / 2] = (char)(hi * 16 + lo);
+    }
+    name[digits / 2] = '\0';
+    return name;
 }
 
 /* Reads the names line at *p ("// tack-cuda-names" and one hex-encoded UTF-8 name
- * per space, each non-empty) up to its newline, and moves *p past it. Out:
- * *names, *n only on success. */
-static bool
+ * after each space) up to its newline, and moves *p past it. Returns TACK_OK, or
+ * TACK_ERR_INVALID_ARGUMENT (nothing set) for a malformed line, TACK_ERR_NO_MEMORY.
+ * Out: *names (Owned: free_names), *n only on success. */
+static tack_status
 read_names(const char **p, char ***names, int *n)
 {
     size_t len = strlen(BUNDLE_NAMES);
-    if (strncmp(*p, BUNDLE_NAMES, len) != 0) {
-        return false;
-    }
-    const char *q = *p + len, *end = strchr(q, '\n');
-    if (!end) {
-        return false;
-    }
-    char **out = NULL;
+    const char *q = *p + len,
+               *end = strncmp(*p, BUNDLE_NAMES, len) == 0 ? strchr(q, '\n') : NULL;
     int count = 0;
-    bool ok = true;
-    while (ok && q < end) {
-        if (*q++ != ' ') {
-            ok = false;
-            break;
-        }
+    for (const char *c = q; end && c < end; c++) {
+        count += *c == ' ';
+    }
+    if (!end || count > MAX_NAMES) {
+        return TACK_ERR_INVALID_ARGUMENT;
+    }
+    char **out = tack__calloc((size_t)count * sizeof *out);
+    if (!out) {
+        return TACK_ERR_NO_MEMORY;
+    }
+    bool oom = false;
+    for (int i = 0; i < count; i++) {
         size_t digits = 0;
-        while (q + digits < end && q[digits] != ' ') {
+        while (q + 1 + digits < end && q[1 + digits] != ' ') {
             digits++;
         }
-        char **grown = digits > 0 && digits % 2 == 0 && count < MAX_NAMES
-                           ? realloc(out, (size_t)(count + 1) * sizeof *out)
-                           : NULL;
-        char *name = grown ? malloc(digits / 2 + 1) : NULL;
-        if (grown) {
-            out = grown;
+        if (*q != ' ' || !(out[i] = decode_name(q + 1, digits, &oom))) {
+            free_names(out, i);
+            return oom ? TACK_ERR_NO_MEMORY : TACK_ERR_INVALID_ARGUMENT;
         }
-        ok = name != NULL;
-        for (size_t d = 0; ok && d < digits; d += 2) {
-            int hi = hex_digit(q[d]), lo = hex_digit(q[d + 1]);
-            ok = hi >= 0 && lo >= 0 && (hi | lo) != 0;
-            name[d / 2] = (char)(hi * 16 + lo);
-        }
-        if (!ok) {
-            free(name);
-            break;
-        }
-        name[digits / 2] = '\0';
-        out[count++] = name;
-        q += digits;
-    }
-    if (!ok) {
-        free_names(out, count);
-        return false;
+        q += 1 + digits;
     }
     *names = out;
     *n = count;
     *p = end + 1;
-    return true;
+    return TACK_OK;
 }
 
 tack_status
@@ -273,12 +280,15 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
                           name, probe.partial_size, result_kind, probe.needs_ctx,
                           probe.parallel);
     }
-    bool names_ok = read_names(&p, &probe.names, &probe.nnames);
-    if (names_ok && p > twin) {
+    tack_status st = read_names(&p, &probe.names, &probe.nnames);
+    if (st == TACK_OK && p > twin) {
         free_names(probe.names, probe.nnames);
-        names_ok = false;
+        st = TACK_ERR_INVALID_ARGUMENT;
     }
-    if (!names_ok) {
+    if (st == TACK_ERR_NO_MEMORY) {
+        return tack__fail(st, "out of memory building kernel '%s'", name);
+    }
+    if (st != TACK_OK) {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "kernel '%s': the CUDA bundle's second line must list the "
                           "kernel's array names (hex-encoded UTF-8); rebuild it with "
@@ -286,8 +296,8 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
                           name);
     }
     tack_kernel *cpu = NULL;
-    tack_status st = tack__cpu_kernel_build(&tack__backend_cpu, name, filename,
-                                            twin + strlen(BUNDLE_TWIN), &cpu, log);
+    st = tack__cpu_kernel_build(&tack__backend_cpu, name, filename,
+                                twin + strlen(BUNDLE_TWIN), &cpu, log);
     if (st == TACK_OK && cpu->result_kind != result_kind) {
         st = tack__fail(TACK_ERR_INVALID_ARGUMENT,
                         "kernel '%s': the CUDA bundle's result kind %d is not its C "
@@ -298,16 +308,14 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
         free_names(probe.names, probe.nnames);
         return st;
     }
-    cuda_kernel *k = calloc(1, sizeof *k);
+    cuda_kernel *k = tack__calloc(sizeof *k);
     size_t n = (size_t)(twin - p);
-    if (!k || !(k->cuda_source = malloc(n + 1))) {
-        free(k);
+    if (!k || !(k->cuda_source = tack__strndup(p, n))) {
+        tack__free(k);
         free_names(probe.names, probe.nnames);
         return tack__fail(TACK_ERR_NO_MEMORY, "out of memory building kernel '%s'",
                           name);
     }
-    memcpy(k->cuda_source, p, n);
-    k->cuda_source[n] = '\0';
     k->parallel = probe.parallel;
     k->host_trips = probe.host_trips;
     k->needs_ctx = probe.needs_ctx;
@@ -352,7 +360,7 @@ record_offset(const cuda_kernel *k)
 }
 
 /* The launch's parameter block with every array's device address turned into host
- * memory, in block (nbytes bytes; small when it fits, else malloc'd). False when an
+ * memory, in block (nbytes bytes). False when an
  * address is not the launch's to use. */
 static bool
 twin_block(const cuda_kernel *k, const tack_standin_launch *l, unsigned char *block,
@@ -412,7 +420,7 @@ twin_run(cuda_kernel *k, const tack_standin_launch *l, unsigned char *rec)
     size_t nbytes = tack_kernel_params_size(k->pub.nparams, k->pub.param_key);
     uint64_t small[256];
     unsigned char *block =
-        nbytes <= sizeof small ? (unsigned char *)small : malloc(nbytes);
+        nbytes <= sizeof small ? (unsigned char *)small : tack__alloc(nbytes, 0);
     if (!block) {
         return 1;
     }
@@ -421,7 +429,7 @@ twin_run(cuda_kernel *k, const tack_standin_launch *l, unsigned char *rec)
     int bad = !twin_block(k, l, block, nbytes) ||
               tack__cpu_kernel_run(k->cpu, block, 0, &v, &f) != TACK_OK;
     if (block != (unsigned char *)small) {
-        free(block);
+        tack__free(block);
     }
     cuda_record r;
     int name = bad || !f.failed ? 0 : name_index(k, f.name);
@@ -650,7 +658,7 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             }
             tack_nvrtc_free(log);
         }
-        if (st == TACK_OK && !(m = calloc(1, sizeof *m))) {
+        if (st == TACK_OK && !(m = tack__calloc(sizeof *m))) {
             st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory loading kernel '%s'",
                             k->pub.name);
         }
@@ -676,7 +684,7 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             k->modules = m;
         }
         else {
-            free(m); /* a loaded module of a failed lookup stays with its context */
+            tack__free(m); /* a loaded module of a failed lookup stays with it */
             m = NULL;
         }
     }
