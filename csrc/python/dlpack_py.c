@@ -402,7 +402,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             PyObject_GetAttr(x, st->names[TACKPY_NAME___cuda_array_interface__]);
         if (cai) {
             PyErr_Clear();
-            result = tackpy_from_cuda_array_interface(st, x, cai, opts.device);
+            result = tackpy_from_cuda_array_interface(st, x, cai, &opts);
             Py_DECREF(cai);
             goto done;
         }

@@ -26,13 +26,16 @@ typedef struct {
     bool host_memory;   /* the memory is host memory: the device id means nothing */
 } device_row;
 
-/* Import step 5 of docs/dlpack.md. kDLMetal is deliberately absent. */
+/* Import step 5 of docs/dlpack.md. kDLMetal is deliberately absent. Managed memory
+ * is reachable from the host, but not host_readable here: the producer's pending
+ * writes are ordered before Tack's stream, not before the host, so a copy of it goes
+ * through the device's stream like any CUDA memory. */
 static const device_row device_table[] = {
     {"cpu", kDLCPU, true, true},
     {"cpu", kDLCUDAHost, true, true},
     {"cpu", kDLROCMHost, true, true},
     {"cuda", kDLCUDA, false, false},
-    {"cuda", kDLCUDAManaged, true, false},
+    {"cuda", kDLCUDAManaged, false, false},
     {"hip", kDLROCM, false, false},
     {"level_zero", kDLOneAPI, false, false},
 };
