@@ -106,6 +106,10 @@ const char *tackpy_kind_builtin_name(tack_error_kind kind);
  * thread): a release callback then leaks instead. */
 int tackpy_python_gone(void);
 
+/* A stream= argument as DLPack's integer (its meaning is the runtime's rule): *given
+ * false for None or no argument. 0, or -1 with DLPackError for what is not an int. */
+int tackpy_stream_arg(tackpy_state *st, PyObject *stream, bool *given, int64_t *value);
+
 /* An array over the memory an object describes with __cuda_array_interface__ (cai,
  * its value), keeping obj alive, as from_dlpack imports a kDLCUDA tensor: on
  * opts->device (borrowed, may be NULL: the default device when it is a CUDA device,
