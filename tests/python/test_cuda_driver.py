@@ -114,6 +114,23 @@ def test_no_device_is_runtime_error_naming_the_library(tmp_path):
     )
 
 
+def test_driver_older_than_cuda_12_is_runtime_error_naming_it(tmp_path):
+    run(
+        f"""
+        try:
+            tack.device("cuda")
+        except RuntimeError as e:
+            assert isinstance(e, tack.DeviceUnavailableError), type(e)
+            assert "11.8" in str(e) and "12.0" in str(e), str(e)
+            assert {str(standin_library())!r} in str(e), str(e)
+        else:
+            raise AssertionError("opened a device on a CUDA 11.8 driver")
+        """,
+        tmp_path,
+        TACK_STANDIN_DRIVER_VERSION="11080",
+    )
+
+
 def test_ordinal_out_of_range_is_value_error(tmp_path):
     run(
         """

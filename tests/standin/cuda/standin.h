@@ -141,8 +141,9 @@ typedef struct standin_state {
     bool initialized;
     pid_t init_pid; /* the process that called cuInit */
     int ndevices;
-    bool eager; /* TACK_STANDIN_ASYNC=eager: run work when queued */
-    int log_fd; /* TACK_STANDIN_LOG, or -1 */
+    int driver_version; /* cuDriverGetVersion: TACK_STANDIN_DRIVER_VERSION, or 13000 */
+    bool eager;         /* TACK_STANDIN_ASYNC=eager: run work when queued */
+    int log_fd;         /* TACK_STANDIN_LOG, or -1 */
     struct CUctx_st *primary[STANDIN_MAX_DEVICES];
     int primary_retains[STANDIN_MAX_DEVICES];
     struct CUctx_st *contexts;

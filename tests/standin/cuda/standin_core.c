@@ -87,6 +87,11 @@ configure(void)
     standin.ndevices = n < 0                     ? 0
                        : n > STANDIN_MAX_DEVICES ? STANDIN_MAX_DEVICES
                                                  : (int)n;
+    /* An older driver, as cuDriverGetVersion reports it (the entry points stay). */
+    const char *version = getenv("TACK_STANDIN_DRIVER_VERSION");
+    long v = version ? strtol(version, NULL, 10) : 0;
+    standin.driver_version =
+        v > 0 && v <= STANDIN_DRIVER_VERSION ? (int)v : STANDIN_DRIVER_VERSION;
 }
 
 /* ---- the entry protocol ---------------------------------------------------------- */
@@ -271,7 +276,7 @@ cuDriverGetVersion(int *driverVersion)
             rc = TCU_ERROR_INVALID_VALUE;
         }
         else {
-            *driverVersion = STANDIN_DRIVER_VERSION;
+            *driverVersion = standin.driver_version;
         }
     }
     return standin_leave(rc, "cuDriverGetVersion", "%s", "");
