@@ -26,16 +26,13 @@ typedef struct {
     bool host_memory;   /* the memory is host memory: the device id means nothing */
 } device_row;
 
-/* Import step 5 of docs/dlpack.md. kDLMetal is deliberately absent. Managed memory
- * is reachable from the host, but not host_readable here: the producer's pending
- * writes are ordered before Tack's stream, not before the host, so a copy of it goes
- * through the device's stream like any CUDA memory. */
+/* Import step 5 of docs/dlpack.md. kDLMetal is deliberately absent. */
 static const device_row device_table[] = {
     {"cpu", kDLCPU, true, true},
     {"cpu", kDLCUDAHost, true, true},
     {"cpu", kDLROCMHost, true, true},
     {"cuda", kDLCUDA, false, false},
-    {"cuda", kDLCUDAManaged, false, false},
+    {"cuda", kDLCUDAManaged, true, false},
     {"hip", kDLROCM, false, false},
     {"level_zero", kDLOneAPI, false, false},
 };
@@ -432,6 +429,34 @@ copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
     return st;
 }
 
+/*
+ * A copy of the tensor on dev. Managed memory is host-readable, but the producer's
+ * pending writes were ordered before the device's stream, not before the host: a
+ * contiguous copy is made on that stream (device to device where it can), and a
+ * strided one is read by the host only once that stream has drained.
+ */
+static tack_status
+copy_tensor(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
+            tack_array **out)
+{
+    const device_row *row = find_device((int32_t)t->device.device_type);
+    if (!lay->host_readable || (!row->host_memory && lay->contiguous)) {
+        return copy_device(t, lay, dev, out);
+    }
+    if (!row->host_memory) {
+        tack_device *own = NULL;
+        tack_status st = open_tensor_device(lay->backend, t->device.device_id, &own);
+        if (st == TACK_OK) {
+            st = tack_device_synchronize(own);
+            tack_device_release(own);
+        }
+        if (st != TACK_OK) {
+            return st;
+        }
+    }
+    return copy_host(t, lay, dev, out);
+}
+
 static tack_status
 import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
               const tack_dlpack_import_options *opts, tack_array **out)
@@ -487,8 +512,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
         }
     }
     else {
-        st = lay.host_readable ? copy_host(t, &lay, dev, out)
-                               : copy_device(t, &lay, dev, out);
+        st = copy_tensor(t, &lay, dev, out);
     }
     tack_device_release(dev);
     release(mt); /* copied or refused: the producer's memory is no longer needed */

@@ -31,8 +31,10 @@ def managed(n, ordinal=0):
     return ptr
 
 class Producer:
-    def __init__(self, ptr, n, *, ordinal=0, device_id=None, device_type=13):
+    def __init__(self, ptr, n, *, ordinal=0, device_id=None, device_type=13,
+                 shape=None, strides=None):
         self.ptr, self.n, self.ordinal = ptr, n, ordinal
+        self.shape, self.strides = shape or (n,), strides
         self.device = (device_type, ordinal if device_id is None else device_id)
         self.streams = []
     def __dlpack_device__(self):
@@ -41,7 +43,8 @@ class Producer:
         self.streams.append(stream)
         if stream is not None and stream != -1:
             mp.order(stream, self.ordinal)
-        return mp.capsule(self.ptr, (self.n,), device_type=self.device[0],
+        return mp.capsule(self.ptr, self.shape, strides=self.strides,
+                          device_type=self.device[0],
                           device_id=self.device[1], ordinal=self.ordinal,
                           versioned=max_version is not None and max_version[0] >= 1)
 
@@ -188,6 +191,36 @@ def test_pending_producer_writes_are_ordered_before_every_read(tmp_path):
         assert (np.asarray(c) == 7).all(), np.asarray(c)
         del a
         assert mp.counts() == (3, 3)
+        """,
+        tmp_path,
+    )
+
+
+def test_strided_managed_tensor_is_copied_after_pending_writes(tmp_path):
+    run_managed(
+        """
+        # A (4, 2) tensor in column-major order: strided, so only a copy imports it.
+        # (Each capsule's deleter frees its memory: a new allocation for each.)
+        want = np.arange(8, dtype=np.float32).reshape(2, 4).T
+        for device in ("cuda", "cpu"):
+            cap = mp.capsule(managed(8), (4, 2), strides=(1, 4))
+            a = tack.from_dlpack(cap, device=device, copy=True)
+            assert a.device == tack.device(device) and a.shape == (4, 2)
+            assert (a.numpy() == want).all(), a.numpy()
+        try:
+            tack.from_dlpack(mp.capsule(managed(8), (4, 2), strides=(1, 4)))
+        except ValueError:
+            pass
+        else:
+            raise AssertionError("a strided tensor imported without a copy")
+        # The copy waits for the producer's writes still queued on its stream.
+        for device in ("cuda", "cpu"):
+            p = Producer(managed(8), 8, shape=(4, 2), strides=(1, 4))
+            mp.write_async(p.ptr, 8, SEVEN)
+            a = tack.from_dlpack(p, device=device, copy=True)
+            assert p.streams == [tack_stream()]
+            assert (a.numpy() == 7).all(), a.numpy()
+        assert mp.counts() == (5, 5)
         """,
         tmp_path,
     )

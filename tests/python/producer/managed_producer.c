@@ -251,7 +251,7 @@ static atomic_long made, deleted;
 typedef struct {
     Versioned v;
     Legacy l;
-    int64_t shape[8];
+    int64_t shape[8], strides[8];
     CUdeviceptr address;
     int ordinal;
 } Block;
@@ -293,42 +293,58 @@ capsule_destructor(PyObject *capsule)
     }
 }
 
-/* capsule(address, shape, *, versioned=True, device_type=13, device_id=0, ordinal=0)
+/* Reads up to 8 ints from a sequence. Returns their count, or -1 with an exception. */
+static Py_ssize_t
+read_extents(PyObject *seq, int64_t *out)
+{
+    PyObject *fast = PySequence_Fast(seq, "shape and strides must be sequences");
+    if (!fast) {
+        return -1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n > 8) {
+        Py_DECREF(fast);
+        PyErr_SetString(PyExc_ValueError, "too many dimensions");
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        out[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
+    }
+    Py_DECREF(fast);
+    return PyErr_Occurred() ? -1 : n;
+}
+
+/* capsule(address, shape, *, strides=None, versioned=True, device_type=13,
+ *         device_id=0, ordinal=0)
  * -> a float32 tensor over address, which its deleter frees (allocated on ordinal). */
 static PyObject *
 capsule(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kw[] = {"address",   "shape",   "versioned", "device_type",
-                         "device_id", "ordinal", NULL};
+    static char *kw[] = {"address",     "shape",     "strides", "versioned",
+                         "device_type", "device_id", "ordinal", NULL};
     unsigned long long address;
-    PyObject *shape_obj;
+    PyObject *shape_obj, *strides_obj = Py_None;
     int versioned = 1, device_type = 13, device_id = 0, ordinal = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KO|$piii", kw, &address, &shape_obj,
-                                     &versioned, &device_type, &device_id, &ordinal)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KO|$Opiii", kw, &address,
+                                     &shape_obj, &strides_obj, &versioned, &device_type,
+                                     &device_id, &ordinal)) {
         return NULL;
     }
     if (ordinal < 0 || ordinal >= MAX_DEVICES || !contexts[ordinal]) {
         PyErr_SetString(PyExc_ValueError, "managed producer: allocate on it first");
         return NULL;
     }
-    PyObject *fast = PySequence_Fast(shape_obj, "shape must be a sequence");
-    if (!fast) {
-        return NULL;
-    }
-    Py_ssize_t ndim = PySequence_Fast_GET_SIZE(fast);
     Block *b = calloc(1, sizeof *b);
-    if (!b || ndim > 8) {
-        Py_DECREF(fast);
-        free(b);
-        return b ? PyErr_Format(PyExc_ValueError, "too many dimensions")
-                 : PyErr_NoMemory();
+    if (!b) {
+        return PyErr_NoMemory();
     }
-    for (Py_ssize_t k = 0; k < ndim; k++) {
-        b->shape[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
-    }
-    Py_DECREF(fast);
-    if (PyErr_Occurred()) {
+    Py_ssize_t ndim = read_extents(shape_obj, b->shape);
+    if (ndim < 0 ||
+        (strides_obj != Py_None && read_extents(strides_obj, b->strides) != ndim)) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_ValueError, "one stride per dimension");
+        }
         free(b);
         return NULL;
     }
@@ -344,6 +360,7 @@ capsule(PyObject *module, PyObject *args, PyObject *kwargs)
     t.dtype.bits = 32;
     t.dtype.lanes = 1;
     t.shape = b->shape;
+    t.strides = strides_obj == Py_None ? NULL : b->strides;
     void *managed_tensor;
     if (versioned) {
         b->v.version.major = 1;
