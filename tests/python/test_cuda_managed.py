@@ -2,10 +2,12 @@
 tensor imports as a CUDA array without a copy, its pointer checked through the
 driver, its deleter run once; array_from_ptr and __cuda_array_interface__ take
 managed memory too. The memory comes from a producer that allocates it through the
-driver (tests/python/producer/managed_producer.c), on the strict stand-in."""
+driver (tests/python/producer/managed_producer.c): on the strict stand-in, and (tests
+marked `cuda`) on a real GPU with the real driver and with CuPy."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -280,3 +282,74 @@ def test_cuda_array_interface_import_of_managed_memory(tmp_path):
         """,
         tmp_path,
     )
+
+
+# ---- on a real GPU (marked cuda; scripts/gpu_check.sh runs them) -------------------
+
+
+def _producer_here() -> dict:
+    """The child prelude above, run in this process: the managed producer on the real
+    driver (libcuda.so.1, which Tack uses too)."""
+    import sys
+
+    import numpy as np
+
+    import tack
+
+    names = {"np": np, "sys": sys, "tack": tack}
+    exec(_PRODUCER, names)
+    return names
+
+
+@pytest.mark.cuda
+def test_managed_memory_of_the_real_driver():
+    import numpy as np
+
+    import tack
+
+    p = _producer_here()
+    n = 1 << 20
+    ptr = p["managed"](n)
+    a = tack.from_dlpack(p["mp"].capsule(ptr, (n,)))
+    assert a.device == tack.device("cuda") and a.ptr == ptr
+    assert (a.numpy() == np.arange(n)).all()
+    # A fill still queued on the producer's own stream is ordered before Tack's reads,
+    # for a view and for copies on the device and on the host.
+    for kw in ({}, {"copy": True}, {"device": "cpu", "copy": True}):
+        prod = p["Producer"](p["managed"](n), n)
+        p["mp"].write_async(prod.ptr, n, p["SEVEN"])
+        b = tack.from_dlpack(prod, **kw)
+        assert (b.numpy() == 7).all(), kw
+    # array_from_ptr takes managed memory on the GPU and, as the host reaches it, on
+    # the CPU.
+    tack.set_default_device("cuda")
+    try:
+        w = tack.array_from_ptr(ptr, (n,), tack.f32, writable=True)
+        w.fill(2.5)
+    finally:
+        tack.set_default_device("cpu")
+    assert (np.asarray(tack.array_from_ptr(ptr, (n,), tack.f32)) == 2.5).all()
+    del a, w
+
+
+@pytest.mark.cuda
+def test_managed_memory_of_cupy():
+    import numpy as np
+
+    import tack
+
+    # On a GPU check (TACK_REQUIRE_CUDA=1) a missing peer fails instead of skipping.
+    if os.environ.get("TACK_REQUIRE_CUDA") == "1":
+        import cupy
+    else:
+        cupy = pytest.importorskip("cupy")
+    n = 1 << 20
+    mem = cupy.cuda.malloc_managed(4 * n)
+    x = cupy.ndarray((n,), cupy.float32, mem)
+    x[...] = 5
+    assert x.__dlpack_device__()[0] in (2, 13)  # CUDA or CUDA managed memory
+    b = tack.from_dlpack(x)
+    assert b.device == tack.device("cuda") and b.ptr == int(x.data.ptr)
+    assert (b.numpy() == 5).all()
+    c = tack.from_dlpack(x, device="cpu", copy=True)
+    assert (np.asarray(c) == 5).all()
