@@ -261,3 +261,30 @@ def test_to_device_between_host_arrays_takes_no_stream(tmp_path):
         """,
         tmp_path,
     )
+
+
+@pytest.mark.cuda
+def test_to_device_follows_a_torch_stream_on_a_gpu():
+    import os
+
+    import numpy as np
+
+    import tack
+
+    if os.environ.get("TACK_REQUIRE_CUDA") == "1":  # a GPU check: no skipping
+        import torch
+    else:
+        torch = pytest.importorskip("torch")
+    n = 1 << 20
+    a = tack.zeros(n, device="cuda")
+    t = torch.from_dlpack(a)  # torch writes into Tack's memory ...
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # ... on a stream that is still busy
+        t.fill_(3.0)
+    b = a.to_device("cuda", stream=side.cuda_stream)
+    assert (b.numpy() == 3).all()
+    with torch.cuda.stream(side):
+        t.fill_(4.0)
+    h = a.to_device("cpu", stream=side.cuda_stream)
+    assert (np.asarray(h) == 4).all()
