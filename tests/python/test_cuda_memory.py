@@ -231,6 +231,23 @@ def test_to_device_copies_after_the_given_streams_work(tmp_path, stream):
     )
 
 
+def test_to_device_to_another_gpu_follows_the_sources_stream(tmp_path):
+    run(
+        FOREIGN_STREAM
+        + """
+        a = tack.array(np.arange(8, dtype=np.float32), device="cuda:0")
+        tack.synchronize()
+        s = foreign_stream()  # a stream of cuda:0, the source's device
+        pending_fill(a.ptr, 8, 0x40E00000, s)  # 7.0f
+        b = a.to_device("cuda:1", stream=s)
+        assert b.device == tack.device("cuda", 1)
+        assert (b.numpy() == 7).all(), b.numpy()
+        """,
+        tmp_path,
+        TACK_STANDIN_DEVICES="2",
+    )
+
+
 def test_to_device_stream_none_and_minus_one_order_nothing(tmp_path):
     run(
         FOREIGN_STREAM
