@@ -503,21 +503,20 @@ array_to_device(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
-    if (a[1] && a[1] != Py_None) {
-        /* CPU copies are synchronous: there is no stream to order them on. */
-        return tackpy_raise_fmt(st, TACK_ERR_INVALID_ARGUMENT,
-                                "to_device(stream=%R): copies on this device are "
-                                "synchronous; pass stream=None",
-                                a[1]);
-    }
+    bool has_stream = false;
+    int64_t stream = -1;
     tack_device *dev = NULL;
-    if (tackpy_device_from_object(st, a[0], &dev) < 0) {
+    if (tackpy_stream_arg(st, a[1], &has_stream, &stream) < 0 ||
+        tackpy_device_from_object(st, a[0], &dev) < 0) {
         return NULL;
     }
     tack_array *out;
     tack_status status;
     Py_BEGIN_ALLOW_THREADS
-        status = tack_array_to_device(ARR(self), dev, &out);
+        /* No stream: the copy is ordered on Tack's own stream only. */
+        status = has_stream
+                     ? tack_array_to_device_on_stream(ARR(self), dev, stream, &out)
+                     : tack_array_to_device(ARR(self), dev, &out);
     Py_END_ALLOW_THREADS
     tack_device_release(dev);
     if (status != TACK_OK) {
@@ -756,7 +755,7 @@ static PyMethodDef array_methods[] = {
     {"to_device", (PyCFunction)(void (*)(void))array_to_device,
      METH_FASTCALL | METH_KEYWORDS,
      "to_device($self, /, device, *, stream=None)\n--\n\nA copy of the array on "
-     "device."},
+     "device, ordered after the work queued on stream (DLPack's stream values)."},
     {"export_memory", array_export_memory, METH_NOARGS,
      "export_memory($self, /)\n--\n\nThe memory as an OS handle for another API."},
     /* DLPack (dlpack_py.c) */

@@ -7,6 +7,8 @@
  * pointer; the object stays referenced until the last array over the memory goes.
  * A `stream` key names the stream the producer's writes are queued on: Tack's stream
  * is made to wait for it, as the interface asks of a consumer, without blocking.
+ * The memory is CUDA memory, as a kDLCUDA tensor's is: another device gets it only
+ * as a copy (copy=True), made on Tack's stream after that wait.
  */
 #include "tackpy.h"
 
@@ -131,8 +133,28 @@ import_device(tackpy_state *st, tack_device *given)
 
 PyObject *
 tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
-                                 tack_device *given)
+                                 const tack_dlpack_import_options *opts)
 {
+    /* A device that is not a CUDA device never wraps CUDA memory: it gets a copy, or
+     * the refusal a kDLCUDA tensor gets, before anything is read from the object. */
+    tack_device *given = opts->device;
+    tack_device *target = NULL;
+    if (given && tack_device_dlpack_type(given) != kDLCUDA) {
+        if (opts->copy == TACK_DLPACK_COPY_NEVER) {
+            return tackpy_raise_fmt(
+                st, TACK_ERR_DLPACK_DEVICE,
+                "%.100s's __cuda_array_interface__ describes CUDA memory, which "
+                "%s:%d cannot wrap: import it on a CUDA device, or pass copy=True "
+                "for a copy",
+                Py_TYPE(obj)->tp_name, tack_device_backend_name(given),
+                tack_device_ordinal(given));
+        }
+        target = given;
+        given = NULL;
+    }
+    else if (opts->copy == TACK_DLPACK_COPY_ALWAYS) {
+        target = given; /* NULL: the device it is wrapped on */
+    }
     if (!PyDict_Check(cai)) {
         return refuse(st, obj, "is not a dict");
     }
@@ -182,6 +204,12 @@ tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
                                         release_object, obj, &arr);
         if (status == TACK_OK && stream) {
             status = tack_device_wait_for_stream(dev, stream);
+        }
+        if (status == TACK_OK && (target || opts->copy == TACK_DLPACK_COPY_ALWAYS)) {
+            tack_array *copy = NULL;
+            status = tack_array_to_device(arr, target ? target : dev, &copy);
+            tack_array_release(arr);
+            arr = copy;
         }
     Py_END_ALLOW_THREADS
     tack_device_release(dev);

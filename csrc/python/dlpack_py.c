@@ -66,6 +66,26 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long l
     return *b == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
+int
+tackpy_stream_arg(tackpy_state *st, PyObject *stream, bool *given, int64_t *value)
+{
+    *given = false;
+    if (!stream || stream == Py_None) {
+        return 0;
+    }
+    int overflow = 0;
+    long long v =
+        PyLong_Check(stream) ? PyLong_AsLongLongAndOverflow(stream, &overflow) : 0;
+    if (!PyLong_Check(stream) || overflow) {
+        return tackpy_raise_fmt_int(st, TACK_ERR_DLPACK_INVALID,
+                                    "stream=%R is not a stream: pass None or an int",
+                                    stream);
+    }
+    *given = true;
+    *value = v;
+    return 0;
+}
+
 PyObject *
 tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames)
@@ -104,17 +124,8 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         req.max_major = major;
         req.max_minor = minor;
     }
-    if (stream && stream != Py_None) {
-        int overflow = 0;
-        long long v =
-            PyLong_Check(stream) ? PyLong_AsLongLongAndOverflow(stream, &overflow) : 0;
-        if (!PyLong_Check(stream) || overflow) {
-            return tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
-                                    "stream=%R is not a stream: pass None or an int",
-                                    stream);
-        }
-        req.has_stream = true;
-        req.stream = v;
+    if (tackpy_stream_arg(st, stream, &req.has_stream, &req.stream) < 0) {
+        return NULL;
     }
     if (dl_device && dl_device != Py_None) {
         long long type, id;
@@ -402,7 +413,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             PyObject_GetAttr(x, st->names[TACKPY_NAME___cuda_array_interface__]);
         if (cai) {
             PyErr_Clear();
-            result = tackpy_from_cuda_array_interface(st, x, cai, opts.device);
+            result = tackpy_from_cuda_array_interface(st, x, cai, &opts);
             Py_DECREF(cai);
             goto done;
         }

@@ -106,12 +106,18 @@ const char *tackpy_kind_builtin_name(tack_error_kind kind);
  * thread): a release callback then leaks instead. */
 int tackpy_python_gone(void);
 
+/* A stream= argument as DLPack's integer (its meaning is the runtime's rule): *given
+ * false for None or no argument. 0, or -1 with DLPackError for what is not an int. */
+int tackpy_stream_arg(tackpy_state *st, PyObject *stream, bool *given, int64_t *value);
+
 /* An array over the memory an object describes with __cuda_array_interface__ (cai,
- * its value), keeping obj alive; on dev (borrowed, may be NULL: the default device
- * when it is a CUDA device, else cuda:0). New reference, or NULL with an exception
+ * its value), keeping obj alive, as from_dlpack imports a kDLCUDA tensor: on
+ * opts->device (borrowed, may be NULL: the default device when it is a CUDA device,
+ * else cuda:0), copied when opts->copy asks. New reference, or NULL with an exception
  * (cuda_interface.c). */
 PyObject *tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj,
-                                           PyObject *cai, tack_device *dev);
+                                           PyObject *cai,
+                                           const tack_dlpack_import_options *opts);
 
 /* The Tack device behind a DLPack device with streams (kDLCUDA, kDLCUDAManaged), or
  * NULL: no streams there, or the device cannot be opened (the import then says

@@ -429,6 +429,34 @@ copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
     return st;
 }
 
+/*
+ * A copy of the tensor on dev. Managed memory is host-readable, but the producer's
+ * pending writes were ordered before the device's stream, not before the host: a
+ * contiguous copy is made on that stream (device to device where it can), and a
+ * strided one is read by the host only once that stream has drained.
+ */
+static tack_status
+copy_tensor(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
+            tack_array **out)
+{
+    const device_row *row = find_device((int32_t)t->device.device_type);
+    if (!lay->host_readable || (!row->host_memory && lay->contiguous)) {
+        return copy_device(t, lay, dev, out);
+    }
+    if (!row->host_memory) {
+        tack_device *own = NULL;
+        tack_status st = open_tensor_device(lay->backend, t->device.device_id, &own);
+        if (st == TACK_OK) {
+            st = tack_device_synchronize(own);
+            tack_device_release(own);
+        }
+        if (st != TACK_OK) {
+            return st;
+        }
+    }
+    return copy_host(t, lay, dev, out);
+}
+
 static tack_status
 import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
               const tack_dlpack_import_options *opts, tack_array **out)
@@ -484,8 +512,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
         }
     }
     else {
-        st = lay.host_readable ? copy_host(t, &lay, dev, out)
-                               : copy_device(t, &lay, dev, out);
+        st = copy_tensor(t, &lay, dev, out);
     }
     tack_device_release(dev);
     release(mt); /* copied or refused: the producer's memory is no longer needed */

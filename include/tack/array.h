@@ -214,6 +214,22 @@ TACK_API tack_status tack_array_set_element(tack_array *arr, size_t offset,
 TACK_API tack_status tack_array_to_device(const tack_array *src, tack_device *dev,
                                           tack_array **out);
 
+/*
+ * A copy of src on dev ordered against another library's stream (the Array API's
+ * to_device(device, stream=...)). `stream` takes DLPack's values for the device with
+ * streams that the copy involves (src's device, else dev): -1 orders nothing; on CUDA
+ * 1 is the legacy default stream, 2 the per-thread default stream and a larger value
+ * a CUstream of that device's context; 0 and values below -1 are refused. The copy is
+ * queued on Tack's stream after the work queued on `stream` so far, and when the
+ * result lives on that device, `stream`'s later work follows the copy (an event
+ * recorded and waited for each way: the host does not block). Between devices without
+ * streams only -1 is accepted. Errors: TACK_ERR_DLPACK_INVALID for a value that is not
+ * a stream there; those of tack_array_to_device. Returns: new reference.
+ */
+TACK_API tack_status tack_array_to_device_on_stream(const tack_array *src,
+                                                    tack_device *dev, int64_t stream,
+                                                    tack_array **out);
+
 /* ---- memory for other APIs ------------------------------------------------- */
 
 /* An allocation exported as an OS handle another graphics or compute API imports. */

@@ -111,6 +111,12 @@ run_to_device(tack_device *dev, void **made)
 }
 
 static tack_status
+run_to_device_on_stream(tack_device *dev, void **made)
+{
+    return tack_array_to_device_on_stream(base_array, dev, -1, (tack_array **)made);
+}
+
+static tack_status
 run_copyto_between_dtypes(tack_device *dev, void **made)
 {
     int64_t s[] = {4};
@@ -170,6 +176,11 @@ TACK_TEST(alloc_failure_reshape)
 TACK_TEST(alloc_failure_to_device)
 {
     with_base_array(run_to_device);
+}
+
+TACK_TEST(alloc_failure_to_device_on_stream)
+{
+    with_base_array(run_to_device_on_stream);
 }
 
 TACK_TEST(alloc_failure_copyto_cross_device_staging)

@@ -227,3 +227,21 @@ TACK_TEST(to_device_copies)
     tack_array_release(a);
     tack_array_release(b);
 }
+
+/* Host arrays have no streams: only -1 ("order nothing") is a stream there. */
+TACK_TEST(to_device_on_stream_between_host_arrays_takes_only_minus_one)
+{
+    int64_t s[] = {3};
+    tack_array *a, *b = NULL;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT64, 1, s, TACK_BUFFER_WRITABLE, &a));
+    CHECK_STATUS(tack_array_to_device_on_stream(a, cpu(), 1, &b),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack_array_to_device_on_stream(a, cpu(), 0, &b),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK(b == NULL);
+    CHECK_OK(tack_array_to_device_on_stream(a, cpu(), -1, &b));
+    CHECK(tack_array_data(a) != tack_array_data(b));
+    CHECK_EQ_INT(tack_array_nelem(b), 3);
+    tack_array_release(a);
+    tack_array_release(b);
+}

@@ -119,7 +119,7 @@ TACK_TEST(cuda_abi_exported_symbol_names)
         const char *listed;
     } names[] = {
 #define NAME_ROW(name, symbol, version) {EXPANDED_NAME(name), #symbol},
-        TCU_ENTRY_POINTS(NAME_ROW)
+        TCU_ENTRY_POINTS(NAME_ROW) TCU_TEST_ENTRY_POINTS(NAME_ROW)
 #undef NAME_ROW
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {

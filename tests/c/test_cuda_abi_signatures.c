@@ -37,3 +37,4 @@ typedef CUmemAccessDesc tcu_mem_access_desc;
         __builtin_types_compatible_p(tcu_fn_##name *, PFN_##name##_v##version), \
         #name " does not match PFN_" #name "_v" #version);
 TCU_ENTRY_POINTS(CHECK_ENTRY)
+TCU_TEST_ENTRY_POINTS(CHECK_ENTRY)

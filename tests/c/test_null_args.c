@@ -126,6 +126,9 @@ TACK_TEST(null_args_array_operations)
     CHECK_INVALID(tack_array_to_device(NULL, cpu(), &out));
     CHECK_INVALID(tack_array_to_device(arr, NULL, &out));
     CHECK_INVALID(tack_array_to_device(arr, cpu(), NULL));
+    CHECK_INVALID(tack_array_to_device_on_stream(NULL, cpu(), -1, &out));
+    CHECK_INVALID(tack_array_to_device_on_stream(arr, NULL, -1, &out));
+    CHECK_INVALID(tack_array_to_device_on_stream(arr, cpu(), -1, NULL));
     CHECK(out == NULL);
     tack_array_release(arr);
 }

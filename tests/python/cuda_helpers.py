@@ -57,6 +57,21 @@ def tack_stream():
 """
 
 
+# Child code (indented as test bodies are) for another library's stream: one made
+# with the stand-in's own cuStreamCreate, and a 32-bit fill still queued on a stream.
+FOREIGN_STREAM = """
+        import ctypes
+        _drv = ctypes.CDLL(os.environ["TACK_CUDA_DRIVER"])
+        def foreign_stream():
+            s = ctypes.c_void_p()
+            assert _drv.cuStreamCreate(ctypes.byref(s), 0) == 0
+            return s.value
+        def pending_fill(ptr, n, bits, stream):
+            assert _drv.cuMemsetD32Async(ctypes.c_ulonglong(ptr), ctypes.c_uint(bits),
+                                         ctypes.c_size_t(n), ctypes.c_void_p(stream)) == 0
+"""
+
+
 def standin_library() -> Path:
     """Builds (first call only) libtack_standin_cuda.so and returns its path."""
     global _library

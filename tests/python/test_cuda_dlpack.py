@@ -5,23 +5,13 @@ exchange API's streams, and the copy rules. Real peers are in test_cuda_peers.py
 from __future__ import annotations
 
 import pytest
-from cuda_helpers import run, standin_library
-
-# The child creates a foreign stream with the stand-in's own cuStreamCreate.
-_FOREIGN = f"""
-        import ctypes
-        _drv = ctypes.CDLL({str(standin_library())!r})
-        def foreign_stream():
-            s = ctypes.c_void_p()
-            assert _drv.cuStreamCreate(ctypes.byref(s), 0) == 0
-            return s.value
-"""
+from cuda_helpers import FOREIGN_STREAM, run
 
 
 @pytest.mark.parametrize("stream", ["None", "1", "2", "foreign_stream()"])
 def test_export_orders_the_consumer_stream_without_blocking(tmp_path, stream):
     run(
-        _FOREIGN
+        FOREIGN_STREAM
         + f"""
         a = tack.zeros(32, dtype=tack.f32, device="cuda")
         a.fill(4)                                     # queued
@@ -64,12 +54,16 @@ def test_refused_stream_values(tmp_path, bad):
     run(
         f"""
         a = tack.zeros(8, device="cuda")
-        try:
-            a.__dlpack__(stream={bad})
-        except BufferError as e:
-            assert isinstance(e, ValueError)
-        else:
-            raise AssertionError("stream={bad} was accepted")
+        # __dlpack__ and to_device (either way) take the same stream values.
+        for call in (lambda: a.__dlpack__(stream={bad}),
+                     lambda: a.to_device("cuda", stream={bad}),
+                     lambda: a.to_device("cpu", stream={bad})):
+            try:
+                call()
+            except BufferError as e:
+                assert isinstance(e, ValueError)
+            else:
+                raise AssertionError("stream={bad} was accepted")
         """,
         tmp_path,
     )

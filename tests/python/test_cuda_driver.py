@@ -114,6 +114,23 @@ def test_no_device_is_runtime_error_naming_the_library(tmp_path):
     )
 
 
+def test_driver_older_than_cuda_12_is_runtime_error_naming_it(tmp_path):
+    run(
+        f"""
+        try:
+            tack.device("cuda")
+        except RuntimeError as e:
+            assert isinstance(e, tack.DeviceUnavailableError), type(e)
+            assert "11.8" in str(e) and "12.0" in str(e), str(e)
+            assert {str(standin_library())!r} in str(e), str(e)
+        else:
+            raise AssertionError("opened a device on a CUDA 11.8 driver")
+        """,
+        tmp_path,
+        TACK_STANDIN_DRIVER_VERSION="11080",
+    )
+
+
 def test_ordinal_out_of_range_is_value_error(tmp_path):
     run(
         """
@@ -165,6 +182,40 @@ def test_current_context_of_the_device_is_adopted_as_its_own_domain(tmp_path):
         assert attr.value == ctx.value
         """,
         tmp_path,
+    )
+
+
+def test_a_current_context_of_another_device_is_not_adopted(tmp_path):
+    lib = standin_library()
+    run(
+        f"""
+        import ctypes
+        drv = ctypes.CDLL({str(lib)!r})
+        assert drv.cuInit(0) == 0
+        prim = [ctypes.c_void_p(), ctypes.c_void_p()]
+        for k in (0, 1):
+            assert drv.cuDevicePrimaryCtxRetain(ctypes.byref(prim[k]), k) == 0
+        # cuda:1's primary context is current (as the CUDA runtime leaves it after
+        # cudaSetDevice(1)): cuda:0 still works in its own primary context.
+        assert drv.cuCtxSetCurrent(prim[1]) == 0
+        a = tack.zeros(4, device="cuda:0")
+        assert tack.device("cuda:0").memory_domain == 1
+        owner = ctypes.c_void_p()
+        assert drv.cuPointerGetAttribute(ctypes.byref(owner), 1,
+                                         ctypes.c_ulonglong(a.ptr)) == 0
+        assert owner.value == prim[0].value
+        cur = ctypes.c_void_p()
+        assert drv.cuCtxGetCurrent(ctypes.byref(cur)) == 0
+        assert cur.value == prim[1].value  # the caller's context is left current
+        # A device's own primary context, current, is the primary context: one domain.
+        b = tack.zeros(4, device="cuda:1")
+        assert tack.device("cuda:1").memory_domain == 2
+        assert drv.cuPointerGetAttribute(ctypes.byref(owner), 1,
+                                         ctypes.c_ulonglong(b.ptr)) == 0
+        assert owner.value == prim[1].value
+        """,
+        tmp_path,
+        TACK_STANDIN_DEVICES="2",
     )
 
 

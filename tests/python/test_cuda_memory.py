@@ -6,7 +6,7 @@ device memory, so a missing wait reads stale bytes and a host dereference crashe
 from __future__ import annotations
 
 import pytest
-from cuda_helpers import run
+from cuda_helpers import FOREIGN_STREAM, run
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
           "uint64", "float16", "float32", "float64", "vec2", "vec3", "vec4"]
@@ -188,3 +188,120 @@ def test_freeing_an_exported_buffer_first_waits_for_the_default_stream(tmp_path)
         """,
         tmp_path,
     )
+
+
+@pytest.mark.parametrize("stream", ["1", "2", "foreign_stream()"])
+def test_to_device_copies_after_the_given_streams_work(tmp_path, stream):
+    run(
+        FOREIGN_STREAM
+        + f"""
+        a = tack.array(np.arange(8, dtype=np.float32), device="cuda")
+        tack.synchronize()
+        s = {stream}
+        pending_fill(a.ptr, 8, 0x40E00000, s)  # 7.0f, queued on s
+        calls()
+        b = a.to_device("cuda", stream=s)
+        cs = calls()
+        ns = names(cs)
+        assert "cuStreamSynchronize" not in ns, ns  # ordered, not waited for
+        rec = [c for c in cs if c[0] == "cuEventRecord"]
+        wait = [c for c in cs if c[0] == "cuStreamWaitEvent"]
+        # Tack's stream waits for s, then copies; then s waits for the copy.
+        assert len(rec) == 2 and len(wait) == 2, cs
+        assert f"stream={{s:#x}}" in rec[0][1], cs
+        assert f"stream={{tack_stream():#x}}" in wait[0][1], cs
+        assert f"stream={{tack_stream():#x}}" in rec[1][1], cs
+        assert f"stream={{s:#x}}" in wait[1][1], cs
+        k = ns.index("cuMemcpyDtoDAsync")
+        assert ns.index("cuStreamWaitEvent") < k < len(ns) - ns[::-1].index("cuEventRecord")
+        assert all(c[2] == 0 for c in cs), cs
+        assert (b.numpy() == 7).all(), b.numpy()
+        # To the host: the copy follows s as well.
+        pending_fill(a.ptr, 8, 0x41000000, s)  # 8.0f
+        h = a.to_device("cpu", stream=s)
+        assert (np.asarray(h) == 8).all(), np.asarray(h)
+        # From the host: the stream is the destination's.
+        pending_fill(b.ptr, 8, 0x41100000, s)  # 9.0f, then overwritten by the copy
+        c = tack.array(np.ones(8, dtype=np.float32)).to_device(b.device, stream=s)
+        calls()
+        tack.copyto(b, c)
+        assert (b.numpy() == 1).all(), b.numpy()
+        """,
+        tmp_path,
+    )
+
+
+def test_to_device_to_another_gpu_follows_the_sources_stream(tmp_path):
+    run(
+        FOREIGN_STREAM
+        + """
+        a = tack.array(np.arange(8, dtype=np.float32), device="cuda:0")
+        tack.synchronize()
+        s = foreign_stream()  # a stream of cuda:0, the source's device
+        pending_fill(a.ptr, 8, 0x40E00000, s)  # 7.0f
+        b = a.to_device("cuda:1", stream=s)
+        assert b.device == tack.device("cuda", 1)
+        assert (b.numpy() == 7).all(), b.numpy()
+        """,
+        tmp_path,
+        TACK_STANDIN_DEVICES="2",
+    )
+
+
+def test_to_device_stream_none_and_minus_one_order_nothing(tmp_path):
+    run(
+        FOREIGN_STREAM
+        + """
+        a = tack.zeros(8, device="cuda")
+        for s in (None, -1):
+            calls()
+            b = a.to_device("cuda", stream=s)
+            ns = names(calls())
+            assert "cuStreamWaitEvent" not in ns and "cuEventRecord" not in ns, ns
+            assert (b.numpy() == 0).all()
+        """,
+        tmp_path,
+    )
+
+
+def test_to_device_between_host_arrays_takes_no_stream(tmp_path):
+    run(
+        """
+        h = tack.zeros(8)
+        assert (h.to_device("cpu", stream=-1).numpy() == 0).all()
+        try:
+            h.to_device("cpu", stream=1)
+        except ValueError as e:
+            assert isinstance(e, BufferError), type(e)
+        else:
+            raise AssertionError("a stream for a copy between host arrays")
+        """,
+        tmp_path,
+    )
+
+
+@pytest.mark.cuda
+def test_to_device_follows_a_torch_stream_on_a_gpu():
+    import os
+
+    import numpy as np
+
+    import tack
+
+    if os.environ.get("TACK_REQUIRE_CUDA") == "1":  # a GPU check: no skipping
+        import torch
+    else:
+        torch = pytest.importorskip("torch")
+    n = 1 << 20
+    a = tack.zeros(n, device="cuda")
+    t = torch.from_dlpack(a)  # torch writes into Tack's memory ...
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)  # ... on a stream that is still busy
+        t.fill_(3.0)
+    b = a.to_device("cuda", stream=side.cuda_stream)
+    assert (b.numpy() == 3).all()
+    with torch.cuda.stream(side):
+        t.fill_(4.0)
+    h = a.to_device("cpu", stream=side.cuda_stream)
+    assert (np.asarray(h) == 4).all()

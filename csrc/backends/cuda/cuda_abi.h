@@ -128,7 +128,9 @@
     X(GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, 2) \
     X(GET_PROC_ADDRESS_SUCCESS, 0)                   \
     X(GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, 1)          \
-    X(GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, 2)
+    X(GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, 2)    \
+    X(MEM_ATTACH_GLOBAL, 1)                          \
+    X(MEM_ATTACH_HOST, 2)
 
 enum {
 #define TCU_X_(name, value) TCU_##name = value,
@@ -251,6 +253,8 @@ typedef tcu_result tcu_fn_cuMemFree(tcu_deviceptr dptr);
 typedef tcu_result tcu_fn_cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize,
                                           tcu_stream hStream);
 typedef tcu_result tcu_fn_cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream);
+typedef tcu_result tcu_fn_cuMemAllocManaged(tcu_deviceptr *dptr, size_t bytesize,
+                                            unsigned int flags);
 typedef tcu_result tcu_fn_cuMemcpyHtoD(tcu_deviceptr dstDevice, const void *srcHost,
                                        size_t ByteCount);
 typedef tcu_result tcu_fn_cuMemcpyDtoH(void *dstHost, tcu_deviceptr srcDevice,
@@ -390,6 +394,11 @@ typedef tcu_result tcu_fn_cuOccupancyMaxPotentialBlockSize(
     X(cuModuleGetFunction, cuModuleGetFunction, 2000)                        \
     X(cuLaunchKernel, cuLaunchKernel, 4000)                                  \
     X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050)
+
+/* Entry points only the tests use, in the same form: the stand-in implements them and
+ * the conformance suite resolves them, the backend never does. cuMemAllocManaged makes
+ * the managed memory a kDLCUDAManaged producer hands to Tack. */
+#define TCU_TEST_ENTRY_POINTS(X) X(cuMemAllocManaged, cuMemAllocManaged, 6000)
 
 /* The oldest driver the backend accepts (cuDriverGetVersion's encoding, 1000 * major +
  * 10 * minor). cuCtxCreate, which only tests use (to make a non-primary context), needs

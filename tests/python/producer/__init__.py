@@ -1,8 +1,10 @@
-"""The counting DLPack producer: a test-only C extension, built once per test run.
+"""The test-only DLPack producers: C extensions, each built once per test run.
 
-``load()`` compiles ``counting_producer.c`` with the system C compiler and the
-interpreter's include flags into a temporary directory and imports it. It needs no
-build system and works from a clean clone.
+``load()`` compiles ``counting_producer.c`` (host memory, counting deleters) and
+``load("managed_producer")`` compiles ``managed_producer.c`` (CUDA managed memory
+through the driver) with the system C compiler and the interpreter's include flags
+into a temporary directory and imports it. It needs no build system and works from a
+clean clone.
 """
 
 from __future__ import annotations
@@ -17,17 +19,16 @@ from pathlib import Path
 from types import ModuleType
 
 _HERE = Path(__file__).resolve().parent
-_module: ModuleType | None = None
+_modules: dict[str, ModuleType] = {}
 
 
-def load() -> ModuleType:
-    """Build (first call only) and import the counting producer."""
-    global _module
-    if _module is not None:
-        return _module
-    out_dir = Path(tempfile.mkdtemp(prefix="tack-counting-producer-"))
+def load(name: str = "counting_producer") -> ModuleType:
+    """Build (first call only) and import the producer `name`."""
+    if name in _modules:
+        return _modules[name]
+    out_dir = Path(tempfile.mkdtemp(prefix=f"tack-{name.replace('_', '-')}-"))
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = out_dir / f"counting_producer{suffix}"
+    target = out_dir / f"{name}{suffix}"
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
     cmd = [
         *cc,
@@ -39,21 +40,22 @@ def load() -> ModuleType:
         "-Wall",
         "-Werror",
         f"-I{sysconfig.get_paths()['include']}",
-        str(_HERE / "counting_producer.c"),
+        str(_HERE / f"{name}.c"),
         "-o",
         str(target),
         "-pthread",
+        "-ldl",
     ]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(
-            f"building the counting producer failed:\n{' '.join(cmd)}\n{result.stderr}"
+            f"building {name} failed:\n{' '.join(cmd)}\n{result.stderr}"
         )
-    spec = importlib.util.spec_from_file_location("counting_producer", target)
+    spec = importlib.util.spec_from_file_location(name, target)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    _module = module
+    _modules[name] = module
     return module
 
 

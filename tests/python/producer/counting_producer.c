@@ -18,56 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- DLPack 1.3, as the standard lays it out ---------------------------------- */
-
-typedef struct {
-    uint32_t major, minor;
-} Version;
-typedef struct {
-    int32_t device_type, device_id;
-} Device;
-typedef struct {
-    uint8_t code, bits;
-    uint16_t lanes;
-} DType;
-typedef struct {
-    void *data;
-    Device device;
-    int32_t ndim;
-    DType dtype;
-    int64_t *shape, *strides;
-    uint64_t byte_offset;
-} Tensor;
-typedef struct Legacy {
-    Tensor t;
-    void *ctx;
-    void (*deleter)(struct Legacy *);
-} Legacy;
-typedef struct Versioned {
-    Version version;
-    void *ctx;
-    void (*deleter)(struct Versioned *);
-    uint64_t flags;
-    Tensor t;
-} Versioned;
-typedef struct Header {
-    Version version;
-    struct Header *prev;
-} Header;
-typedef struct {
-    Header header;
-    int (*allocator)(Tensor *, Versioned **, void *,
-                     void (*)(void *, const char *, const char *));
-    int (*from_py)(void *, Versioned **);
-    int (*to_py)(Versioned *, void **);
-    int (*dltensor_from_py)(void *, Tensor *);
-    int (*current_work_stream)(int32_t, int32_t, void **);
-} ExchangeAPI;
-
-_Static_assert(sizeof(Tensor) == 48, "Tensor");
-_Static_assert(sizeof(Legacy) == 64, "Legacy");
-_Static_assert(sizeof(Versioned) == 80, "Versioned");
-_Static_assert(sizeof(ExchangeAPI) == 56, "ExchangeAPI");
+#include "dlpack_abi.h"
 
 /* ---- counting tensors ---------------------------------------------------------- */
 

@@ -13,8 +13,8 @@ the driver
  * version cuda_abi.h pins, exactly as Tack's backend does. Each case runs in its own
  * process (the parent never touches the driver), so one crash fails one case. The cases
  * are in conformance_driver.c (documented behaviour without kernels),
- * conformance_kernels.c (modules and launches) and conformance_standin.c (the
- * stand-in's own strictness).
+ * conformance_kernels.c (modules and launches), conformance_managed.c (managed memory)
+ * and conformance_standin.c (the stand-in's own strictness).
  *
  * Marks:
  *   UNVERIFIED   the result the documentation implies, not yet confirmed on hardware;
@@ -100,6 +100,7 @@ driver_open(void)
         memcpy(&cu.name, &pfn, sizeof pfn);                                          \
     } while (0);
     TCU_ENTRY_POINTS(RESOLVE)
+    TCU_TEST_ENTRY_POINTS(RESOLVE)
 #undef RESOLVE
 }
 

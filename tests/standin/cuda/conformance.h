@@ -22,6 +22,7 @@ struct conformance_driver {
 // NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator cannot take them
 #define FIELD(name, symbol, version) tcu_fn_##name *name;
     TCU_ENTRY_POINTS(FIELD)
+    TCU_TEST_ENTRY_POINTS(FIELD)
 #undef FIELD
 };
 extern struct conformance_driver cu;

@@ -98,6 +98,29 @@ CASE(standin_host_access_to_device_memory_faults, STANDIN)
     EXPECT_EQ(fault_probe(va + 4096, 1, false), 42);
 }
 
+/* Managed memory is host memory to the host, but queued work on it still runs only at
+ * a synchronization point, and once freed it faults like device memory. */
+CASE(standin_managed_memory_stale_until_sync_and_faults_after_free, STANDIN)
+{
+    primary_current();
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    tcu_deviceptr p = 0;
+    OK(cu.cuMemAllocManaged(&p, 4096, TCU_MEM_ATTACH_GLOBAL));
+    volatile unsigned char *h = (volatile unsigned char *)(uintptr_t)p;
+    EXPECT_EQ(fault_probe(p, 4096, true), 0); /* the host may write it */
+    OK(cu.cuMemsetD8Async(p, 0x5A, 4096, s));
+    EXPECT_EQ(h[0], 0xA5); /* nothing ran yet: new memory's fill */
+    OK(cu.cuStreamSynchronize(s));
+    EXPECT_EQ(h[4095], 0x5A);
+    OK(cu.cuMemFree(p));
+    EXPECT_EQ(fault_probe(p, 1, false), 42);
+    tcu_deviceptr q = 0;
+    OK(cu.cuMemAllocManaged(&q, 4096, TCU_MEM_ATTACH_GLOBAL));
+    EXPECT(q != p); /* never reused */
+    OK(cu.cuMemFree(q));
+}
+
 CASE(standin_missing_sync_reads_stale_bytes, STANDIN)
 {
     primary_current();

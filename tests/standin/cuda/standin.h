@@ -44,6 +44,7 @@
  * compiler checks each definition against the ABI Tack pins. */
 #define STANDIN_DECLARE(name, symbol, version) STANDIN_EXPORT tcu_fn_##name symbol;
 TCU_ENTRY_POINTS(STANDIN_DECLARE)
+TCU_TEST_ENTRY_POINTS(STANDIN_DECLARE)
 #undef STANDIN_DECLARE
 STANDIN_EXPORT int tack_standin_cuda_register_twin(const char *entry,
                                                    tack_standin_twin_fn fn, void *user);
@@ -85,10 +86,11 @@ struct CUevent_st {
 
 /* ---- memory ---------------------------------------------------------------------- */
 
-enum standin_alloc_kind { ALLOC_PLAIN, ALLOC_ASYNC, ALLOC_VMM };
+enum standin_alloc_kind { ALLOC_PLAIN, ALLOC_ASYNC, ALLOC_VMM, ALLOC_MANAGED };
 
-/* One device allocation (cuMemAlloc, cuMemAllocAsync) or one VMM mapping. Kept after it
- * is freed, so a later use is recognised as a use after free. */
+/* One device allocation (cuMemAlloc, cuMemAllocAsync), one VMM mapping, or one managed
+ * allocation (cuMemAllocManaged: host memory the host may read and write, alias ==
+ * base). Kept after it is freed, so a later use is recognised as a use after free. */
 typedef struct standin_alloc {
     uintptr_t base;
     size_t nbytes;
@@ -139,7 +141,7 @@ typedef struct standin_state {
     bool initialized;
     pid_t init_pid; /* the process that called cuInit */
     int ndevices;
-    int driver_version; /* TACK_STANDIN_DRIVER_VERSION, or STANDIN_DRIVER_VERSION */
+    int driver_version; /* cuDriverGetVersion: TACK_STANDIN_DRIVER_VERSION, or 13000 */
     bool eager;         /* TACK_STANDIN_ASYNC=eager: run work when queued */
     int log_fd;         /* TACK_STANDIN_LOG, or -1 */
     struct CUctx_st *primary[STANDIN_MAX_DEVICES];

@@ -85,15 +85,16 @@ configure(void)
     }
     const char *async = getenv("TACK_STANDIN_ASYNC");
     standin.eager = async && strcmp(async, "eager") == 0;
-    const char *version = getenv("TACK_STANDIN_DRIVER_VERSION");
-    long v = version && *version ? strtol(version, NULL, 10) : STANDIN_DRIVER_VERSION;
-    standin.driver_version =
-        v > 0 && v <= STANDIN_DRIVER_VERSION ? (int)v : STANDIN_DRIVER_VERSION;
     const char *devices = getenv("TACK_STANDIN_DEVICES");
     long n = devices ? strtol(devices, NULL, 10) : 1;
     standin.ndevices = n < 0                     ? 0
                        : n > STANDIN_MAX_DEVICES ? STANDIN_MAX_DEVICES
                                                  : (int)n;
+    /* An older driver, as cuDriverGetVersion reports it (the entry points stay). */
+    const char *version = getenv("TACK_STANDIN_DRIVER_VERSION");
+    long v = version ? strtol(version, NULL, 10) : 0;
+    standin.driver_version =
+        v > 0 && v <= STANDIN_DRIVER_VERSION ? (int)v : STANDIN_DRIVER_VERSION;
 }
 
 /* ---- the entry protocol ---------------------------------------------------------- */
@@ -370,8 +371,8 @@ static const struct {
     {TCU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0},
     {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
     {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
-    {TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0},
-    {TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0},
+    {TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+    {TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1},
     {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
     {TCU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
     {TCU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1},

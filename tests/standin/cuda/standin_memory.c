@@ -29,7 +29,8 @@ static int pool_fd = -1;
 static size_t vmm_cursor; /* next free offset in the VMM range */
 
 /* Every pool allocation in address order (the bump allocator appends in order), and
- * every VMM mapping (few; searched linearly). Both keep freed entries. */
+ * every allocation outside the pool, VMM mappings and managed memory (few; searched
+ * linearly). Both keep freed entries. */
 static standin_alloc **allocs;
 static size_t nallocs, allocs_cap;
 static standin_alloc **mappings;
@@ -137,7 +138,7 @@ standin_alloc *
 standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *where,
                   struct CUctx_st *ctx, enum standin_alloc_kind kind)
 {
-    bool vmm = kind == ALLOC_VMM;
+    bool vmm = kind == ALLOC_VMM || kind == ALLOC_MANAGED; /* outside the pool */
     if (!(vmm ? grow(&mappings, &mappings_cap, nmappings)
               : grow(&allocs, &allocs_cap, nallocs))) {
         return NULL;
@@ -199,6 +200,15 @@ standin_alloc_release(standin_alloc *a)
     if (a->kind == ALLOC_VMM) {
         return; /* the VMM code unmaps */
     }
+    if (a->kind == ALLOC_MANAGED) {
+        /* Stricter: the pages are given back but the range stays reserved and becomes
+         * inaccessible, so the address is never reused and a host access after the
+         * free faults at once. */
+        size_t len = align_up(a->nbytes, page_size());
+        (void)madvise(a->alias, len, MADV_DONTNEED);
+        (void)mprotect(a->alias, len, PROT_NONE);
+        return;
+    }
     /* Give the whole pages inside the allocation back to the system. */
     size_t off = (size_t)(a->alias - alias);
     size_t page = page_size();
@@ -219,8 +229,9 @@ alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
         return false; /* a destroyed context takes its allocations with it */
     }
     /* Stricter than the driver, which with unified addressing copies from another
-     * device's memory too: Tack must never hand one device's pointer to another. */
-    return a->device == ctx->device;
+     * device's memory too: Tack must never hand one device's pointer to another.
+     * Managed memory is valid on every device, as the driver documents. */
+    return a->kind == ALLOC_MANAGED || a->device == ctx->device;
 }
 
 tcu_result
@@ -328,6 +339,51 @@ cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize, tcu_stream hStream)
     }
     return standin_leave(rc, "cuMemAllocAsync", "bytes=%zu, stream=%p, ptr=0x%llx",
                          bytesize, (void *)hStream, p);
+}
+
+/* Managed memory: host memory mapped read-write at the address handed out, so the
+ * host may touch it as on the real driver, while the device side reads and writes it
+ * through the same address when queued work runs (a host read before the
+ * synchronization still sees stale bytes). */
+static tcu_result
+managed_alloc(struct CUctx_st *ctx, size_t nbytes, tcu_deviceptr *out)
+{
+    size_t len = align_up(nbytes, page_size());
+    void *m =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    standin_alloc *a = standin_alloc_add((uintptr_t)m, nbytes, m, ctx, ALLOC_MANAGED);
+    if (!a) {
+        munmap(m, len);
+        return TCU_ERROR_OUT_OF_MEMORY;
+    }
+    memset(m, STANDIN_FILL, nbytes);
+    *out = (tcu_deviceptr)a->base;
+    return TCU_SUCCESS;
+}
+
+STANDIN_EXPORT tcu_result
+cuMemAllocManaged(tcu_deviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    tcu_result rc = standin_enter("cuMemAllocManaged");
+    struct CUctx_st *ctx = NULL;
+    tcu_deviceptr p = 0;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS) {
+        /* flags: exactly one of CU_MEM_ATTACH_GLOBAL and CU_MEM_ATTACH_HOST. */
+        bool flags_ok = flags == TCU_MEM_ATTACH_GLOBAL || flags == TCU_MEM_ATTACH_HOST;
+        rc = dptr && bytesize > 0 && flags_ok ? managed_alloc(ctx, bytesize, &p)
+                                              : TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS) {
+        *dptr = p;
+    }
+    return standin_leave(rc, "cuMemAllocManaged", "bytes=%zu, flags=%u, ptr=0x%llx",
+                         bytesize, flags, p);
 }
 
 /* The allocation a free names: its exact start, live, not a VMM mapping. */
@@ -638,6 +694,8 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
         return TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
+        /* Managed memory reads as device memory, as on Linux (the runtime documents
+         * that either DEVICE or HOST may come back; IS_MANAGED is what tells). */
         unsigned v = a ? TCU_MEMORYTYPE_DEVICE : 0;
         memcpy(data, &v, sizeof v);
         return TCU_SUCCESS;
@@ -648,18 +706,25 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
         return TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_HOST_POINTER: {
-        void *v = NULL; /* device memory has no host address */
+        /* Managed memory is reached from the host at the same address; device memory
+         * has no host address. */
+        bool managed = a && a->kind == ALLOC_MANAGED;
+        void *v = managed ? (void *)(uintptr_t)ptr : NULL;
         memcpy(data, &v, sizeof v);
-        return a ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
+        return a && !managed ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_BUFFER_ID: {
         unsigned long long v = a ? a->buffer_id : 0;
         memcpy(data, &v, sizeof v);
         return TCU_SUCCESS;
     }
-    case TCU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case TCU_POINTER_ATTRIBUTE_IS_MANAGED: {
+        bool v = a && a->kind == ALLOC_MANAGED;
+        memcpy(data, &v, sizeof v);
+        return TCU_SUCCESS;
+    }
     case TCU_POINTER_ATTRIBUTE_MAPPED: {
-        bool v = attr == TCU_POINTER_ATTRIBUTE_MAPPED && a != NULL;
+        bool v = a != NULL;
         memcpy(data, &v, sizeof v);
         return TCU_SUCCESS;
     }
@@ -735,7 +800,8 @@ cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attrib
                 if (!data[k]) {
                     rc = TCU_ERROR_INVALID_VALUE;
                 }
-                else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER) {
+                else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER &&
+                         !(a && a->kind == ALLOC_MANAGED)) {
                     void *none = NULL;
                     memcpy(data[k], &none, sizeof(void *));
                 }

@@ -20,7 +20,7 @@ static const struct {
     void (*fn)(void);
 } entries[] = {
 #define ENTRY_ROW(name, symbol, version) {#name, version, (void (*)(void))(symbol)},
-    TCU_ENTRY_POINTS(ENTRY_ROW)
+    TCU_ENTRY_POINTS(ENTRY_ROW) TCU_TEST_ENTRY_POINTS(ENTRY_ROW)
 #undef ENTRY_ROW
 };
 
