@@ -1,0 +1,181 @@
+"""The kernel test suite as a differential test of the CUDA backend.
+
+The suite (tests/python/test_kernels_*.py) runs in a subprocess with the
+cuda_differential plugin, which repeats every launch on CUDA copies of its arrays
+and compares (see the plugin's docstring for the rules). On a GPU (marked `cuda`,
+run by scripts/gpu_check.sh) that compares the device's code with the CPU's; under
+the stand-in driver, whose CUDA launch runs the CPU twin of the same
+specialization, equality checks the machinery around the kernel: the copies, the
+parameter packing, the trip counts and grid, the read-back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tack
+
+HERE = Path(__file__).resolve().parent
+
+# The launches the plugin may leave out, by design (anything else left out, such
+# as a failed copy to the device, fails the check).
+BY_DESIGN = (
+    "the test counts builds or cache entries",
+    "not a tack.Array or a scalar",
+    "no array argument",
+    "a read-only array bound to a parameter the kernel stores to",
+    "in a forked child",
+)
+
+
+def _suite(tmp_path: Path, tests: list[str], driver: str | None,
+           **env: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    summary = tmp_path / "differential.json"
+    child = dict(os.environ, TACK_DIFFERENTIAL_JSON=str(summary),
+                 TACK_CACHE_DIR=str(tmp_path / "cache"),
+                 PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+                 **env)
+    child.pop("TACK_DEBUG", None)
+    child.pop("TACK_CUDA_DRIVER", None)
+    if driver is not None:
+        child["TACK_CUDA_DRIVER"] = driver
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "cuda_differential",
+                        "-p", "no:cacheprovider", "--rootdir", str(tmp_path), *tests],
+                       env=child, capture_output=True, text=True, check=False,
+                       cwd=tmp_path, timeout=540)
+    report = json.loads(summary.read_text()) if summary.exists() else {}
+    return r, report
+
+
+def _kernel_suite() -> list[str]:
+    return sorted(str(p) for p in HERE.glob("test_kernels_*.py"))
+
+
+def _check_report(r: subprocess.CompletedProcess[str], report: dict[str, Any]) -> None:
+    assert report, r.stdout[-3000:] + r.stderr[-3000:]
+    assert report["mismatches"] == [], json.dumps(report["mismatches"][:5], indent=1)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    # the suite's launches: hundreds, nearly all of them compared
+    assert report["launches"] > 300, report
+    assert report["compared"] >= 0.8 * report["launches"], report
+    odd = [s for s in report["skipped"] if not any(b in s["reason"] for b in BY_DESIGN)]
+    assert not odd, odd
+
+
+def _standin() -> str:
+    from cuda_helpers import standin_library
+
+    try:
+        tack._tack._nvrtc_version()
+    except tack.TackError as e:  # no NVRTC on this machine: nothing can build
+        pytest.skip(f"NVRTC is not available: {e}")
+    return str(standin_library())
+
+
+@pytest.mark.cuda
+def test_the_kernel_suite_gives_the_same_results_on_the_gpu(tmp_path):
+    r, report = _suite(tmp_path, _kernel_suite(), driver=None, TACK_REQUIRE_CUDA="1")
+    _check_report(r, report)
+    print(json.dumps({k: report[k] for k in ("launches", "compared", "not_yet_supported")}))
+
+
+def test_the_kernel_suite_gives_the_same_results_through_the_standin(tmp_path):
+    r, report = _suite(tmp_path, _kernel_suite(), driver=_standin())
+    _check_report(r, report)
+
+
+# A kernel test of its own, run with the plugin: two launches, one of each kind.
+PROBE = '''
+import numpy as np
+import tack
+
+
+@tack.kernel
+def scale(out, x, a):
+    for i in range(out.shape[0]):
+        out[i] = a * x[i]
+
+
+@tack.kernel
+def count(out, x):
+    for i in range(out.shape[0]):
+        out[i] = x[i] // 3
+
+
+def test_probe():
+    x = tack.array(np.linspace(0.0, 1.0, 100))
+    out = tack.zeros(100, dtype=tack.f64)
+    scale(out, x, 3.0)
+    scale(out, out, 0.5)  # one array twice: one buffer on the device too
+    n = tack.zeros(10, dtype=tack.i32)
+    count(n, tack.array(np.arange(10, dtype=np.int32)))
+    assert n.numpy()[9] == 3
+'''
+
+
+@pytest.mark.parametrize("kernel", ["scale", "count"])
+def test_a_difference_is_caught(tmp_path, kernel):
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin(),
+                       TACK_DIFFERENTIAL_PERTURB=kernel)
+    assert r.returncode != 0, r.stdout
+    assert "the CUDA launch differs from the CPU launch" in r.stdout
+    mismatches = report["mismatches"]
+    assert mismatches and {m["kernel"] for m in mismatches} == {kernel}
+    assert report["compared"] + len(mismatches) == 3
+    m = mismatches[0]
+    # where the kernel is: its file, and the line of its decorator
+    lines = PROBE.splitlines()
+    assert m["file"].endswith("test_probe.py") and lines[m["line"] - 1] == "@tack.kernel"
+    assert lines[m["line"]].startswith(f"def {kernel}(")
+    assert "argument 'out'" in m["reason"] and "flat index 0" in m["reason"]
+
+
+def test_without_a_difference_the_probe_compares_every_launch(tmp_path):
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert report["compared"] == 3 and report["mismatches"] == []
+
+
+def test_launches_that_cannot_run_on_cuda_are_counted_with_their_reason(tmp_path):
+    (tmp_path / "test_probe.py").write_text(textwrap.dedent('''
+        import numpy as np
+        import pytest
+        import tack
+
+
+        @tack.kernel
+        def fill(out, v):
+            for i in range(out.shape[0]):
+                out[i] = v
+
+
+        @tack.kernel
+        def square(n):
+            return n * n
+
+
+        def test_probe():
+            with pytest.raises(TypeError):
+                fill(np.zeros(3), 1.0)
+            assert square(4) == 16
+            fill(tack.zeros(3), 2.0)
+        '''))
+    r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin())
+    assert r.returncode == 0, r.stdout + r.stderr
+    reasons = {s["reason"]: s["launches"] for s in report["skipped"]}
+    assert report["launches"] == 3 and report["compared"] == 1, report
+    assert reasons == {
+        "argument 'out' is a ndarray, not a tack.Array or a scalar (the launch raises "
+        "TypeError on any device)": 1,
+        "no array argument (a kernel of scalars runs on the CPU)": 1,
+    }
