@@ -20,7 +20,7 @@ A launch that cannot run on CUDA by design (no array argument, an argument that 
 not a tack.Array or a scalar, arrays already on another device, a read-only array
 bound to a parameter the kernel stores to, arguments that overlap in memory without
 being one buffer, a forked child) is counted under its reason. A launch the CUDA
-backend refuses as not supported yet (see NOT_YET below) is counted apart.
+backend refuses as not supported yet (cuda_not_yet.py) is counted apart.
 
 Float reductions regroup per launch shape (docs/kernels.md, "What differs on the
 GPU"). Two evaluation orders of a sum of n terms t_k in unit roundoff u each lie
@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cuda_not_yet import not_yet
 
 import tack
 from tack import _tack
@@ -69,11 +70,6 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
 _MAIN_PID = os.getpid()
 _original_kernel = _front.kernel
 
-# The one place that treats the CUDA backend's refusal of a kernel kind as "not
-# supported yet" (reductions, returned values and debug mode, docs/kernels.md,
-# "Launching on CUDA"). Remove it when every kind runs on CUDA: a refusal then
-# counts as a mismatch like any other difference.
-NOT_YET = "do not run on CUDA arrays yet"
 
 # Tests whose subject is the build's own bookkeeping (the front end's build calls,
 # the compiler's runs, the cache folder's entries): a CUDA build beside each CPU one
@@ -379,7 +375,7 @@ class _Checked:
     def _compare(self, bound: list[Any], copies: list[Any], cpu_value: Any,
                  gpu_value: Any, cpu_exc: BaseException | None,
                  gpu_exc: BaseException | None) -> None:
-        if gpu_exc is not None and NOT_YET in str(gpu_exc):
+        if gpu_exc is not None and not_yet(gpu_exc):  # see cuda_not_yet.py
             _record("not_yet", self, str(gpu_exc))
             return
         if not _same_exception(cpu_exc, gpu_exc):
@@ -481,7 +477,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             events = [json.loads(line) for line in f if line.strip()]
     kinds = Counter(e["kind"] for e in events)
     skipped = Counter(e["reason"] for e in events if e["kind"] == "skipped")
-    not_yet = Counter(e["kernel"] for e in events if e["kind"] == "not_yet")
+    refused = Counter(e["kernel"] for e in events if e["kind"] == "not_yet")
     summary = {
         "launches": len(events),
         "compared": kinds["compared"],
@@ -489,7 +485,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                        for e in events if e["kind"] == "mismatch"],
         "skipped": [{"reason": r, "launches": n} for r, n in skipped.most_common()],
         "not_yet_supported": {"launches": kinds["not_yet"],
-                              "kernels": dict(not_yet.most_common())},
+                              "kernels": dict(refused.most_common())},
     }
     with open(SUMMARY, "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)
