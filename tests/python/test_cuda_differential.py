@@ -12,6 +12,7 @@ parameter packing, the trip counts and grid, the read-back.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import tack
 
 HERE = Path(__file__).resolve().parent
 
@@ -184,3 +187,86 @@ def test_launches_that_cannot_run_on_cuda_are_counted_with_their_reason(tmp_path
         "TypeError on any device)": 1,
         "no array argument (a kernel of scalars runs on the CPU)": 1,
     }
+
+
+# ---- the comparison rules themselves (cuda_compare.py) --------------------------------
+
+
+def _facts(kernel: Any, signature: tuple[Any, ...]) -> Any:
+    from cuda_compare import Facts
+
+    return kernel.compile.spell(Facts, signature, False)
+
+
+def test_the_math_bounds_are_the_tables_in_docs_kernels_md():
+    from cuda_compare import BOUNDS
+
+    assert BOUNDS["sqrt"] == (0, 0) and BOUNDS["floor"] == (0, 0)
+    assert BOUNDS["sin"] == (3, 2)  # "2-3": the upper end
+    assert BOUNDS["tgamma"] == BOUNDS["gamma"] == (5, 10)  # "`gamma` (tgamma)"
+    assert BOUNDS["lgamma"] == (6, 4)  # the bound before its note
+
+
+def test_floats_without_math_compare_bit_for_bit_and_nan_equals_nan():
+    import numpy as np
+    from cuda_compare import float_diff
+
+    nan2 = np.frombuffer(np.uint32(0x7FC00001).tobytes(), np.float32)[0]  # another NaN
+    c = np.array([1.5, np.nan, 1.0, -0.0, np.inf], np.float32)
+    g = np.array([1.5, nan2, np.nextafter(np.float32(1), np.float32(2)), 0.0, np.inf],
+                 np.float32)
+    assert float_diff(c, g, 0, 24).tolist() == [False, False, True, True, False]
+
+
+def test_a_kernel_calling_the_math_library_gets_twice_its_bound():
+    import numpy as np
+    from cuda_compare import float_diff
+
+    @tack.kernel
+    def sines(out, x):
+        for i in range(out.shape[0]):
+            out[i] = math.sin(x[i])
+
+    @tack.kernel
+    def plain(out, x):
+        for i in range(out.shape[0]):
+            out[i] = x[i] * 2.0
+
+    f32 = ("array", "float32", 1)
+    f64 = ("array", "float64", 1)
+    assert _facts(sines, (f32, f32)).tolerance(24) == (6, 24)  # sin at float32: 3 ulp
+    assert _facts(sines, (f64, f64)).tolerance(53) == (4, 53)  # at float64: 2 ulp
+    # float32 math stored to a float64 array: ulps of float32
+    assert _facts(sines, (f64, f32)).tolerance(53) == (6, 24)
+    assert _facts(plain, (f32, f32)).tolerance(24) == (0, 24)
+    one = np.ones(3, np.float32)
+    off = [np.float32(1), one[0], one[0]]
+    for _ in range(6):
+        off[1] = np.nextafter(off[1], np.float32(2))
+    off[2] = np.nextafter(off[1], np.float32(2))  # seven ulps
+    assert float_diff(one, np.array(off, np.float32), 6, 24).tolist() == [
+        False, False, True]
+
+
+def test_a_float_reduction_may_regroup_within_the_derived_bound():
+    from cuda_compare import compare_values, regrouping
+    from test_kernels_reductions import total
+
+    facts = _facts(total, (("array", "float64", 1),))
+    assert facts.float_reduction == 53
+    n = 1000
+    bound = regrouping(n, 53)  # 2 * 999 * 2**-53 / (1 - 999 * 2**-53)
+    assert abs(bound - 2 * 999 * 2.0**-53) < 1e-20
+    assert compare_values(facts, 500.0, 500.0 * (1 + bound / 2), n) == ""
+    assert "allowed difference" in compare_values(facts, 500.0, 500.0 * (1 + 2 * bound), n)
+    assert "returned 3" in compare_values(facts, 3, 4, n)  # integers: exactly
+
+
+def test_exceptions_agree_in_type_and_message_but_a_build_folder_name():
+    from cuda_compare import same_exception
+
+    a = tack.CompileError("cc failed in /cache/k.tmpAbC123/k.c")
+    assert same_exception(a, tack.CompileError("cc failed in /cache/k.tmpXyZ789/k.c"))
+    assert not same_exception(a, RuntimeError(str(a)))
+    assert not same_exception(IndexError("index 4"), IndexError("index 5"))
+    assert same_exception(None, None) and not same_exception(None, a)
