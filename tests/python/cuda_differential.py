@@ -19,7 +19,8 @@ count). A launch whose arrays are all CPU arrays of Tack then:
 A launch that cannot run on CUDA by design (no array argument, an argument that is
 not a tack.Array or a scalar, arrays already on another device, a read-only array
 bound to a parameter the kernel stores to, arguments that overlap in memory without
-being one buffer, a forked child) is counted under its reason. A launch the CUDA
+being one buffer or view one buffer as different dtypes, a forked child) is counted
+under its reason. A launch the CUDA
 backend refuses as not supported yet (cuda_not_yet.py) is counted apart.
 
 Float reductions regroup per launch shape (docs/kernels.md, "What differs on the
@@ -216,6 +217,10 @@ class _Checked:
         for (p0, n0), (p1, _) in zip(spans, spans[1:], strict=False):
             if p1 < p0 + n0 and p1 != p0:
                 return "arguments overlap in memory without being one buffer"
+        views = {}
+        for a in arrays:
+            if a.nbytes and views.setdefault((a.ptr, a.nbytes), a.dtype) != a.dtype:
+                return "arguments view one buffer as different dtypes"
         return ""
 
     def _compare(self, bound: list[Any], copies: list[Any], cpu_value: Any,
@@ -268,8 +273,8 @@ def _device_copies(bound: list[Any]) -> list[Any]:
         key = (a.ptr, a.nbytes)
         if a.nbytes and key in by_buffer:
             first = by_buffer[key]
-            out.append(first if first.shape == a.shape and first.dtype == a.dtype
-                       else first.reshape(a.shape))
+            # _why_not saw to one dtype per buffer
+            out.append(first if first.shape == a.shape else first.reshape(a.shape))
             continue
         g = a.to_device(device)
         by_buffer[key] = g

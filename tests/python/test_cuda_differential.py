@@ -34,6 +34,8 @@ BY_DESIGN = (
     "no array argument",
     "a read-only array bound to a parameter the kernel stores to",
     "in a forked child",
+    "arguments overlap in memory without being one buffer",
+    "arguments view one buffer as different dtypes",
 )
 
 
@@ -172,20 +174,36 @@ def test_launches_that_cannot_run_on_cuda_are_counted_with_their_reason(tmp_path
             return n * n
 
 
+        @tack.kernel
+        def add(out, x):
+            for i in range(out.shape[0]):
+                out[i] = out[i] + x[i]
+
+
         def test_probe():
             with pytest.raises(TypeError):
                 fill(np.zeros(3), 1.0)
             assert square(4) == 16
             fill(tack.zeros(3), 2.0)
+            host = np.zeros(8, np.float32)
+            at = host.ctypes.data
+            add(tack.array_from_ptr(at, (4,), tack.f32, writable=True),
+                tack.array_from_ptr(at + 8, (4,), tack.f32))
+            add(tack.array_from_ptr(at, (8,), tack.f32, writable=True),
+                tack.array_from_ptr(at, (8,), tack.i32))
+            x = tack.array(np.arange(6.0))
+            add(x, x.reshape((6,)))  # views of one buffer: compared
         '''))
     r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin())
     assert r.returncode == 0, r.stdout + r.stderr
     reasons = {s["reason"]: s["launches"] for s in report["skipped"]}
-    assert report["launches"] == 3 and report["compared"] == 1, report
+    assert report["launches"] == 6 and report["compared"] == 2, report
     assert reasons == {
         "argument 'out' is a ndarray, not a tack.Array or a scalar (the launch raises "
         "TypeError on any device)": 1,
         "no array argument (a kernel of scalars runs on the CPU)": 1,
+        "arguments overlap in memory without being one buffer": 1,
+        "arguments view one buffer as different dtypes": 1,
     }
 
 
