@@ -77,7 +77,7 @@ def row(name: str, ours: float, theirs: float | None, unit: str, peer: str,
     ROWS.append({"group": group, "name": name, "tack": ours, "peer": peer,
                  "peer_value": theirs, "unit": unit, "ratio": ratio, "note": note})
     if theirs is None:
-        missing = f"(no {peer})" if peer else ""
+        missing = f"(no {peer})" if peer and not note else ""
         print(f"{name:44s} {ours:12.1f} {'n/a' if peer else '':>12s} {unit:6s} "
               f"{missing}{note}")
     else:

@@ -152,6 +152,25 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
 
     guarded("saxpy / radius_squared", streaming)
 
+    def beside(label: str, ours: float, unit: str, peer: str,
+               measure: Callable[[], float] | None) -> None:
+        """One row of Tack beside a peer; a missing peer (measure None) or one that
+        fails is said in the row, never an error of the benchmark."""
+        if measure is None:
+            row(label, ours, None, unit, peer, group="kernels")
+            return
+        try:
+            theirs = measure()
+        except Exception as e:  # noqa: BLE001  a peer's failure is the peer's
+            row(label, ours, None, unit, "", group="kernels",
+                note=f"({peer} failed: {type(e).__name__}: {e})")
+            return
+        row(label, ours, theirs, unit, peer, group="kernels")
+
+    def cupy_sync() -> None:
+        sync()
+        cupy.cuda.Device().synchronize()
+
     # ---- the 7-point stencil ---------------------------------------------------------
     def stencil() -> None:
         shape = _cube(args.log2n)
@@ -162,26 +181,24 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
         sync()
         ours = best_s(lambda: stencil7(u, out), args.repeat, sync) * 1e3
         label = f"stencil7 {shape[0]}^3 f32, ms"
-        if cupy is not None:
+
+        def cupy_ms() -> float:
             kern = cupy.RawKernel(CUPY_STENCIL, "stencil7")
             cu_u = cupy.asarray(host)
             cu_out = cupy.zeros(shape, dtype=cupy.float32)
             blocks = min((host.size + 255) // 256, 65535)
-            launch = lambda: kern((blocks,), (256,), (cu_u, cu_out, *shape))  # noqa: E731
+
+            def launch() -> None:
+                kern((blocks,), (256,), (cu_u, cu_out, *shape))
+
             launch()
-            cupy.cuda.Device().synchronize()
+            cupy_sync()
+            # the same computation (Tack's is checked beside CuPy's)
             np.testing.assert_allclose(out.numpy(), cupy.asnumpy(cu_out), rtol=1e-5,
                                        atol=1e-5)
+            return best_s(launch, args.repeat, cupy_sync) * 1e3
 
-            def cupy_sync() -> None:
-                sync()
-                cupy.cuda.Device().synchronize()
-
-            row(label, ours, best_s(launch, args.repeat, cupy_sync) * 1e3, "ms",
-                "CuPy RawKernel", group="kernels")
-        else:
-            row(label, ours, None, "ms", "CuPy", group="kernels")
-        if torch is not None:
+        def torch_ms() -> float:
             t_u = torch.from_numpy(host).cuda()
             t_out = torch.zeros_like(t_u)
 
@@ -192,10 +209,10 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
                     - 6.0 * t_u[1:-1, 1:-1, 1:-1])
 
             torch_stencil()
-            row(label, ours, best_s(torch_stencil, args.repeat, sync) * 1e3, "ms",
-                "PyTorch slicing", group="kernels")
-        else:
-            row(label, ours, None, "ms", "PyTorch", group="kernels")
+            return best_s(torch_stencil, args.repeat, sync) * 1e3
+
+        beside(label, ours, "ms", "CuPy RawKernel", cupy_ms if cupy else None)
+        beside(label, ours, "ms", "PyTorch slicing", torch_ms if torch else None)
 
     guarded("stencil7", stencil)
 
@@ -206,14 +223,14 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
         got = total(x)
         assert abs(got - float(host.sum(dtype=np.float64))) <= 1e-6 * n
         ours = best_s(lambda: total(x), args.repeat, sync) * 1e3
-        label = f"sum 2**{args.log2n} f32 (returns a float), ms"
-        if torch is not None:
+
+        def torch_ms() -> float:
             t = torch.from_numpy(host).cuda()
             torch.sum(t)
-            row(label, ours, best_s(lambda: torch.sum(t), args.repeat, sync) * 1e3, "ms",
-                "torch.sum", group="kernels")
-        else:
-            row(label, ours, None, "ms", "PyTorch", group="kernels")
+            return best_s(lambda: torch.sum(t), args.repeat, sync) * 1e3
+
+        beside(f"sum 2**{args.log2n} f32 (returns a float), ms", ours, "ms", "torch.sum",
+               torch_ms if torch else None)
 
     guarded("sum", reduction)
 
@@ -225,27 +242,21 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
         ours = per_call_ns(lambda: bump(a), args.calls, args.repeat, sync)
         assert a[0] == 1 + args.calls * args.repeat
         label = "launch, 1-element kernel, ns"
-        peers = 0
-        if cupy is not None:
+
+        def cupy_ns() -> float:
             kern = cupy.RawKernel(CUPY_BUMP, "bump")
             c = cupy.zeros(1, dtype=cupy.float32)
-
-            def cupy_sync() -> None:
-                sync()
-                cupy.cuda.Device().synchronize()
-
             kern((1,), (1,), (c,))
-            row(label, ours, per_call_ns(lambda: kern((1,), (1,), (c,)), args.calls,
-                                         args.repeat, cupy_sync), "ns", "CuPy RawKernel",
-                group="kernels")
-            peers += 1
-        if torch is not None:
+            return per_call_ns(lambda: kern((1,), (1,), (c,)), args.calls, args.repeat,
+                               cupy_sync)
+
+        def torch_ns() -> float:
             t = torch.zeros(1, device="cuda")
-            row(label, ours, per_call_ns(lambda: t.add_(1.0), args.calls, args.repeat,
-                                         sync), "ns", "PyTorch add_", group="kernels")
-            peers += 1
+            return per_call_ns(lambda: t.add_(1.0), args.calls, args.repeat, sync)
+
         numba_cuda = _numba_cuda()
-        if numba_cuda is not None:
+
+        def numba_ns() -> float:
             @numba_cuda.jit
             def nb_bump(arr):  # type: ignore[no-untyped-def]
                 arr[0] += 1.0
@@ -257,12 +268,12 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
                 sync()
                 numba_cuda.synchronize()
 
-            row(label, ours, per_call_ns(lambda: nb_bump[1, 1](d), args.calls,
-                                         args.repeat, numba_sync), "ns", "Numba-CUDA",
-                group="kernels")
-            peers += 1
-        if not peers:
-            row(label, ours, None, "ns", "CuPy, PyTorch or Numba-CUDA", group="kernels")
+            return per_call_ns(lambda: nb_bump[1, 1](d), args.calls, args.repeat,
+                               numba_sync)
+
+        beside(label, ours, "ns", "CuPy RawKernel", cupy_ns if cupy else None)
+        beside(label, ours, "ns", "PyTorch add_", torch_ns if torch else None)
+        beside(label, ours, "ns", "Numba-CUDA", numba_ns if numba_cuda else None)
 
     guarded("launch overhead", overhead)
 
