@@ -4,9 +4,11 @@
 
     python examples/validate.py --arch cpu            arrays, kernels, DLPack
     python examples/validate.py --arch cpu --vtk      ... and the VTK interop
+    python examples/validate.py --arch cuda           the same on a CUDA device
 
 Each check compares Tack's result with NumPy's and prints one line; the script exits
-with status 1 if any check fails. The VTK option is explicit because the usual CPU and
+with status 1 if any check fails, and 2 (checking nothing) when the --arch device
+cannot be opened. The VTK option is explicit because the usual CPU and
 GPU checks do not need VTK; VTK's arrays are host memory, so the VTK checks run on the
 CPU whatever --arch says.
 """
@@ -63,10 +65,32 @@ def _kernel(device: tack.Device) -> None:
     np.testing.assert_array_equal(values.numpy(), expected)
 
 
+@tack.kernel
+def _saxpy(out, a, x, y):
+    for i in range(out.shape[0]):
+        out[i] = a * x[i] + y[i]
+
+
+@check("kernel: saxpy, float32 and float64, bit for bit")
+def _kernel_saxpy(device: tack.Device) -> None:
+    rng = np.random.default_rng(7)
+    for dt in (np.float32, np.float64):
+        x, y = rng.standard_normal((2, 100_003)).astype(dt)
+        out = tack.zeros(x.shape, dtype=dt, device=device)
+        _saxpy(out, dt(0.75), tack.array(x, device=device), tack.array(y, device=device))
+        # two roundings, as NumPy does: no fused multiply-add on any backend
+        np.testing.assert_array_equal(out.numpy(), dt(0.75) * x + y)
+
+
 @check("DLPack with NumPy, both ways")
 def _dlpack(device: tack.Device) -> None:
     if device.name != "cpu":
-        return  # NumPy reads host memory only
+        # NumPy reads host memory only: a round trip through Tack itself instead
+        data = tack.array(np.arange(10, dtype=np.float32), device=device)
+        again = tack.from_dlpack(data)
+        assert again.ptr == data.ptr and again.device == data.device
+        np.testing.assert_array_equal(again.numpy(), np.arange(10, dtype=np.float32))
+        return
     host = np.arange(10, dtype=np.float32)
     shared = tack.from_dlpack(host)
     assert shared.ptr == host.ctypes.data
@@ -122,7 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="cpu", help="cpu, cuda, hip or level_zero")
     parser.add_argument("--vtk", action="store_true", help="also check the VTK interop")
     args = parser.parse_args(argv)
-    device = tack.set_default_device(args.arch)
+    try:
+        device = tack.set_default_device(args.arch)
+    except tack.TackError as e:
+        print(f"validate: no usable {args.arch} device ({e}); nothing was checked",
+              file=sys.stderr)
+        return 2
     failed = 0
     for name, fn in CHECKS:
         if name in VTK_CHECKS and not args.vtk:

@@ -8,6 +8,11 @@ the centre into it, and the Tack array goes back to VTK as a second array over t
 same memory. The values are checked against NumPy; ``--output`` writes the image as a
 .vti file, and ``--png`` (by default next to the .vti) renders it offscreen.
 
+Where a CUDA device is there, the same kernel then runs on a CUDA copy of the field
+(VTK's arrays are host memory), is checked against NumPy and copied back into VTK's
+array; without one the example says so and stays on the CPU, unless
+``--require-cuda`` makes that an error.
+
 Works with the PyPI VTK 9.7.1 wheel: where VTK lacks vtkmodules.util.dlpack_support,
 Tack's own implementation of it shares the host memory.
 """
@@ -74,6 +79,35 @@ def run() -> vtkImageData:
     return image
 
 
+def run_on_cuda(image: vtkImageData) -> str | None:
+    """The kernel on a CUDA copy of the image's field, checked against NumPy, the
+    result copied back into VTK's allocation. Returns the device's name, or None when
+    Tack cannot open a CUDA device (then nothing is changed)."""
+    try:
+        device = tack.device("cuda")
+    except tack.TackError:
+        return None
+    values = vtk_to_array(image.point_data["radius_squared"])
+    on_gpu = values.to_device(device)  # a copy: VTK allocated host memory
+    on_gpu.fill(-1.0)
+    radius_squared(on_gpu, DIMENSIONS[0], DIMENSIONS[1])
+    np.testing.assert_array_equal(on_gpu.numpy(), expected_field())
+    values.fill(0.0)
+    tack.copyto(values, on_gpu)  # device to host, into VTK's array
+    np.testing.assert_array_equal(np.asarray(image.point_data["radius_squared"]),
+                                  expected_field())
+    return str(device)
+
+
+def cuda_unavailable() -> str:
+    """Why Tack cannot open a CUDA device."""
+    try:
+        tack.device("cuda")
+    except tack.TackError as e:
+        return str(e)
+    return "it can"
+
+
 def write_vti(image: vtkImageData, path: str) -> None:
     from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
 
@@ -88,8 +122,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", help="write the updated VTK image as a .vti file")
     parser.add_argument("--png", help="render the image to this PNG (default: next to --output)")
+    parser.add_argument("--require-cuda", action="store_true",
+                        help="fail when no CUDA device is there (default: run on the CPU)")
     args = parser.parse_args(argv)
     image = run()
+    on = run_on_cuda(image)
+    if on is not None:
+        print(f"CUDA: radius_squared on {on} matches NumPy and was copied back into VTK")
+    elif args.require_cuda:
+        raise SystemExit(f"VTK interop: --require-cuda, but no CUDA device: "
+                         f"{cuda_unavailable()}")
+    else:
+        print(f"CUDA: not available ({cuda_unavailable()}); the example ran on the CPU only")
     vti_path = args.output
     png_path = args.png
     if png_path is None and vti_path:

@@ -15,18 +15,33 @@
 #   conformance  the stand-in's conformance suite against the REAL driver
 #                (tests/standin/cuda/conformance.c): where the stand-in's model of the
 #                driver is wrong, this is where it shows
-#   pytest-cuda  pytest -m cuda, with TACK_REQUIRE_CUDA=1 so a CUDA test cannot skip
+#   pytest-cuda  pytest -m cuda, with TACK_REQUIRE_CUDA=1 so a CUDA test cannot skip;
+#                among them tests/python/test_cuda_differential.py, which runs the whole
+#                kernel test suite with every launch repeated on the GPU and compared
+#                (summary: $OUT/differential.json)
+#   examples     examples/validate.py --arch cuda, and examples/vtk_interop.py
+#                --require-cuda when VTK is installed (without it: reported, not run)
 #   sanitizer    compute-sanitizer memcheck over the conformance suite (without the
-#                cases that fault on purpose) and over pytest -m cuda
-#   benchmarks   benchmarks/bench_cuda.py, when it exists
+#                cases that fault on purpose) and over pytest -m cuda, the differential
+#                test on a subset of the kernel suite (TACK_DIFFERENTIAL_SUITE)
+#   racecheck    compute-sanitizer racecheck over one parallel float reduction
+#                (tests/python/cuda_reduce_once.py)
+#   benchmarks   benchmarks/bench_cuda.py (copies, DLPack, kernels beside their peers),
+#                its rows in $OUT/bench_cuda.json
 #   mpi          optional, last: Tack's CUDA arrays through MPI (the CUDA cases of
 #                tests/python/test_mpi_buffers.py and bench_mpi.py --device cuda), when
 #                mpi4py and an mpiexec are installed; without them it is reported as
 #                not run and does not fail the check
 #
+# Time on an H200 with 16 cores (estimates; each step's limit is about twice its
+# estimate, all cut to BUDGET): device 5 s, build 90, c-tests 15, conformance 5,
+# pytest-cuda 100, examples 15, sanitizer 100, racecheck 20, benchmarks 40, mpi 30:
+# about 420 s of a 470 s budget.
+#
 # Writes $OUT/gpu_check.log (everything), $OUT/<step>.log, and $OUT/gpu_check.json (one
-# record per step: status pass, fail, timeout or not-run, exit code, seconds). OUT
-# defaults to build/gpu-check. Exits 0 only when every step that ran passed.
+# record per step: status pass, fail, timeout, not-run (the budget was spent) or absent
+# (an optional tool is not installed), exit code, seconds). OUT defaults to
+# build/gpu-check. Exits 0 only when every step that ran passed and none was cut.
 
 # The step functions below run in a child shell under `timeout` (step exports them),
 # which shellcheck cannot follow.
@@ -90,6 +105,12 @@ step() {
     return "$rc"
 }
 
+# absent NAME WHY: an optional step whose tools are not installed; recorded, not failed.
+absent() {
+    say "== $1: optional, not run ($2)"
+    printf '%s\tabsent\t-1\t0\n' "$1" >>"$records"
+}
+
 finish() {
     "$PYTHON" - "$records" "$OUT/gpu_check.json" "$(($(date +%s) - start))" <<'EOF'
 import json, sys
@@ -97,7 +118,8 @@ steps = []
 for line in open(sys.argv[1]):
     name, status, rc, seconds = line.rstrip("\n").split("\t")
     steps.append({"name": name, "status": status, "rc": int(rc), "seconds": int(seconds)})
-ok = bool(steps) and all(s["status"] == "pass" for s in steps)
+ok = any(s["status"] == "pass" for s in steps) and all(
+    s["status"] in ("pass", "absent") for s in steps)
 with open(sys.argv[2], "w") as f:
     json.dump({"ok": ok, "seconds": int(sys.argv[3]), "steps": steps}, f, indent=2)
 EOF
@@ -177,8 +199,26 @@ pytest_cuda() {
     return "$rc"
 }
 export -f pytest_cuda
-step pytest-cuda 150 pytest_cuda "$PYTHON"
+TACK_DIFFERENTIAL_REPORT="$OUT/differential.json" step pytest-cuda 200 pytest_cuda "$PYTHON"
 
+# validate.py exits 2 without a device, 1 when a check fails; vtk_interop.py needs VTK.
+examples_validate() {
+    "$PYTHON" examples/validate.py --arch cuda
+}
+examples_vtk() {
+    "$PYTHON" examples/vtk_interop.py --require-cuda --output "$OUT/radius.vti"
+}
+export -f examples_validate examples_vtk
+step examples 40 examples_validate
+if "$PYTHON" -c "import vtkmodules.vtkCommonCore" >/dev/null 2>&1; then
+    step vtk-example 40 examples_vtk
+else
+    absent vtk-example "VTK is not installed here, so examples/vtk_interop.py cannot run"
+fi
+
+# The kernel suite under memcheck: a subset, every launch still compared.
+MEMCHECK_SUITE="test_kernels_language.py test_kernels_semantics.py test_kernels_atomics.py"
+export MEMCHECK_SUITE
 sanitize() {
     local rc=0
     if ! command -v compute-sanitizer >/dev/null 2>&1; then
@@ -191,19 +231,28 @@ sanitize() {
         "$conformance" --no-device-faults libcuda.so.1 \
         sync_copies_round_trip,events_order_streams,vmm_export_and_import_fd,launch_runs_the_kernel,launch_from_cubin ||
         rc=1
-    compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 \
+    TACK_DIFFERENTIAL_SUITE="$MEMCHECK_SUITE" \
+        compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 \
         "$PYTHON" -m pytest -q -x -p no:cacheprovider -m cuda \
         --ignore=tests/python/test_mpi_buffers.py tests/python || rc=1
     return "$rc"
 }
 export -f sanitize
-step sanitizer 120 sanitize
+step sanitizer 200 sanitize
 
-if [[ -f benchmarks/bench_cuda.py ]]; then
-    step benchmarks 120 "$PYTHON" benchmarks/bench_cuda.py
-else
-    say "== benchmarks: benchmarks/bench_cuda.py does not exist yet"
-fi
+racecheck() {
+    if ! command -v compute-sanitizer >/dev/null 2>&1; then
+        echo "compute-sanitizer is not installed (looked on PATH and in /usr/local/cuda)"
+        return 1
+    fi
+    # exit 3 from the script: reductions do not run on CUDA yet, so nothing was checked
+    compute-sanitizer --tool racecheck --error-exitcode 99 \
+        "$PYTHON" tests/python/cuda_reduce_once.py
+}
+export -f racecheck
+step racecheck 60 racecheck
+
+step benchmarks 120 "$PYTHON" benchmarks/bench_cuda.py --json "$OUT/bench_cuda.json"
 
 # ---- mpi (optional): needs mpi4py and mpiexec, which a GPU image may lack -------------
 mpi_cuda() {
@@ -215,7 +264,7 @@ export -f mpi_cuda
 if "$PYTHON" -c "import mpi4py" >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
     step mpi 90 mpi_cuda
 else
-    say "== mpi: optional, not run (mpi4py or mpiexec is not installed here)"
+    absent mpi "mpi4py or mpiexec is not installed here"
 fi
 
 finish

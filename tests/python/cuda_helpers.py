@@ -89,6 +89,20 @@ def standin_library() -> Path:
     return target
 
 
+def standin_for_kernels() -> str:
+    """The stand-in's path, for a test that launches kernels on CUDA arrays: those
+    build with NVRTC, so without it the test is skipped."""
+    import pytest
+
+    import tack
+
+    try:
+        tack._tack._nvrtc_version()
+    except tack.TackError as e:
+        pytest.skip(f"NVRTC is not available: {e}")
+    return str(standin_library())
+
+
 def stub_driver() -> Path | None:
     """NVIDIA's stub libcuda.so from the CUDA toolkit, where one is installed."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"

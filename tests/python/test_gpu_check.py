@@ -42,14 +42,20 @@ def _check_failed_at_device(tmp_path: Path, result: subprocess.CompletedProcess)
     assert not (tmp_path / "build").exists()  # nothing was built
 
 
-def test_fails_when_nvidia_smi_lists_no_gpu(tmp_path):
-    # What nvidia-smi prints on a machine whose driver sees no GPU.
+def _fake_nvidia_smi(tmp_path: Path, says: str, status: int) -> str:
+    """A folder holding an nvidia-smi that prints `says` and exits with `status`."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fake = bin_dir / "nvidia-smi"
-    fake.write_text("#!/bin/sh\necho 'No devices were found'\nexit 6\n")
+    fake.write_text(f"#!/bin/sh\necho '{says}'\nexit {status}\n")
     fake.chmod(0o755)
-    _check_failed_at_device(tmp_path, _run(tmp_path, str(bin_dir)))
+    return str(bin_dir)
+
+
+def test_fails_when_nvidia_smi_lists_no_gpu(tmp_path):
+    # What nvidia-smi prints on a machine whose driver sees no GPU.
+    _check_failed_at_device(tmp_path,
+                            _run(tmp_path, _fake_nvidia_smi(tmp_path, "No devices were found", 6)))
 
 
 @pytest.mark.skipif(
@@ -100,3 +106,44 @@ def test_cuda_tests_fail_without_a_device_when_required(tmp_path):
     assert result.returncode != 0
     assert "TACK_REQUIRE_CUDA=1" in result.stdout + result.stderr
     assert "skipped" not in result.stdout
+
+
+def test_fails_when_nvidia_smi_lists_a_gpu_the_driver_cannot_open(tmp_path):
+    # nvidia-smi is not the proof: the driver library must load and count a device.
+    if _libcuda_counts_a_device():
+        pytest.skip("this machine's libcuda.so.1 sees a GPU")
+    fake = _fake_nvidia_smi(tmp_path, "GPU 0: NVIDIA H200 (UUID: GPU-0)", 0)
+    _check_failed_at_device(tmp_path, _run(tmp_path, fake))
+
+
+def _libcuda_counts_a_device() -> bool:
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 \
+        and count.value > 0
+
+
+def test_the_racecheck_reduction_runs_through_the_standin(tmp_path):
+    # the script racecheck watches: exact, or refused as not supported yet (exit 3)
+    from cuda_helpers import standin_for_kernels
+    from cuda_not_yet import not_yet
+
+    script = SCRIPT.parents[1] / "tests" / "python" / "cuda_reduce_once.py"
+    env = dict(os.environ, TACK_CUDA_DRIVER=standin_for_kernels(),
+               TACK_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    if done.returncode == 3:
+        assert not_yet(done.stdout), done.stdout
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "cuda_reduce_once: sum ok on cuda:0" in done.stdout
+    missing = dict(env, TACK_CUDA_DRIVER=str(tmp_path / "no-libcuda.so"))
+    done = subprocess.run([sys.executable, str(script)], env=missing, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 2 and "no CUDA device" in done.stderr

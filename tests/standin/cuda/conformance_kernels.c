@@ -130,6 +130,31 @@ CASE(launch_runs_the_kernel, 0)
     EXPECT_EQ(host[10], 0);
 }
 
+/* A launch may name memory whose stream-ordered free is queued behind it: the free
+ * takes effect after the work queued before it (an array released right after the
+ * kernel call that uses it). */
+CASE(launch_before_a_stream_ordered_free, UNVERIFIED)
+{
+    primary_current();
+    tcu_function f = load_fill();
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    tcu_deviceptr out = 0;
+    tcu_deviceptr kept = alloc((size_t)64 * 4);
+    OK(cu.cuMemAllocAsync(&out, (size_t)64 * 4, s));
+    uint32_t n = 64;
+    void *params[] = {&out, &n};
+    OK(cu.cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, s, params, NULL));
+    OK(cu.cuMemcpyDtoDAsync(kept, out, (size_t)64 * 4, s));
+    OK(cu.cuMemFreeAsync(out, s));
+    uint32_t host[64];
+    OK(cu.cuMemcpyDtoHAsync(host, kept, sizeof host, s));
+    OK(cu.cuStreamSynchronize(s));
+    EXPECT_EQ(host[0], 1);
+    EXPECT_EQ(host[63], 3 * 63 + 1);
+    OK(cu.cuStreamDestroy(s));
+}
+
 CASE(launch_geometry_rules, UNVERIFIED)
 {
     primary_current();

@@ -219,10 +219,12 @@ standin_alloc_release(standin_alloc *a)
     }
 }
 
+/* queued: for work already in a stream, which may still use memory whose
+ * stream-ordered free (cuMemFreeAsync) was queued after it; new work may not. */
 static bool
-alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
+alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx, bool queued)
 {
-    if (a->freed || a->free_pending) {
+    if (a->freed || (a->free_pending && !queued)) {
         return false;
     }
     if (a->ctx && !a->ctx->alive) {
@@ -234,12 +236,18 @@ alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
     return a->kind == ALLOC_MANAGED || a->device == ctx->device;
 }
 
-tcu_result
-standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
-                     standin_range *out)
+static bool
+alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
+{
+    return alloc_usable_for(a, ctx, false);
+}
+
+static tcu_result
+range_of(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
+         bool queued, standin_range *out)
 {
     standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
-    if (!a || !alloc_usable(a, ctx)) {
+    if (!a || !alloc_usable_for(a, ctx, queued)) {
         return TCU_ERROR_INVALID_VALUE;
     }
     size_t offset = (size_t)((uintptr_t)ptr - a->base);
@@ -258,11 +266,20 @@ standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, boo
     return TCU_SUCCESS;
 }
 
+tcu_result
+standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
+                     standin_range *out)
+{
+    return range_of(ctx, ptr, nbytes, write, false, out);
+}
+
+/* Runs when the queued launch executes: an argument released right after the call
+ * (its cuMemFreeAsync queued behind the launch) is still the launch's memory. */
 void *
 standin_twin_translate(void *ctx, uint64_t device_address, size_t nbytes)
 {
     standin_range r;
-    if (standin_device_range(ctx, (tcu_deviceptr)device_address, nbytes, true, &r) !=
+    if (range_of(ctx, (tcu_deviceptr)device_address, nbytes, true, true, &r) !=
             TCU_SUCCESS ||
         r.faults) {
         return NULL;
