@@ -10,6 +10,21 @@
 #include "internal.h"
 #include "kernel_test_util.h"
 
+/* Under valgrind every thread takes turns on one instrumented core, tens of times
+ * slower: a tiny launch there really can cost more than the pool's threshold, so
+ * check_tiny_launches_stay_serial's claim is about timing valgrind does not keep.
+ * The launches still run (memory is what valgrind checks); the plain and ASan
+ * runs check the claim. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define TIMING_IS_REAL (!RUNNING_ON_VALGRIND)
+#endif
+#endif
+#ifndef TIMING_IS_REAL
+#define TIMING_IS_REAL 1
+#endif
+
 static tack_kernel *
 build_double(void)
 {
@@ -89,7 +104,9 @@ check_tiny_launches_stay_serial(tack_kernel *k, tack_kernel_arg *args, int64_t *
         CHECK_OK(tack_kernel_launch(k, args));
     }
     tack_kernel_get_stats(&s);
-    CHECK_EQ_INT(s.serial_launches, serial_before + 4);
+    if (TIMING_IS_REAL) {
+        CHECK_EQ_INT(s.serial_launches, serial_before + 4);
+    }
 }
 
 TACK_TEST(launch_serial_and_parallel_give_the_same_result)

@@ -20,8 +20,7 @@ A launch that cannot run on CUDA by design (no array argument, an argument that 
 not a tack.Array or a scalar, arrays already on another device, a read-only array
 bound to a parameter the kernel stores to, arguments that overlap in memory without
 being one buffer or view one buffer as different dtypes, a forked child) is counted
-under its reason. A launch the CUDA
-backend refuses as not supported yet (cuda_not_yet.py) is counted apart.
+under its reason. Every other refusal of the CUDA backend is a mismatch.
 
 Float reductions regroup per launch shape (docs/kernels.md, "What differs on the
 GPU"). Two evaluation orders of a sum of n terms t_k in unit roundoff u each lie
@@ -54,7 +53,6 @@ from typing import Any
 import numpy as np
 import pytest
 from cuda_compare import Facts, compare_arrays, compare_values, exception_text, same_exception
-from cuda_not_yet import not_yet
 
 import tack
 from tack import _tack
@@ -226,9 +224,6 @@ class _Checked:
     def _compare(self, bound: list[Any], copies: list[Any], cpu_value: Any,
                  gpu_value: Any, cpu_exc: BaseException | None,
                  gpu_exc: BaseException | None) -> None:
-        if gpu_exc is not None and not_yet(gpu_exc):  # see cuda_not_yet.py
-            _record("not_yet", self, str(gpu_exc))
-            return
         if not same_exception(cpu_exc, gpu_exc):
             _record("mismatch", self, f"CPU: {exception_text(cpu_exc)}; CUDA: "
                     f"{exception_text(gpu_exc)}")
@@ -328,15 +323,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             events = [json.loads(line) for line in f if line.strip()]
     kinds = Counter(e["kind"] for e in events)
     skipped = Counter(e["reason"] for e in events if e["kind"] == "skipped")
-    refused = Counter(e["kernel"] for e in events if e["kind"] == "not_yet")
     summary = {
         "launches": len(events),
         "compared": kinds["compared"],
         "mismatches": [{k: e[k] for k in ("kernel", "file", "line", "test", "reason")}
                        for e in events if e["kind"] == "mismatch"],
         "skipped": [{"reason": r, "launches": n} for r, n in skipped.most_common()],
-        "not_yet_supported": {"launches": kinds["not_yet"],
-                              "kernels": dict(refused.most_common())},
     }
     with open(SUMMARY, "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=2)

@@ -4,8 +4,7 @@ combines its threads' partials in shared memory, where a missing barrier is a ra
 
     python tests/python/cuda_reduce_once.py
 
-Exit status: 0 when the sum is exact, 1 when it is wrong, 3 when the CUDA backend
-refuses reductions as not supported yet (cuda_not_yet.py), 2 without a CUDA device.
+Exit status: 0 when the sum is exact, 1 when it is wrong, 2 without a CUDA device.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import numpy as np
 import tack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cuda_not_yet import not_yet  # noqa: E402  (beside this script)
 from test_kernels_reductions import total  # noqa: E402  (the reduction tests' sum)
 
 
@@ -33,13 +31,7 @@ def main() -> int:
     # many blocks of any launch shape.
     host = np.arange(1 << 20, dtype=np.float64) % 1000.0
     x = tack.array(host, device=device)
-    try:
-        got = total(x)
-    except tack.TackRuntimeError as e:
-        if not_yet(e):
-            print(f"cuda_reduce_once: not supported on CUDA yet: {e}")
-            return 3
-        raise
+    got = total(x)
     want = float(host.sum())
     if got != want:
         print(f"cuda_reduce_once: sum {got!r} on {device}, NumPy {want!r}")

@@ -149,6 +149,39 @@ def test_a_difference_is_caught(tmp_path, kernel):
     assert "argument 'out'" in m["reason"] and "flat index 0" in m["reason"]
 
 
+RETURNS = '''
+import numpy as np
+import tack
+
+
+@tack.kernel
+def evens(x):
+    n = 0
+    for i in range(x.shape[0]):
+        if x[i] % 2 == 0:
+            n += 1
+    return n
+
+
+def test_returns():
+    assert evens(tack.array(np.arange(1000, dtype=np.int64))) == 500
+'''
+
+
+def test_a_different_returned_value_is_caught(tmp_path):
+    # a reduction's value read back from the device's launch record: a CUDA result
+    # one off is a mismatch naming the returned value, not the arrays
+    (tmp_path / "test_returns.py").write_text(RETURNS)
+    r, report = _suite(tmp_path, ["test_returns.py"], driver=_standin())
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert report["compared"] == 1 and report["mismatches"] == []
+    r, report = _suite(tmp_path, ["test_returns.py"], driver=_standin(),
+                       TACK_DIFFERENTIAL_PERTURB="evens")
+    assert r.returncode != 0, r.stdout
+    (m,) = report["mismatches"]
+    assert m["kernel"] == "evens" and "returned" in m["reason"], m
+
+
 def test_without_a_difference_the_probe_compares_every_launch(tmp_path):
     (tmp_path / "test_probe.py").write_text(PROBE)
     r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin())
