@@ -120,6 +120,12 @@ def divide(out, a, b):
 
 
 @tack.kernel(debug=True)
+def first_n(out, n):
+    for i in range(n):
+        out[i] = 1.0
+
+
+@tack.kernel(debug=True)
 def per_block(out, n, parts):
     step = n // parts
     for i in range(out.shape[0]):
@@ -316,6 +322,30 @@ def test_a_trip_count_read_from_an_array_fills_the_device(tmp_path):
         assert np.array_equal(o.numpy(), want)
         """,
         tmp_path,
+    )
+
+
+def test_a_trip_count_near_int64_max_fills_the_device(tmp_path):
+    # rounding such a count up to whole blocks must not overflow: the grid is the
+    # one that fills the device, as for any count above it (the debug build stops
+    # at out[4], on the CPU twin and on a GPU alike; the twin runs on one thread,
+    # since the CPU pool's chunk counter itself overflows past such a count)
+    _run(
+        """
+        out = tack.zeros(4, dtype=tack.f64, device="cuda")
+        for n in (10**6, 2**63 - 1):
+            calls()
+            try:
+                first_n(out, n)
+            except IndexError:
+                pass
+            else:
+                raise AssertionError("no error")
+            (line,) = [c[1] for c in calls() if c[0] == "cuLaunchKernel"]
+            assert "grid=264x1x1, block=1024x1x1" in line, (n, line)
+        """,
+        tmp_path,
+        TACK_NUM_THREADS="1",
     )
 
 

@@ -843,8 +843,10 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
         /* a serial kernel runs as one thread; a parallel one on the blocks that fill
          * the device, fewer when the trips need fewer (the loop is grid-stride) */
         unsigned block = k->parallel ? e->block : 1, grid = k->parallel ? e->grid : 1;
-        if (trips > 0 && (trips + block - 1) / block < (int64_t)grid) {
-            grid = (unsigned)((trips + block - 1) / block);
+        /* whole blocks for the trips, rounded up without overflow near INT64_MAX */
+        int64_t blocks = trips / block + (trips % block != 0);
+        if (trips > 0 && blocks < (int64_t)grid) {
+            grid = (unsigned)blocks;
         }
         uint64_t one = 0; /* a kernel without parameters declares a 1-byte block */
         void *block_arg = params_nbytes ? (void *)params : (void *)&one;
