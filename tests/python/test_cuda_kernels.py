@@ -700,6 +700,33 @@ def test_a_failed_step_of_a_reduction_launch_is_a_clean_error(tmp_path, fault):
     assert not live, live
 
 
+@pytest.mark.parametrize("fault", ["cuModuleGetFunction:1:500",
+                                   "cuOccupancyMaxPotentialBlockSize:1:1"])
+def test_a_module_whose_entry_lookup_failed_is_unloaded(tmp_path, fault):
+    # the failed launch loaded a module it cannot use: it goes, and the next launch
+    # loads the kernel afresh
+    _run(
+        """
+        x = tack.array(np.arange(10, dtype=np.float32), device="cuda")
+        try:
+            saxpy(x, np.float32(1), x, x)
+        except tack.TackError:
+            pass
+        else:
+            raise AssertionError("ran")
+        saxpy(x, np.float32(1), x, x)
+        assert np.array_equal(x.numpy(), 2 * np.arange(10, dtype=np.float32))
+        cs = names(calls())
+        assert cs.count("cuModuleLoadData") == 2, cs
+        assert cs.count("cuModuleUnload") == 1, cs
+        first_unload = cs.index("cuModuleUnload")
+        assert first_unload < cs.index("cuModuleLoadData", cs.index("cuModuleLoadData") + 1)
+        """,
+        tmp_path,
+        TACK_STANDIN_FAIL=fault,
+    )
+
+
 def _refused_launch(tmp_path, **env) -> str:
     """The RuntimeError message of a first launch under env's stand-in."""
     r = _run(

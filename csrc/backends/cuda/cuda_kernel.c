@@ -662,8 +662,10 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory loading kernel '%s'",
                             k->pub.name);
         }
+        bool loaded = false;
         if (st == TACK_OK) {
             st = load_module(s, k->pub.name, image, &m->mod);
+            loaded = st == TACK_OK;
         }
         if (st == TACK_OK) {
             st = entry_of(s, m->mod, "tack_kernel_body", k->partial_size, &m->body);
@@ -684,7 +686,12 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             k->modules = m;
         }
         else {
-            tack__free(m); /* a loaded module of a failed lookup stays with it */
+            /* A module whose entry points could not be looked up is of no use: the
+             * next launch loads the kernel afresh. */
+            if (loaded) {
+                (void)api->cuModuleUnload(m->mod);
+            }
+            tack__free(m);
             m = NULL;
         }
     }
