@@ -101,14 +101,20 @@ static int64_t
 run_chunks(const pool_job *job)
 {
     int64_t ran = 0;
+    int64_t begin = atomic_load(&pool.next);
     for (;;) {
-        int64_t begin = atomic_fetch_add(&pool.next, job->chunk);
-        if (begin >= job->n) {
-            return ran;
-        }
-        int64_t end = job->n - begin < job->chunk ? job->n : begin + job->chunk;
+        /* The counter never passes n: an unconditional add of chunk could overflow
+         * it into a negative start when n is within a chunk of INT64_MAX. */
+        int64_t end = 0;
+        do {
+            if (begin >= job->n) {
+                return ran;
+            }
+            end = job->n - begin < job->chunk ? job->n : begin + job->chunk;
+        } while (!atomic_compare_exchange_weak(&pool.next, &begin, end));
         job->fn(job->ctx, begin, end);
         ran += end - begin;
+        begin = end;
     }
 }
 

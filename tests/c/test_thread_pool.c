@@ -81,3 +81,33 @@ TACK_TEST(single_thread_pool_leaves_the_work_to_the_caller)
     CHECK(!tack__pool_run(100, 1, visit, NULL, &mine, &ns));
     CHECK_EQ_INT(tack__pool_threads(), 1);
 }
+
+typedef struct {
+    atomic_int_fast64_t calls, trips;
+} count_ctx;
+
+static void
+count(void *ctx, int64_t begin, int64_t end)
+{
+    count_ctx *c = ctx;
+    atomic_fetch_add(&c->calls, 1);
+    atomic_fetch_add(&c->trips, end - begin);
+}
+
+TACK_TEST(pool_hands_out_a_range_ending_at_int64_max_once)
+{
+    /* The last chunks of such a range end at INT64_MAX: handing out the next one
+     * must not overflow the shared counter into a negative start (which would hand
+     * the range out again, forever). The callback does no per-trip work. */
+    setenv("TACK_NUM_THREADS", "2", 1);
+    const int64_t n = INT64_MAX, chunk = INT64_MAX / 5;
+    count_ctx c;
+    atomic_init(&c.calls, 0);
+    atomic_init(&c.trips, 0);
+    int64_t mine = -1;
+    uint64_t ns = 0;
+    CHECK(tack__pool_run(n, chunk, count, &c, &mine, &ns));
+    CHECK_EQ_INT(atomic_load(&c.calls), 6); /* 5 whole chunks and a remainder */
+    CHECK_EQ_INT(atomic_load(&c.trips), n);
+    CHECK(mine >= 0 && mine <= n);
+}
