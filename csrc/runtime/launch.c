@@ -379,8 +379,10 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
     }
     uint64_t t0 = tack__now_ns();
     int64_t step = fixed_chunk ? fixed_chunk : n;
-    for (int64_t begin = 0; begin < n; begin += step) {
-        run_range(l, begin, n - begin < step ? n : begin + step);
+    for (int64_t begin = 0; begin < n;) {
+        int64_t end = n - begin < step ? n : begin + step; /* never past n */
+        run_range(l, begin, end);
+        begin = end;
     }
     update_estimate(k, n, tack__now_ns() - t0, true);
     atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
@@ -398,8 +400,9 @@ run(launch *l)
     }
     int64_t nchunks = 0;
     if (n > 0 && k->partial_size > 0) {
-        l->pub.chunk = (n + REDUCE_CHUNKS - 1) / REDUCE_CHUNKS;
-        nchunks = (n + l->pub.chunk - 1) / l->pub.chunk;
+        /* rounded up without n + divisor - 1, which overflows near INT64_MAX */
+        l->pub.chunk = n / REDUCE_CHUNKS + (n % REDUCE_CHUNKS != 0);
+        nchunks = n / l->pub.chunk + (n % l->pub.chunk != 0);
         /* nchunks <= REDUCE_CHUNKS and partial_size <= MAX_PARTIAL_SIZE: no
          * overflow */
         l->pub.partials = tack__calloc((size_t)nchunks * (size_t)k->partial_size);

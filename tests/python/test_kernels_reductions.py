@@ -289,3 +289,34 @@ def test_inner_loop_with_break_keeps_pythons_order():
     want = np.zeros(6)
     until_negative.__wrapped__(a, want)
     np.testing.assert_array_equal(out.numpy(), want)
+
+
+@tack.kernel(debug=True)
+def sum_first(x, n):
+    s = 0.0
+    for i in range(n):
+        s += x[i]
+    return s
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_reduction_over_a_trip_count_near_int64_max(tmp_path, threads):
+    # cutting such a count into chunks must not overflow: the debug build stops at
+    # x[4] (IndexError), whichever thread gets there, on one thread or the pool
+    script = tmp_path / "near_max.py"
+    script.write_text("import numpy as np\nimport tack\n\n"
+                      + inspect.getsource(sum_first.__wrapped__) + textwrap.dedent('''
+        x = tack.array(np.arange(4.0))
+        for n in (4, 2**63 - 1):
+            try:
+                print(sum_first(x, n))
+            except IndexError as e:
+                print("IndexError", e)
+    '''))
+    env = dict(os.environ, TACK_NUM_THREADS=threads)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "6.0", lines
+    assert lines[1].startswith("IndexError index ") and "'x' with size 4" in lines[1], lines
