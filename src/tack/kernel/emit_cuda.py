@@ -18,8 +18,10 @@ What the launch side does with a module (the contract; see docs/kernels.md):
   grid is correct; every thread computes the trip count itself. When
   ``CudaKernel.host_trips`` is true the trip count depends only on extents and
   scalars and the CPU twin's ``tack_kernel_trips`` gives it on the host (to size
-  the grid); otherwise the one-thread ``tack_kernel_trips(params, ctx, int64_t
-  *out)`` writes it on the device. A serial kernel is launched as one thread
+  the grid); otherwise the launch fills the device (the module's one-thread
+  ``tack_kernel_trips(params, ctx, int64_t *out)`` can write the count on the
+  device, but reading it back would cost a synchronization the idle threads of a
+  full grid do not). A serial kernel is launched as one thread
   (``<<<1, 1>>>``) and runs in Python's order.
 - A kernel with reductions needs ``blockDim.x * partial_size`` bytes of dynamic
   shared memory and ``ctx->partials``, a device buffer of ``gridDim.x *
