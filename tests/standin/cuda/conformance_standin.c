@@ -175,6 +175,26 @@ CASE(standin_use_after_free_is_caught, STANDIN)
     EXPECT_RC(cu.cuMemcpyDtoH(buf, p, sizeof buf), TCU_ERROR_INVALID_VALUE);
 }
 
+/* Stricter than the driver, where the outcome is a race: a launch queued on one stream
+ * naming memory whose stream-ordered free is pending on another stream faults when it
+ * runs (only a free queued behind it on its own stream is certain to come after it). */
+CASE(standin_launch_racing_a_free_on_another_stream_faults, STANDIN | DEVICE_FAULT)
+{
+    primary_current();
+    tcu_function f = load_fill();
+    tcu_stream a = NULL, b = NULL;
+    OK(cu.cuStreamCreate(&a, TCU_STREAM_NON_BLOCKING));
+    OK(cu.cuStreamCreate(&b, TCU_STREAM_NON_BLOCKING));
+    tcu_deviceptr out = 0;
+    OK(cu.cuMemAllocAsync(&out, (size_t)64 * 4, a));
+    OK(cu.cuStreamSynchronize(a));
+    uint32_t n = 64;
+    void *params[] = {&out, &n};
+    OK(cu.cuLaunchKernel(f, 2, 1, 1, 32, 1, 1, 0, a, params, NULL));
+    OK(cu.cuMemFreeAsync(out, b));
+    EXPECT_RC(cu.cuStreamSynchronize(a), TCU_ERROR_ILLEGAL_ADDRESS);
+}
+
 /* Stricter than the driver, which with unified addressing would take a device pointer
  * given as host memory for a device-to-device copy: Tack must say what it means. */
 CASE(standin_device_pointer_as_host_memory_is_refused, STANDIN)

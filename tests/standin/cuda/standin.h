@@ -100,6 +100,7 @@ typedef struct standin_alloc {
     enum standin_alloc_kind kind;
     bool freed;
     bool free_pending; /* a cuMemFreeAsync is queued: no new work may use it */
+    struct CUstream_st *free_stream; /* the stream that free is queued on */
     uint64_t buffer_id;
     struct standin_vmm_handle *vmm; /* ALLOC_VMM: the physical allocation mapped */
     uintptr_t reservation;          /* ALLOC_VMM: start of the reserved range */
@@ -197,8 +198,10 @@ standin_alloc *standin_alloc_find(uintptr_t addr);
 bool standin_in_device_view(const void *p, size_t nbytes);
 /* Marks an allocation freed and gives its pages back. */
 void standin_alloc_release(standin_alloc *a);
-/* Host view of an address for a launch's CPU twin (see standin_twin.h). */
-void *standin_twin_translate(void *ctx, uint64_t device_address, size_t nbytes);
+/* Host view of an address for the CPU twin of a launch queued on stream (see
+ * standin_twin.h), or NULL. */
+void *standin_queued_translate(struct CUctx_st *ctx, struct CUstream_st *stream,
+                               uint64_t device_address, size_t nbytes);
 /* Takes size bytes of the VMM address range, aligned; addresses are never reused. */
 tcu_result standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out);
 /* Adds an allocation (pool) or mapping (VMM) to the table. NULL when out of memory. */

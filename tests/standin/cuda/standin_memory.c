@@ -219,12 +219,16 @@ standin_alloc_release(standin_alloc *a)
     }
 }
 
-/* queued: for work already in a stream, which may still use memory whose
- * stream-ordered free (cuMemFreeAsync) was queued after it; new work may not. */
+/* queued_on: the stream of work already queued (NULL for new work). Queued work may
+ * still use memory whose stream-ordered free (cuMemFreeAsync) was queued behind it
+ * on the same stream (the free runs after it); new work may not, and neither may
+ * work on another stream while the free is pending: on the driver that free can
+ * happen while the work runs. */
 static bool
-alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx, bool queued)
+alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx,
+                 const struct CUstream_st *queued_on)
 {
-    if (a->freed || (a->free_pending && !queued)) {
+    if (a->freed || (a->free_pending && (!queued_on || a->free_stream != queued_on))) {
         return false;
     }
     if (a->ctx && !a->ctx->alive) {
@@ -239,15 +243,15 @@ alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx, bool queued
 static bool
 alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
 {
-    return alloc_usable_for(a, ctx, false);
+    return alloc_usable_for(a, ctx, NULL);
 }
 
 static tcu_result
 range_of(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
-         bool queued, standin_range *out)
+         const struct CUstream_st *queued_on, standin_range *out)
 {
     standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
-    if (!a || !alloc_usable_for(a, ctx, queued)) {
+    if (!a || !alloc_usable_for(a, ctx, queued_on)) {
         return TCU_ERROR_INVALID_VALUE;
     }
     size_t offset = (size_t)((uintptr_t)ptr - a->base);
@@ -270,16 +274,18 @@ tcu_result
 standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
                      standin_range *out)
 {
-    return range_of(ctx, ptr, nbytes, write, false, out);
+    return range_of(ctx, ptr, nbytes, write, NULL, out);
 }
 
-/* Runs when the queued launch executes: an argument released right after the call
- * (its cuMemFreeAsync queued behind the launch) is still the launch's memory. */
+/* Runs when a launch queued on stream executes: an argument released right after the
+ * call (its cuMemFreeAsync queued behind the launch on that stream) is still the
+ * launch's memory. */
 void *
-standin_twin_translate(void *ctx, uint64_t device_address, size_t nbytes)
+standin_queued_translate(struct CUctx_st *ctx, struct CUstream_st *stream,
+                         uint64_t device_address, size_t nbytes)
 {
     standin_range r;
-    if (range_of(ctx, (tcu_deviceptr)device_address, nbytes, true, true, &r) !=
+    if (range_of(ctx, (tcu_deviceptr)device_address, nbytes, true, stream, &r) !=
             TCU_SUCCESS ||
         r.faults) {
         return NULL;
@@ -461,6 +467,7 @@ cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream)
     if (rc == TCU_SUCCESS) {
         /* From now on no new work may name it; queued work still may. */
         a->free_pending = true;
+        a->free_stream = s;
         op->alloc = a;
         standin_enqueue(s, op);
     }

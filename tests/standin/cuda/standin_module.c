@@ -46,6 +46,7 @@ struct CUfunc_st {
 typedef struct standin_launch_op {
     char *entry;
     struct CUctx_st *ctx;
+    struct CUstream_st *stream; /* the stream it was queued on */
     tack_standin_twin_fn fn;
     void *user;
     unsigned grid[3], block[3];
@@ -104,6 +105,14 @@ twin_of(const char *entry)
     return NULL;
 }
 
+/* The twin's translate: addresses as the launch's stream sees them when it runs. */
+static void *
+launch_translate(void *launch, uint64_t device_address, size_t nbytes)
+{
+    const standin_launch_op *l = launch;
+    return standin_queued_translate(l->ctx, l->stream, device_address, nbytes);
+}
+
 bool
 standin_launch_run(standin_launch_op *l)
 {
@@ -113,8 +122,8 @@ standin_launch_run(standin_launch_op *l)
         .block = {l->block[0], l->block[1], l->block[2]},
         .params = l->params,
         .params_nbytes = l->params_nbytes,
-        .translate = standin_twin_translate,
-        .translate_ctx = l->ctx,
+        .translate = launch_translate,
+        .translate_ctx = l,
     };
     /* The twin runs with the stand-in's lock held: it must not call the CUDA API. */
     return l->fn(&launch, l->user) == 0;
@@ -698,6 +707,7 @@ launch(struct CUctx_st *ctx, const struct CUfunc_st *f, const unsigned grid[3],
         return rc;
     }
     l->ctx = ctx;
+    l->stream = s;
     l->fn = t->fn;
     l->user = t->user;
     memcpy(l->grid, grid, sizeof l->grid);
