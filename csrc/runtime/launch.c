@@ -365,7 +365,9 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
              * is forgotten, so that the next launch small enough to run on this
              * thread measures itself instead of trusting a disturbed sample (a
              * caller that got no trip at all could otherwise never correct it). */
-            bool fair = mine * 2 * threads >= n;
+            /* mine * 2 * threads >= n, without overflow for n near INT64_MAX */
+            int64_t halves = 2 * (int64_t)threads;
+            bool fair = mine >= n / halves + (n % halves != 0);
             uint64_t old = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
             if (fair || (mine > 0 && mine_ns * 256u / (uint64_t)mine < old)) {
                 update_estimate(k, mine, mine_ns, fair);
