@@ -24,6 +24,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from bench_kernels import radius_squared, stencil7  # the CPU benchmark's, same folder
+
 import tack
 from tack import _tack
 from tack.kernel import generate_cuda, generate_source
@@ -33,25 +35,6 @@ from tack.kernel import generate_cuda, generate_source
 def saxpy(y, x, a):
     for i in range(y.shape[0]):
         y[i] = a * x[i] + y[i]
-
-
-@tack.kernel
-def radius_squared(values, nx, ny):
-    for i in range(values.shape[0]):
-        x = float(i % nx) - float(nx - 1) * 0.5
-        y = float((i // nx) % ny) - float(ny - 1) * 0.5
-        z = float(i // (nx * ny)) - 2.0
-        values[i] = x * x + y * y + z * z
-
-
-@tack.kernel
-def stencil(out, u):
-    for i in range(1, u.shape[0] - 1):
-        for j in range(1, u.shape[1] - 1):
-            for k in range(1, u.shape[2] - 1):
-                out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
-                                + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
-                                - 6.0 * u[i, j, k])
 
 
 @tack.kernel
@@ -66,7 +49,7 @@ F32 = ("array", "float32", 1)
 WORKLOADS = [
     ("saxpy (float32 scalar)", saxpy, (F32, F32, "float32")),
     ("radius_squared", radius_squared, (F32, "int", "int")),
-    ("7-point stencil", stencil, (("array", "float32", 3), ("array", "float32", 3))),
+    ("7-point stencil", stencil7, (("array", "float32", 3), ("array", "float32", 3))),
     ("float sum (reduction)", total, (F32,)),
 ]
 
