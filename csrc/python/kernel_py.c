@@ -634,7 +634,9 @@ tackpy_kernel_init(PyObject *module, tackpy_state *st)
     if (!st->Kernel_type || PyModule_AddType(module, st->Kernel_type) < 0) {
         return -1;
     }
-    if (PyModule_AddIntConstant(module, "_KERNEL_ABI", TACK_KERNEL_ABI) < 0) {
+    if (PyModule_AddIntConstant(module, "_KERNEL_ABI", TACK_KERNEL_ABI) < 0 ||
+        PyModule_AddIntConstant(module, "_KERNEL_MAX_PARTIAL_SIZE",
+                                TACK_KERNEL_MAX_PARTIAL_SIZE) < 0) {
         return -1;
     }
     PyObject *facts = dtype_facts();

@@ -476,6 +476,15 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     void *trips = dlsym(handle, "tack_kernel_trips");
     void *body = dlsym(handle, "tack_kernel_body");
     const int *nparams = dlsym(handle, "tack_kernel_nparams");
+    const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
+    if (partial && (*partial < 0 || *partial > TACK_KERNEL_MAX_PARTIAL_SIZE)) {
+        long long nbytes = (long long)*partial; /* read before the object goes */
+        dlclose(handle);
+        return tack__fail(TACK_ERR_COMPILE,
+                          "kernel '%s' declares %lld bytes of reduction partials; at "
+                          "most %d are supported",
+                          name, nbytes, TACK_KERNEL_MAX_PARTIAL_SIZE);
+    }
     if (!abi || !trips || !body || *abi != TACK_KERNEL_ABI || !nparams ||
         *nparams < 0 || *nparams > TACK_KERNEL_MAX_PARAMS ||
         !dlsym(handle, "tack_kernel_param_key")) {

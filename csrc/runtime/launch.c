@@ -30,7 +30,6 @@
  * threads, serial launches included. */
 #define REDUCE_CHUNKS 256
 /* Partial sizes beyond this are not a kernel's (a corrupt constant). */
-#define MAX_PARTIAL_SIZE 4096
 
 _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict;
 
@@ -216,8 +215,7 @@ tack__kernel_optional(tack__cpu_kernel *k, void *handle)
     k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
     const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
     const int *kind = dlsym(handle, "tack_kernel_result_kind");
-    k->partial_size =
-        partial && *partial > 0 && *partial <= MAX_PARTIAL_SIZE ? *partial : 0;
+    k->partial_size = partial && *partial > 0 ? *partial : 0; /* bounded by jit.c */
     k->pub.result_kind =
         kind && *kind >= TACK_KERNEL_RESULT_NONE && *kind <= TACK_KERNEL_RESULT_BOOL
             ? *kind
@@ -405,7 +403,7 @@ run(launch *l)
         /* rounded up without n + divisor - 1, which overflows near INT64_MAX */
         l->pub.chunk = n / REDUCE_CHUNKS + (n % REDUCE_CHUNKS != 0);
         nchunks = n / l->pub.chunk + (n % l->pub.chunk != 0);
-        /* nchunks <= REDUCE_CHUNKS and partial_size <= MAX_PARTIAL_SIZE: no
+        /* nchunks <= REDUCE_CHUNKS and partial_size <= TACK_KERNEL_MAX_PARTIAL_SIZE: no
          * overflow */
         l->pub.partials = tack__calloc((size_t)nchunks * (size_t)k->partial_size);
         if (!l->pub.partials) {

@@ -162,6 +162,8 @@ register_fork_handler(void)
     pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+#define POOL_STACK_NBYTES ((size_t)8 << 20)
+
 static void
 pool_start(void)
 {
@@ -173,6 +175,11 @@ pool_start(void)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* A kernel's local arrays live on the stack of the thread running an iteration
+     * (up to 1 MiB per kernel, parse.py's LOCAL_ARRAYS_MAX_BYTES): a fixed size,
+     * not whatever RLIMIT_STACK says (glibc's default when it is unlimited is
+     * smaller). */
+    pthread_attr_setstacksize(&attr, POOL_STACK_NBYTES);
     for (int k = 1; k < pool.threads; k++) {
         pthread_t t;
         if (pthread_create(&t, &attr, worker_main, NULL) != 0) {

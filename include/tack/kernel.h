@@ -34,10 +34,11 @@
  *   const int tack_kernel_result_kind;     a TACK_KERNEL_RESULT_* (absent: none); a
  *       serial kernel's body stores its returned value in ctx->result_i/result_f
  *   const int64_t tack_kernel_partial_size;  bytes of one chunk's reduction partials
- *       (absent or 0: none). The launch then cuts [0, trips) into fixed chunks of
- *       ctx->chunk trips (a function of the trip count alone, so results never
- *       depend on the thread count) and calls the body once per chunk; the body
- *       writes its partials to slot begin / chunk of ctx->partials
+ *       (absent or 0: none; at most TACK_KERNEL_MAX_PARTIAL_SIZE). The launch
+ *       then cuts [0, trips) into fixed chunks of ctx->chunk trips (a function of
+ *       the trip count alone, so results never depend on the thread count) and
+ *       calls the body once per chunk; the body writes its partials to slot
+ *       begin / chunk of ctx->partials
  *   void tack_kernel_finish(const void *params, tack_kernel_ctx *ctx,
  *                           int64_t nchunks);
  *       after the body: combines the partials in chunk order and stores the
@@ -73,6 +74,10 @@ extern "C" {
 #define TACK_KERNEL_ABI 3
 /* The most parameters a kernel may have. */
 #define TACK_KERNEL_MAX_PARAMS 64
+/* The most bytes of one chunk's (or one GPU thread's) reduction partials, every
+ * backend alike: the kernel compiler refuses a kernel whose reductions need more
+ * (KernelError), and a loaded kernel that declares more is refused. */
+#define TACK_KERNEL_MAX_PARTIAL_SIZE 4096
 
 /* One launch argument, as a C host or the dispatcher gives it (the runtime packs
  * them into the kernel's parameter block). Arrays fill data and shape (Borrowed:

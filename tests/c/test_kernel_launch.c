@@ -409,6 +409,26 @@ TACK_TEST(reduction_partials_per_fixed_chunk_and_the_returned_value)
     tack_set_allocator(NULL);
 }
 
+TACK_TEST(a_kernel_declaring_too_many_bytes_of_partials_is_refused)
+{
+    /* The sum kernel above, claiming one byte more than any backend keeps per chunk:
+     * a chunk of 0 trips (a division by zero in the body) if it were loaded. */
+    fresh_cache_dir();
+    char src[sizeof sum_kernel_source + 64];
+    const char *decl = "tack_kernel_partial_size = sizeof(double);";
+    const char *at = strstr(sum_kernel_source, decl);
+    CHECK(at != NULL);
+    int head = (int)(at - sum_kernel_source);
+    snprintf(src, sizeof src, "%.*stack_kernel_partial_size = %d;%s", head,
+             sum_kernel_source, TACK_KERNEL_MAX_PARTIAL_SIZE + 1, at + strlen(decl));
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    CHECK_STATUS(tack_kernel_build("sum", "t.py", src, &k, &log), TACK_ERR_COMPILE);
+    CHECK(k == NULL);
+    CHECK(strstr(tack_last_error(), "4097") != NULL);
+    tack_kernel_log_free(log);
+}
+
 TACK_TEST(parameter_block_layout_follows_the_key)
 {
     double data[6];

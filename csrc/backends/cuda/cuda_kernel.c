@@ -45,8 +45,6 @@
 #define FIXED_BLOCK 256
 /* Dynamic shared memory a block may use without opting in (every CUDA GPU). */
 #define SHARED_MAX 49152
-/* Partial sizes beyond this are not a kernel's (launch.c's bound for the CPU). */
-#define MAX_PARTIAL_SIZE 4096
 /* Body launches of one kernel whose finish the stand-in's twin awaits. */
 #define TWIN_SLOTS 64
 /* More names than a kernel's arrays could have: a corrupt bundle. */
@@ -268,7 +266,7 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
                           "source",
                           name);
     }
-    if (probe.partial_size < 0 || probe.partial_size > MAX_PARTIAL_SIZE ||
+    if (probe.partial_size < 0 || probe.partial_size > TACK_KERNEL_MAX_PARTIAL_SIZE ||
         result_kind < TACK_KERNEL_RESULT_NONE ||
         result_kind > TACK_KERNEL_RESULT_BOOL ||
         ((probe.partial_size > 0 || result_kind) && !probe.needs_ctx) ||

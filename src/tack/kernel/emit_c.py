@@ -164,7 +164,7 @@ class CEmitter:
             self.emit(f"{self.VTYPE[s.ty]} {s.name}[{s.n}] = {{{', '.join([init] * s.n)}}};",
                       depth)
         elif isinstance(s, lir.LocalBuffer):
-            self.emit(f"{s.elem.ctype} {s.name}[{s.n}];", depth)
+            self.emit(f"{s.elem.ctype} {s.name}[{s.n}] = {{0}};", depth)
         elif isinstance(s, lir.ArrayDecl):
             t = s.elem.ctype
             self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)

@@ -47,8 +47,6 @@ from tack.kernel.emit_c import KEY_ARRAY, CEmitter, emit_c, header
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
-# Size and alignment of a value type in the reduction partials' struct.
-SIZE = {BOOL: 1, INT: 8, F32: 4, F64: 8}
 CTX_SIZE = 64
 # prelude.h helpers that call the math library (fmod)
 LIBM_HELPERS = {"fmod", "fmodf", "ffloordiv", "ffloordivf"}
@@ -128,12 +126,7 @@ def _walk(node: object):
 
 
 def _partial_size(reductions: list[lir.Reduction]) -> int:
-    size, align = 0, 1
-    for r in reductions:
-        s = SIZE[r.ty]
-        size = (size + s - 1) // s * s + s
-        align = max(align, s)
-    return (size + align - 1) // align * align if reductions else 0
+    return lir.partial_nbytes([r.ty for r in reductions])
 
 
 class CudaEmitter(CEmitter):

@@ -492,3 +492,57 @@ def stored_arrays(body: list[Stmt]) -> set[str]:
         elif isinstance(s, Atomic):
             out.add(s.element.array)
     return out
+
+
+def names_used(s: Stmt) -> set[str]:
+    """The names s itself reads: locals, and arrays it indexes, stores to or passes
+    to a func (a local array used before its creation ran is a carried value too)."""
+    out: set[str] = set()
+    for e in stmt_exprs(s):
+        for x in subexprs(e):
+            if isinstance(x, Name):
+                out.add(x.id)
+            elif isinstance(x, Element):
+                out.add(x.array)
+    return out
+
+
+def unassigned_uses(body: list[Stmt], names: set[str],
+                    done: set[str] | None = None) -> list[tuple[str, int]]:
+    """The uses (name, line) in body of a name of names at a point where this pass
+    over body has not yet assigned it on every path: the value read is one left by
+    an earlier pass (a loop's previous trip) or none. Conservative: a branch that
+    ends in break or continue still counts as reaching the code after its if, and
+    a nested loop's body as running zero times."""
+    done = set() if done is None else done
+    out: list[tuple[str, int]] = []
+    for s in body:
+        out += [(n, s.line) for n in sorted(names_used(s) & names - done)]
+        if isinstance(s, If):
+            a, b = set(done), set(done)
+            out += unassigned_uses(s.body, names, a)
+            out += unassigned_uses(s.orelse, names, b)
+            done |= a & b
+        elif isinstance(s, While):
+            out += unassigned_uses(s.body, names, set(done))
+        elif isinstance(s, For):
+            out += unassigned_uses(s.body, names, done | {s.var})
+        elif not children(s):
+            done |= assigned(s)
+    return out
+
+
+def stored_names(body: list[Stmt]) -> set[str]:
+    """The arrays (parameters and local arrays) body stores to, directly or through
+    the funcs it calls (a func's stored parameter stores to the caller's array
+    passed there)."""
+    out = stored_arrays(body)
+    for s in walk(body):
+        for e in stmt_exprs(s):
+            for x in subexprs(e):
+                if isinstance(x, FuncCall):
+                    fir = x.func.ir()
+                    out |= {a.id for p, a in zip(fir.params, x.args, strict=True)
+                            if p in fir.stored and isinstance(a, Name)}
+    return out
+

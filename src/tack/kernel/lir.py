@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tack.kernel.ir import DtypeFacts, ScalarType
+from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 # ---- expressions ------------------------------------------------------------------
 
@@ -175,8 +175,9 @@ class ArrayLocal(Stmt):
 
 @dataclass
 class LocalBuffer(Stmt):
-    """A local array of n elements of elem, uninitialised (tack.local_array fills
-    it with zeros where Python creates it)."""
+    """A local array of n elements of elem, zeros from its declaration (so a path
+    that reads it without running its tack.local_array reads zeros, never stack
+    garbage), and filled with zeros again wherever tack.local_array runs."""
 
     elem: DtypeFacts
     name: str
@@ -315,6 +316,20 @@ class Reduction:
 
 
 PART = "tk_part"
+# Size and alignment of a value type in a struct of C and of CUDA C++ alike.
+VALUE_NBYTES = {BOOL: 1, INT: 8, F32: 4, F64: 8}
+
+
+def partial_nbytes(types: list[ScalarType]) -> int:
+    """sizeof the struct of one partial per reduction, fields in this order (the
+    tk_red of every emitter): each field aligned to its size, the whole to the
+    widest."""
+    size, align = 0, 1
+    for t in types:
+        s = VALUE_NBYTES[t]
+        size = (size + s - 1) // s * s + s
+        align = max(align, s)
+    return (size + align - 1) // align * align if types else 0
 
 
 @dataclass

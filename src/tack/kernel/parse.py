@@ -36,6 +36,10 @@ COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 LOCAL_ARRAY_MAX = 1 << 16
+# All the local arrays of one kernel together, the funcs' (inlined at every call)
+# included: well inside the 8 MiB stack of the thread pool's workers
+# (thread_pool.c) and of a main thread.
+LOCAL_ARRAYS_MAX_BYTES = 1 << 20
 _MISSING = object()
 
 
@@ -147,6 +151,16 @@ class _Parser:
         for p in self.array_params:
             if p in self.locals:
                 raise self.error(fdef, f"array parameter '{p}' cannot be reassigned")
+        if not self.func:
+            check_prelude_reads(stmts, self.params, lambda line, msg: kernel_error(
+                msg, self.filename, self.file_lines, line))
+        total = local_array_bytes(self.local_arrays, stmts)
+        if total > LOCAL_ARRAYS_MAX_BYTES:
+            raise self.error(fdef, f"the local arrays of '{self.name}' and of the "
+                             f"funcs it calls take {total} bytes in all; at most "
+                             f"{LOCAL_ARRAYS_MAX_BYTES} fit (they live on the stack of "
+                             "the thread that runs each iteration): make them "
+                             "smaller, or pass an array")
         parallel, reductions = (False, {}) if self.func else parallel_plan(
             stmts, self.params, result)
         return ir.KernelIR(
@@ -584,16 +598,22 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
     """Whether the kernel's last top-level statement is a parallel loop, and the
     names that loop reduces (name -> operator).
 
-    The rule: the body is zero or more statements that store to no array, then one
-    ``for`` over range (then, optionally, ``return v``). Its iterations run in
-    parallel unless the loop body breaks out of that loop, or assigns a name that
-    is also assigned before the loop or is a parameter (a value carried from one
-    iteration to the next) *other than a reduction*: a name only updated with
-    ``+=``, ``*=``, ``|=``, ``&=``, ``^=`` or ``s = min(s, ...)`` / ``max`` (one
-    operator per name) and read nowhere else in the loop. Each thread then keeps a
-    partial of it. The returned value may read parameters, names assigned before
-    the loop and reductions. Otherwise the whole kernel runs serially, in order,
-    exactly as Python would.
+    The rule: the body is zero or more statements that store to no array and read
+    no element of an array parameter, then one ``for`` over range (then,
+    optionally, ``return v``). Every chunk of the loop (and the step that folds the
+    partials) evaluates those statements again, so they must give the same values
+    every time: a value they read from an array could already be overwritten by the
+    loop (or by an overlapping argument). Its iterations run in parallel unless the
+    loop body breaks out of that loop, assigns a name that is also assigned before
+    the loop or is a parameter (a value carried from one iteration to the next)
+    *other than a reduction*, uses a name it assigns before this iteration has
+    assigned it (a value the previous iteration left: ``out[i] = prev; prev =
+    x[i]``), or stores (itself or through a func) to a local array created before
+    the loop. A reduction is a name only updated with ``+=``, ``*=``, ``|=``,
+    ``&=``, ``^=`` or ``s = min(s, ...)`` / ``max`` (one operator per name) and read
+    nowhere else in the loop; each chunk keeps a partial of it. The returned value
+    may read parameters, names assigned before the loop and reductions. Otherwise
+    the whole kernel runs serially, in order, exactly as Python would.
     """
     serial: tuple[bool, dict[str, str]] = (False, {})
     if not body or not isinstance(body[-1], ir.For):
@@ -601,13 +621,21 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
     prelude, loop = body[:-1], body[-1]
     if any(ir.stores(s) for s in prelude) or ir.breaks_out(loop.body):
         return serial
+    if any(n in params for s in prelude for n in ir.names_used(s)
+           if any(isinstance(x, ir.Element) and x.array == n
+                  or isinstance(x, ir.FuncCall) and any(
+                      isinstance(a, ir.Name) and a.id == n for a in x.args)
+                  for e in ir.stmt_exprs(s) for x in ir.subexprs(e))):
+        return serial  # the prelude reads memory the loop may change
     before = {n for s in prelude for n in ir.assigned(s)} | set(params)
     inside = {n for s in loop.body for n in ir.assigned(s)}
     if loop.var in before:
         return serial
     declared = {s.name for s in ir.walk(prelude) if isinstance(s, ir.LocalArray)}
-    if declared & ir.stored_arrays(loop.body):
+    if declared & ir.stored_names(loop.body):
         return serial  # one local array shared by every iteration
+    if ir.unassigned_uses(loop.body, inside - before - {loop.var}):
+        return serial  # a value carried from the previous iteration
     reductions = {}
     for name in sorted(before & inside):
         op = ir.reduction_op(loop.body, name)
@@ -619,6 +647,41 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
             and x.id not in reductions for x in ir.subexprs(result)):
         return serial  # the value depends on the last iteration: Python's order
     return True, reductions
+
+
+def local_array_bytes(local_arrays: dict[str, tuple[tuple[int, ...], str]],
+                      body: list[ir.Stmt]) -> int:
+    """Bytes of the local arrays of a body's frame: its own, and those of every
+    func call in it (each call inlines the func with its arrays)."""
+    total = sum(math.prod(shape) * ir.DTYPES[dt].itemsize
+                for shape, dt in local_arrays.values())
+    for s in ir.walk(body):
+        for e in ir.stmt_exprs(s):
+            for x in ir.subexprs(e):
+                if isinstance(x, ir.FuncCall):
+                    fir = x.func.ir()
+                    total += local_array_bytes(fir.local_arrays, fir.body)
+    return total
+
+
+def check_prelude_reads(body: list[ir.Stmt], params: list[str],
+                        error: Callable[[int, str], KernelError]) -> None:
+    """A kernel that ends with a for loop may not read, before that loop, a name
+    only the loop assigns (its variable, or a local of its body): in Python that is
+    an UnboundLocalError."""
+    if not body or not isinstance(body[-1], ir.For):
+        return
+    prelude, loop = body[:-1], body[-1]
+    early = {n for s in prelude for n in ir.assigned(s)} | set(params)
+    late = ({n for s in loop.body for n in ir.assigned(s)} | {loop.var}) - early
+    for s in [*ir.walk(prelude), loop]:
+        exprs = [loop.start, loop.stop, loop.step] if s is loop else ir.stmt_exprs(s)
+        for e in exprs:
+            for x in ir.subexprs(e):
+                if isinstance(x, ir.Name) and x.id in late:
+                    raise error(s.line, f"'{x.id}' is read before it is assigned: only "
+                                f"the loop at line {loop.line} assigns it (Python "
+                                "raises UnboundLocalError here)")
 
 
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:

@@ -115,10 +115,15 @@ TK_INLINE int64_t tk_f2sat(double x, double lo, double hi) {
     if (x != x) return 0;
     return x <= lo ? (int64_t)lo : x >= hi ? (int64_t)hi : (int64_t)x;
 }
+/* The trip count of range(a, b, s), at most INT64_MAX: a range of more trips
+ * (range(-2**63, 2**63 - 1) has 2**64 - 1) runs its first INT64_MAX, which no
+ * program outlives; a negative count would mean "no trips" or "serial" to the
+ * caller. */
 TK_INLINE int64_t tk_trips(int64_t a, int64_t b, int64_t s) {
-    if (s > 0 && a < b) return (int64_t)(((uint64_t)b - (uint64_t)a - 1) / (uint64_t)s + 1);
-    if (s < 0 && a > b) return (int64_t)(((uint64_t)a - (uint64_t)b - 1) / (0 - (uint64_t)s) + 1);
-    return 0;
+    uint64_t n = 0;
+    if (s > 0 && a < b) n = ((uint64_t)b - (uint64_t)a - 1) / (uint64_t)s + 1;
+    if (s < 0 && a > b) n = ((uint64_t)a - (uint64_t)b - 1) / (0 - (uint64_t)s) + 1;
+    return n > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)n;
 }
 TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, tk_name name, int line) {
     if ((uint64_t)i < (uint64_t)n) return 1;

@@ -14,8 +14,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from tack._tack import KernelError
-from tack.kernel import builtins, ir
+from tack._tack import _KERNEL_MAX_PARTIAL_SIZE, KernelError
+from tack.kernel import builtins, ir, lir
 from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType, is_weak, promote
 
 
@@ -368,6 +368,14 @@ def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
     result = copy.deepcopy(kir.result)
     typer = Typer(kir, arrays, scalars, debug)
     typer.run(body, result)
+    if kir.reductions:
+        nbytes = lir.partial_nbytes([typer.env[n] for n in sorted(kir.reductions)])
+        if nbytes > _KERNEL_MAX_PARTIAL_SIZE:
+            raise typer.error(kir.body[-1].line, f"the loop's {len(kir.reductions)} "
+                              f"reductions need {nbytes} bytes of partials per chunk; "
+                              f"at most {_KERNEL_MAX_PARTIAL_SIZE} are supported: "
+                              "reduce into an array with tack.atomic_add instead, or "
+                              "split the kernel")
     return TypedKernel(ir=kir, body=body, arrays=arrays, scalars=scalars,
                        locals=typer.env, debug=debug, result=result,
                        funcs=typer.funcs)
