@@ -7,11 +7,18 @@ BUILD ?= build
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
-.PHONY: fuzz fuzz-ci configure-c
+.PHONY: fuzz fuzz-ci configure-c tools
+
+# The LLVM of clang (fuzzing), clang-tidy and clang-format: Debian 12's. Their findings
+# and formatting differ between versions, so lint is pinned to one.
+LLVM_VERSION ?= 14
+CLANG_TIDY ?= clang-tidy-$(LLVM_VERSION)
+CLANG_FORMAT ?= clang-format-$(LLVM_VERSION)
 
 # A virtual environment with the build tools, the test peers and Tack itself,
 # installed editable: importing tack rebuilds the extension when C sources change.
 $(VENV)/.ready: pyproject.toml
+	PYTHON=$(PYTHON) scripts/ensure_tools.sh setup
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff mypy "jax[cpu]" "vtk==9.7.1" pyvista
@@ -40,8 +47,13 @@ CUDA_CONFORMANCE := $(STANDIN)/tack_cuda_conformance
 # Valgrind's cost grows with the stand-in's mapped device memory: keep it small there.
 VALGRIND_STANDIN_MEMORY := 268435456
 
+# Every program the tests call, checked first: as root the missing Debian packages are
+# installed, otherwise they are named with the command that installs them.
+tools:
+	PYTHON=$(PYTHON) LLVM_VERSION=$(LLVM_VERSION) scripts/ensure_tools.sh test
+
 # C unit tests (plain build), then pytest.
-test: setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
+test: tools setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
 
 # Configuring also writes the generated header $(BUILD)/c/include/tack/version.h.
 configure-c: $(VENV)/.ready
@@ -103,9 +115,9 @@ valgrind: test-c
 	TACK_STANDIN_MEMORY=$(VALGRIND_STANDIN_MEMORY) valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect $(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 
 lint: test-c setup
-	clang-tidy -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c
-	clang-tidy -quiet -p $(BUILD)/py csrc/python/*.c
-	clang-format --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/standin/cuda/*.[ch]
+	$(CLANG_TIDY) -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c
+	$(CLANG_TIDY) -quiet -p $(BUILD)/py csrc/python/*.c
+	$(CLANG_FORMAT) --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/standin/cuda/*.[ch]
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends tests/standin
 	shellcheck scripts/*.sh
@@ -115,7 +127,7 @@ clean:
 
 # libFuzzer over the DLPack importer (clang, ASan+UBSan), FUZZ_SECONDS of fuzzing.
 FUZZ_SECONDS ?= 60
-FUZZ_CC ?= clang
+FUZZ_CC ?= clang-$(LLVM_VERSION)
 # CI fuzzes for a bounded time from an empty corpus in the build folder.
 fuzz-ci:
 	@mkdir -p $(BUILD)/fuzz

@@ -65,6 +65,18 @@ tack_shape_size(int32_t ndim, const int64_t *shape, size_t itemsize, size_t *nel
     return TACK_OK;
 }
 
+/* A dtype from a caller is an int: anything outside the enumeration is refused
+ * before it indexes a table. */
+static tack_status
+check_dtype(tack_dtype dtype)
+{
+    if (!tack_dtype_get(dtype)) {
+        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
+                          (int)dtype);
+    }
+    return TACK_OK;
+}
+
 tack_status
 tack_array_shape_of_scalars(tack_dtype dtype, int32_t scalar_ndim,
                             const int64_t *scalar_shape, int32_t *ndim, int64_t *shape)
@@ -75,9 +87,9 @@ tack_array_shape_of_scalars(tack_dtype dtype, int32_t scalar_ndim,
     if (scalar_ndim > 0) {
         TACK__CHECK_ARG(scalar_shape);
     }
-    if (!info) {
-        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                          (int)dtype);
+    tack_status st = check_dtype(dtype);
+    if (st != TACK_OK) {
+        return st;
     }
     if (scalar_ndim < 0 || scalar_ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_BAD_SHAPE, "data has %d dimensions: 0 to %d work",
@@ -139,12 +151,11 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
 static tack_status
 dtype_shape_size(tack_dtype dtype, int32_t ndim, const int64_t *shape, size_t *nelem)
 {
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    if (!info) {
-        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                          (int)dtype);
+    tack_status st = check_dtype(dtype);
+    if (st != TACK_OK) {
+        return st;
     }
-    return tack_shape_size(ndim, shape, info->itemsize, nelem);
+    return tack_shape_size(ndim, shape, tack_dtype_get(dtype)->itemsize, nelem);
 }
 
 tack_status
@@ -393,8 +404,7 @@ tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
         return st;
     }
     TACK__CHECK_ARG(value);
-    size_t one = 0;
-    st = dtype_shape_size(value_dtype, 0, NULL, &one); /* the value's dtype exists */
+    st = check_dtype(value_dtype);
     if (st != TACK_OK) {
         return st;
     }
@@ -436,7 +446,11 @@ tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype
     if (nscalars > 0) {
         TACK__CHECK_ARG(src);
     }
-    tack_status st = check_writable(dst, "copy");
+    tack_status st = check_dtype(src_dtype);
+    if (st != TACK_OK) {
+        return st;
+    }
+    st = check_writable(dst, "copy");
     if (st != TACK_OK) {
         return st;
     }
@@ -476,12 +490,16 @@ tack_array_copy_to_host(const tack_array *src, void *dst, tack_dtype dst_dtype)
     if (src->nbytes > 0) {
         TACK__CHECK_ARG(dst);
     }
+    tack_status st = check_dtype(dst_dtype);
+    if (st != TACK_OK) {
+        return st;
+    }
     size_t nscalars = src->nelem * ncomponents(src->dtype);
     if (src->nbytes == 0) {
         return TACK_OK;
     }
     tack_device *dev = src->buffer->device;
-    tack_status st = tack_device_synchronize(dev);
+    st = tack_device_synchronize(dev);
     if (st != TACK_OK) {
         return st;
     }

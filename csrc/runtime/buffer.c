@@ -29,6 +29,16 @@ tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags, tack_buffer **o
 {
     TACK__CHECK_ARG(dev);
     TACK__CHECK_ARG(out);
+    /* A bit Tack does not honour is refused rather than dropped: the caller asked for
+     * something it would not get (TACK_BUFFER_SHARED is Tack's to set, by sharing). */
+    const unsigned known = TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE;
+    if (flags & ~known) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "buffer flags %#x include bits %#x that a new buffer cannot "
+                          "have: pass TACK_BUFFER_WRITABLE and TACK_BUFFER_EXPORTABLE "
+                          "only",
+                          flags, flags & ~known);
+    }
     tack_buffer *buf;
     tack_status st = buffer_alloc_struct(dev, &buf);
     if (st != TACK_OK) {
@@ -43,7 +53,7 @@ tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags, tack_buffer **o
     }
     buf->nbytes = nbytes;
     buf->owner = TACK_OWNER_OWN;
-    atomic_store(&buf->flags, flags & (TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE));
+    atomic_store(&buf->flags, flags);
     *out = buf;
     return TACK_OK;
 }

@@ -289,6 +289,9 @@ tack_device_synchronize(tack_device *dev)
 uintptr_t
 tack_device_stream(const tack_device *dev)
 {
+    if (!dev) {
+        return 0; /* no device has no stream, like the CPU */
+    }
     uintptr_t (*stream)(void *) = TACK__BACKEND_SLOT(dev->backend, stream);
     return stream ? stream(dev->state) : 0;
 }
@@ -296,6 +299,7 @@ tack_device_stream(const tack_device *dev)
 tack_status
 tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign)
 {
+    TACK__CHECK_ARG(dev);
     tack_status (*order)(void *, uintptr_t) =
         TACK__BACKEND_SLOT(dev->backend, order_tack_after_foreign);
     return order ? order(dev->state, foreign) : TACK_OK;
@@ -304,6 +308,9 @@ tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign)
 const char *
 tack_device_driver_path(const tack_device *dev)
 {
+    if (!dev) {
+        return NULL;
+    }
     const char *(*path)(void *) = TACK__BACKEND_SLOT(dev->backend, driver_path);
     return path ? path(dev->state) : NULL;
 }

@@ -56,8 +56,9 @@ typedef void (*tack_release_fn)(void *ctx);
 
 /*
  * Allocates nbytes on dev (owner kind own). flags: TACK_BUFFER_WRITABLE and
- * TACK_BUFFER_EXPORTABLE are honoured. Returns: new reference in *out, release with
- * tack_buffer_release(). Out: set only on success.
+ * TACK_BUFFER_EXPORTABLE, nothing else. Returns: new reference in *out, release with
+ * tack_buffer_release(). Out: set only on success. Errors: TACK_ERR_INVALID_ARGUMENT
+ * (any other flag bit, TACK_BUFFER_SHARED included: sharing sets it).
  */
 TACK_API tack_status tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags,
                                      tack_buffer **out);
@@ -109,7 +110,8 @@ TACK_API tack_status tack_array_shape_of_scalars(tack_dtype dtype, int32_t scala
                                                  int32_t *ndim, int64_t *shape);
 
 /*
- * A new array with uninitialized elements on dev. flags as for tack_buffer_new.
+ * A new array with uninitialized elements on dev. flags as for tack_buffer_new
+ * (other bits are refused with TACK_ERR_INVALID_ARGUMENT).
  * Returns: new reference in *out, release with tack_array_release().
  */
 TACK_API tack_status tack_array_empty(tack_device *dev, tack_dtype dtype, int32_t ndim,
@@ -167,13 +169,15 @@ TACK_API tack_status tack_array_fill(tack_array *arr, const void *value,
 /*
  * Replaces the elements of dst with host data: nscalars scalars of src_dtype at src,
  * converted to dst's dtype. nscalars must equal the element count of dst times its
- * component count. Errors: TACK_ERR_READ_ONLY, TACK_ERR_BAD_SHAPE (memory unchanged).
+ * component count. Errors: TACK_ERR_BAD_DTYPE (src_dtype is not a tack_dtype),
+ * TACK_ERR_READ_ONLY, TACK_ERR_BAD_SHAPE (memory unchanged).
  */
 TACK_API tack_status tack_array_copy_from_host(tack_array *dst, const void *src,
                                                tack_dtype src_dtype, size_t nscalars);
 
 /* Writes the elements of src to host memory at dst as nelem*components scalars of
- * dst_dtype (a scalar dtype, or src's own dtype). */
+ * dst_dtype (a scalar dtype, or src's own dtype). Errors: TACK_ERR_BAD_DTYPE
+ * (dst_dtype is not a tack_dtype; dst unchanged). */
 TACK_API tack_status tack_array_copy_to_host(const tack_array *src, void *dst,
                                              tack_dtype dst_dtype);
 

@@ -79,6 +79,7 @@ TACK_API uint64_t tack_device_memory_domain(const tack_device *dev);
  * Tack's own stream on dev as the driver's integer handle (a CUstream on CUDA), or 0
  * on a device whose work is synchronous (the CPU). What a consumer passes as
  * `stream=` to a producer's __dlpack__ so the producer orders its writes first.
+ * 0 for a NULL dev.
  */
 TACK_API uintptr_t tack_device_stream(const tack_device *dev);
 
@@ -86,10 +87,12 @@ TACK_API uintptr_t tack_device_stream(const tack_device *dev);
  * Makes dev's stream wait for the work queued so far on a foreign stream of the same
  * device (a driver handle, or CUDA's 1 legacy / 2 per-thread default stream), without
  * blocking the host. TACK_OK with nothing to do on a device without streams.
+ * Errors: TACK_ERR_INVALID_ARGUMENT (dev is NULL).
  */
 TACK_API tack_status tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign);
 
-/* The driver library dev was opened with, or NULL (the CPU). Borrowed: static. */
+/* The driver library dev was opened with, or NULL (the CPU, or a NULL dev).
+ * Borrowed: static. */
 TACK_API const char *tack_device_driver_path(const tack_device *dev);
 
 /* Whether the device was opened with an external context. */

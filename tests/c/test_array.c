@@ -245,3 +245,52 @@ TACK_TEST(to_device_on_stream_between_host_arrays_takes_only_minus_one)
     tack_array_release(a);
     tack_array_release(b);
 }
+
+TACK_TEST(host_copies_refuse_an_unknown_dtype_and_copy_nothing)
+{
+    int64_t shape[] = {3};
+    tack_array *a, *empty;
+    CHECK_OK(tack_array_zeros(cpu(), TACK_INT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    int64_t none[] = {0};
+    CHECK_OK(
+        tack_array_zeros(cpu(), TACK_INT32, 1, none, TACK_BUFFER_WRITABLE, &empty));
+    int32_t host[3] = {7, 8, 9};
+    tack_dtype bad[] = {TACK_DTYPE_COUNT, (tack_dtype)-1, (tack_dtype)1000};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        tack_clear_error();
+        CHECK_STATUS(tack_array_copy_from_host(a, host, bad[k], 3), TACK_ERR_BAD_DTYPE);
+        CHECK(strstr(tack_last_error(), "not a Tack dtype") != NULL);
+        CHECK_EQ_INT(((int32_t *)tack_array_data(a))[0], 0); /* nothing copied in */
+        CHECK_STATUS(tack_array_copy_to_host(a, host, bad[k]), TACK_ERR_BAD_DTYPE);
+        CHECK_EQ_INT(host[0], 7); /* nothing copied out */
+        /* Refused before the size is looked at: an empty array too. */
+        CHECK_STATUS(tack_array_copy_from_host(empty, NULL, bad[k], 0),
+                     TACK_ERR_BAD_DTYPE);
+        CHECK_STATUS(tack_array_copy_to_host(empty, NULL, bad[k]), TACK_ERR_BAD_DTYPE);
+    }
+    tack_array_release(a);
+    tack_array_release(empty);
+}
+
+TACK_TEST(creation_refuses_flags_it_does_not_know)
+{
+    int64_t shape[] = {2};
+    tack_array *a = NULL;
+    tack_buffer *buf = NULL;
+    unsigned bad[] = {1u << 3, 1u << 31, TACK_BUFFER_WRITABLE | (1u << 8),
+                      TACK_BUFFER_SHARED};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        tack_clear_error();
+        CHECK_STATUS(tack_array_empty(cpu(), TACK_FLOAT32, 1, shape, bad[k], &a),
+                     TACK_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(tack_last_error(), "flags") != NULL);
+        CHECK_STATUS(tack_array_zeros(cpu(), TACK_FLOAT32, 1, shape, bad[k], &a),
+                     TACK_ERR_INVALID_ARGUMENT);
+        CHECK_STATUS(tack_buffer_new(cpu(), 8, bad[k], &buf),
+                     TACK_ERR_INVALID_ARGUMENT);
+    }
+    CHECK(a == NULL && buf == NULL);
+    CHECK_OK(tack_array_empty(cpu(), TACK_FLOAT32, 1, shape,
+                              TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE, &a));
+    tack_array_release(a);
+}

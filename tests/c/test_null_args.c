@@ -5,8 +5,16 @@
  * the test of the function that crashed.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+
 #include "harness.h"
 #include "kernel_test_util.h"
+#include "tack/nvrtc.h"
+
+#ifndef TACK_TEST_SOURCE_ROOT
+#error "TACK_TEST_SOURCE_ROOT must name the source tree"
+#endif
 
 static tack_device *
 cpu(void)
@@ -155,6 +163,9 @@ TACK_TEST(null_args_devices)
     CHECK(!tack_device_has_external_context(NULL));
     CHECK(tack_device_backend(NULL) == NULL);
     CHECK_INVALID(tack_device_synchronize(NULL));
+    CHECK_EQ_INT(tack_device_stream(NULL), 0);
+    CHECK(tack_device_driver_path(NULL) == NULL);
+    CHECK_INVALID(tack_device_wait_for_stream(NULL, 1));
     CHECK_INVALID(tack_default_device(NULL));
     /* NULL restores the CPU as the default. */
     tack_set_default_device(NULL);
@@ -187,6 +198,14 @@ TACK_TEST(null_args_dlpack)
     CHECK_OK(tack_dlpack_export_legacy(arr, NULL, &l));
     CHECK_INVALID(tack_dlpack_import_versioned(v, NULL, NULL));
     CHECK_INVALID(tack_dlpack_import_legacy(l, NULL, NULL));
+    tack_dlpack_export_request req = {0};
+    tack_dlpack_export_options opts;
+    bool versioned = false;
+    CHECK_INVALID(tack_dlpack_export_prepare(NULL, &req, &versioned, &opts));
+    CHECK_INVALID(tack_dlpack_export_prepare(arr, NULL, &versioned, &opts));
+    CHECK_INVALID(tack_dlpack_export_prepare(arr, &req, NULL, &opts));
+    CHECK_INVALID(tack_dlpack_export_prepare(arr, &req, &versioned, NULL));
+    CHECK_INVALID(tack_dlpack_exchange_api_find(0, NULL));
     CHECK(out == NULL);
     tack_array_release(arr);
 }
@@ -205,6 +224,42 @@ TACK_TEST(null_args_dtypes_and_status)
     CHECK_EQ_DBL(f, 1.0);
     tack_set_allocator(NULL); /* restores the default allocator */
     CHECK(tack_status_name((tack_status)-1) != NULL);
+    CHECK(strcmp(tack_status_message((tack_status)-1), "unknown status") == 0);
+    CHECK_EQ_INT(tack_status_kind((tack_status)-1), TACK_KIND_RUNTIME);
+    /* The parts of a NULL-argument failure: the problem names the argument. */
+    CHECK_INVALID(tack_default_device(NULL));
+    CHECK(strstr(tack_last_error_problem(), "NULL") != NULL);
+    CHECK(tack_last_error_remedy() < TACK_REMEDY_COUNT);
+    CHECK(tack_last_error_origin() != NULL);
+}
+
+TACK_TEST(null_args_nvrtc)
+{
+    /* Arguments are checked before NVRTC is looked for: no toolkit is needed. */
+    int major = 0, minor = 0, yes = 0, target = 0;
+    tack_nvrtc_output kind = TACK_NVRTC_PTX;
+    void *image = NULL;
+    size_t nbytes = 0;
+    char *log = (char *)"untouched";
+    CHECK_INVALID(tack_nvrtc_version(NULL, &minor));
+    CHECK_INVALID(tack_nvrtc_version(&major, NULL));
+    CHECK_INVALID(tack_nvrtc_supports(90, NULL));
+    CHECK_INVALID(tack_nvrtc_choose(90, NULL, &target));
+    CHECK_INVALID(tack_nvrtc_choose(90, &kind, NULL));
+    CHECK_INVALID(
+        tack_nvrtc_compile(NULL, "k.cu", 90, TACK_NVRTC_PTX, &image, &nbytes, &log));
+    CHECK(log == NULL);
+    CHECK_INVALID(
+        tack_nvrtc_compile("", NULL, 90, TACK_NVRTC_PTX, &image, &nbytes, &log));
+    CHECK_INVALID(
+        tack_nvrtc_compile("", "k.cu", 90, TACK_NVRTC_PTX, NULL, &nbytes, &log));
+    CHECK_INVALID(
+        tack_nvrtc_compile("", "k.cu", 90, TACK_NVRTC_PTX, &image, NULL, &log));
+    CHECK_INVALID(
+        tack_nvrtc_compile("", "k.cu", 90, TACK_NVRTC_PTX, &image, &nbytes, NULL));
+    CHECK(image == NULL && nbytes == 0 && major == 0 && yes == 0 && target == 0);
+    tack_nvrtc_free(NULL);
+    tack_nvrtc_get_stats(NULL);
 }
 
 TACK_TEST(null_args_elements_and_regions)
@@ -327,8 +382,133 @@ TACK_TEST(null_args_kernel_checks_and_keys)
     tack_kernel_params_pack(1, key, &arg, NULL);
     CHECK(block[0] == 0 && block[1] == 0);
     /* Without the arrays or their flags nothing is promised. */
+    CHECK(!tack_kernel_args_shared(1, NULL));
     CHECK(!tack_kernel_args_disjoint(1, NULL, stored));
     CHECK(!tack_kernel_args_disjoint(1, arrays, NULL));
     CHECK(tack_kernel_args_disjoint(1, arrays, stored));
     tack_array_release(arr);
+}
+
+/* ---- every public function is here ---------------------------------------------- */
+
+/* The whole file at path, NUL-terminated; the caller frees it. */
+static char *
+read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tack_test_fail(__FILE__, __LINE__, "cannot open %s", path);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    char chunk[4096];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, f)) > 0; len += n) {
+        text = realloc(text, len + n + 1);
+        CHECK(text != NULL);
+        memcpy(text + len, chunk, n);
+    }
+    fclose(f);
+    if (!text) {
+        text = calloc(1, 1);
+        CHECK(text != NULL);
+    }
+    text[len] = '\0';
+    return text;
+}
+
+static bool
+ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Whether text calls name: the whole identifier, then '(' after any blanks. */
+static bool
+calls(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) {
+        const char *q = p + n;
+        while (isspace((unsigned char)*q)) {
+            q++;
+        }
+        if ((p == text || !ident_char(p[-1])) && *q == '(') {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Checks each function a header declares with TACK_API: its name is the identifier
+ * before the first '(' after the marker. Functions of no parameter ("(void)") take
+ * no handle and are let through; every other one must be called in test. Returns
+ * how many declarations were seen.
+ */
+static int
+check_header(const char *path, const char *test)
+{
+    char *text = read_text(path);
+    int seen = 0;
+    for (const char *p = strstr(text, "TACK_API"); p; p = strstr(p + 1, "TACK_API")) {
+        const char *open = strchr(p, '(');
+        const char *end = strpbrk(p, ";{");
+        if (!open || (end && end < open)) {
+            continue;
+        }
+        const char *stop = open;
+        while (stop > p && isspace((unsigned char)stop[-1])) {
+            stop--;
+        }
+        const char *start = stop;
+        while (start > p && ident_char(start[-1])) {
+            start--;
+        }
+        char name[128];
+        size_t n = (size_t)(stop - start);
+        if (n < 5 || n >= sizeof name || strncmp(start, "tack_", 5) != 0) {
+            continue; /* the marker's own definition in export.h */
+        }
+        memcpy(name, start, n);
+        name[n] = '\0';
+        seen++;
+        if (strncmp(open, "(void)", 6) == 0) {
+            continue;
+        }
+        if (!calls(test, name)) {
+            tack_test_fail(__FILE__, __LINE__,
+                           "%s (%s) is not called in tests/c/test_null_args.c: add it "
+                           "with each pointer argument NULL in turn",
+                           name, path);
+        }
+    }
+    free(text);
+    return seen;
+}
+
+TACK_TEST(null_args_cover_every_public_function)
+{
+    char *test = read_text(TACK_TEST_SOURCE_ROOT "/tests/c/test_null_args.c");
+    const char *dir_path = TACK_TEST_SOURCE_ROOT "/include/tack";
+    DIR *dir = opendir(dir_path);
+    if (!dir) {
+        tack_test_fail(__FILE__, __LINE__, "cannot open %s", dir_path);
+    }
+    int seen = 0, headers = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        bool header = (n > 2 && strcmp(e->d_name + n - 2, ".h") == 0) ||
+                      (n > 5 && strcmp(e->d_name + n - 5, ".h.in") == 0);
+        if (header) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir_path, e->d_name);
+            seen += check_header(path, test);
+            headers++;
+        }
+    }
+    closedir(dir);
+    free(test);
+    /* A parse that finds nothing would pass vacuously. */
+    CHECK(headers >= 10);
+    CHECK(seen >= 100);
 }
