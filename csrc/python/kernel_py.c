@@ -349,9 +349,9 @@ find_spec(tackpy_Kernel *kp, const uint32_t *key)
 
 /* A miss: the front end compiles the specialization for the key's backend (it raises
  * KernelError, CompileError or TypeError, again on every later call with the same
- * key). */
+ * key); the build is kept only once the runtime has checked it against the call. */
 static tack_kernel *
-compile_spec(tackpy_Kernel *kp, const uint32_t *key)
+compile_spec(tackpy_state *st, tackpy_Kernel *kp, const uint32_t *key)
 {
     PyObject *sig = signature_of(kp, key);
     if (!sig) {
@@ -367,6 +367,15 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     tack_kernel *k = PyCapsule_GetPointer(capsule, CAPSULE_NAME);
     Py_DECREF(capsule);
     if (!k) {
+        return NULL;
+    }
+    /* compile is any callable: a build of another signature would be launched over
+     * this call's arguments, and stored flags that hide a store would have let a
+     * read-only array through. Nothing is kept unless the build is the call's. */
+    tack_status status = tack_kernel_check_build(k, kp->cname, kp->nparams, kp->cparams,
+                                                 key, kp->stored);
+    if (status != TACK_OK) {
+        tackpy_raise(st, status);
         return NULL;
     }
     tack_kernel *again = find_spec(kp, key); /* another thread got there first */
@@ -432,7 +441,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
                          key + kp->nparams);
     tack_kernel *kernel = find_spec(kp, key);
-    if (!kernel && !(kernel = compile_spec(kp, key))) {
+    if (!kernel && !(kernel = compile_spec(st, kp, key))) {
         return NULL;
     }
     tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};

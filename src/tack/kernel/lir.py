@@ -365,6 +365,9 @@ class Plan:
     # the key word of each parameter (kernel.h's TACK_KERNEL_KEY_*): the layout of
     # the parameter block
     param_key: list[int] = field(default_factory=list)
+    # whether the kernel may store to each parameter: what the dispatcher's
+    # read-only and restrict checks rely on, so the build declares it
+    param_stored: list[bool] = field(default_factory=list)
     reductions: list[Reduction] = field(default_factory=list)
     split: list[Split] = field(default_factory=list)
     lane: str = "tk_u"

@@ -646,6 +646,7 @@ class Lowering:
     def plan(self) -> lir.Plan:
         plan = self._plan()
         plan.param_key = self.param_key()
+        plan.param_stored = [p in self.tk.ir.stored for p in self.tk.ir.params]
         for tf in self.tk.funcs.values():
             sub = Lowering(tf)
             plan.functions.append(sub.function())
