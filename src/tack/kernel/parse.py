@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
+import functools
 import inspect
 import math
 import textwrap
@@ -71,11 +73,11 @@ class _Parser:
         tree = ast.parse(src)
         ast.increment_lineno(tree, first - 1)
         self.tree = tree
-        closure = inspect.getclosurevars(fn) if fn.__closure__ else None
-        self.scope: dict[str, Any] = dict(builtins.__dict__)
-        self.scope.update(fn.__globals__)
-        if closure:
-            self.scope.update(closure.nonlocals)
+        # What the body's names refer to, innermost first. The module's globals are
+        # its own dict, not a copy: the IR keeps only read_name(fn, ...), so a kernel
+        # keeps no global alive (del frees it).
+        self.scope = collections.ChainMap(_nonlocals(fn), fn.__globals__,
+                                          builtins.__dict__)
         self.params: list[str] = []
         self.locals: set[str] = set()
         self.local_arrays: dict[str, tuple[tuple[int, ...], str]] = {}
@@ -153,7 +155,7 @@ class _Parser:
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
             parallel=parallel, first_use=dict(self.first_use),
-            lookup=self.lookup, file_lines=self.file_lines, result=result,
+            lookup=functools.partial(read_name, self.fn), file_lines=self.file_lines, result=result,
             reductions=reductions, local_arrays=dict(self.local_arrays))
 
     def local_array_spec(self, value: ast.expr) -> tuple[ast.Call, Any] | None:
@@ -190,16 +192,6 @@ class _Parser:
             raise self.error(stmt, f"local array '{target.id}' is created with two "
                              "shapes or dtypes")
         self.locals.discard(target.id)
-
-    def lookup(self, name: str) -> Any:
-        """A global or closure value, read now (at specialization time)."""
-        closure = inspect.getclosurevars(self.fn).nonlocals if self.fn.__closure__ \
-            else {}
-        if name in closure:
-            return closure[name]
-        if name in self.fn.__globals__:
-            return self.fn.__globals__[name]
-        return getattr(builtins, name, _MISSING)
 
     # ---- statements ------------------------------------------------------------
 
@@ -619,6 +611,21 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
             and x.id not in reductions for x in ir.subexprs(result)):
         return serial  # the value depends on the last iteration: Python's order
     return True, reductions
+
+
+def _nonlocals(fn: Callable[..., Any]) -> dict[str, Any]:
+    return inspect.getclosurevars(fn).nonlocals if fn.__closure__ else {}
+
+
+def read_name(fn: Callable[..., Any], name: str) -> Any:
+    """What a global or closure name of fn refers to now (at specialization time),
+    read from fn itself."""
+    closure = _nonlocals(fn)
+    if name in closure:
+        return closure[name]
+    if name in fn.__globals__:
+        return fn.__globals__[name]
+    return getattr(builtins, name, _MISSING)
 
 
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
