@@ -360,10 +360,13 @@ class CEmitter:
         for f in fs:
             self.lines.append(self.signature(f) + " {")
             self.ret = " 0" if f.returns is not None else ""
+            # a func may live in another file than the kernel: its #line names its own
+            self.file = c_string(f.filename or self.plan.filename)
             self.emit("(void)tk_ctx;", 1)
             self.block(f.body, 1)
             self.lines.append("}")
         self.ret = ""
+        self.file = c_string(self.plan.filename)
 
     def generate(self) -> str:
         p = self.plan

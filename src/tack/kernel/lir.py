@@ -300,6 +300,7 @@ class Function:
     returns: ScalarType | None
     params: list[Param]
     body: list[Stmt]
+    filename: str = ""  # the func's own Python file: its Line statements are in it
 
 
 @dataclass

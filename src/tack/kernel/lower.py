@@ -628,7 +628,7 @@ class Lowering:
         body += self.block(tk.body)
         if tk.returns is not None:  # a path that falls off the end gives 0
             body.append(lir.Return(lir.Cast(tk.returns, ZERO)))
-        return lir.Function(func_name(tk), tk.returns, params, body)
+        return lir.Function(func_name(tk), tk.returns, params, body, tk.ir.filename)
 
     def param_key(self) -> list[int]:
         """The key words of the parameters, as the dispatcher builds them."""
