@@ -129,3 +129,21 @@ def test_a_refused_build_is_not_kept():
     out = tack.zeros(2, dtype=tack.f32)
     k(out, 1.0)  # the call it was built for runs
     np.testing.assert_array_equal(out.numpy(), [1.0, 1.0])
+
+
+def test_repr_names_the_kernel_and_whether_its_loop_runs_in_parallel():
+    @tack.kernel
+    def serial_sum(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + x[i]  # not a reduction: Python's order
+        return s
+
+    assert repr(fill) == "<tack.kernel fill (parallel loop)>" and fill.parallel is True
+    assert repr(serial_sum) == "<tack.kernel serial_sum (serial)>"
+    assert serial_sum.parallel is False
+    bare = Kernel("bare", (), (), fill.compile)
+    assert repr(bare) == "<tack.kernel bare>" and bare.parallel is None
+    assert Kernel("k", (), (), fill.compile, parallel=0).parallel is False
+    with pytest.raises(TypeError):
+        Kernel("k", (), (), fill.compile, None, True)  # parallel is keyword-only

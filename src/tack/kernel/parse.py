@@ -116,9 +116,16 @@ class _Parser:
             raise self.error(
                 fdef, "kernel parameters are plain positional names: no defaults, "
                 "*args, **kwargs, keyword-only or positional-only markers")
-        if fdef.returns is not None:
+        annotated_none = isinstance(fdef.returns, ast.Constant) and \
+            fdef.returns.value is None
+        if fdef.returns is not None and not annotated_none:
             raise self.error(fdef, "kernel types are inferred: drop the return "
                              "annotation")
+        if annotated_none:
+            for node in ast.walk(fdef):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    raise self.error(node, f"'{self.name}' is annotated -> None but "
+                                     "returns a value; drop the annotation")
         self.params = [p.arg for p in a.args]
         for stmt in ast.walk(fdef):
             if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -266,6 +273,8 @@ class _Parser:
                 call = self.expr(node.value)
                 assert isinstance(call, ir.FuncCall)
                 return ir.CallStmt(line, call)
+            if isinstance(node.value, ast.Call):
+                self.expr(node.value)  # a call a kernel cannot make says why
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
         if isinstance(node, ast.Return) and self.func:
@@ -471,6 +480,9 @@ class _Parser:
             return ir.Shape(line, node.args[0].id, 0)
         if isinstance(target, Func):
             return self.func_call(node, target)
+        if target is builtins.print:
+            raise self.error(node, "printing is not supported in kernels: store the "
+                             "value to an array (or return it) and print it in Python")
         b = kbuiltins.lookup(target) if target is not None else None
         if b is None:
             src = ast.unparse(node.func)
