@@ -41,6 +41,16 @@ is_numpy_float32(PyObject *obj)
     return strcmp(name, "numpy.float32") == 0 || strcmp(name, "numpy.float16") == 0;
 }
 
+/* NumPy's complex scalars that are not Python complex subclasses (complex128 is):
+ * float() of one drops its imaginary part with only a warning. */
+static bool
+is_numpy_complex(PyObject *obj)
+{
+    const char *name = Py_TYPE(obj)->tp_name;
+    return strcmp(name, "numpy.complex64") == 0 ||
+           strcmp(name, "numpy.clongdouble") == 0;
+}
+
 typedef struct {
     PyObject_HEAD vectorcallfunc vectorcall;
     PyObject *dict;
@@ -52,7 +62,8 @@ typedef struct {
     const char **cparams; /* PyMem; Borrowed strings: UTF-8 of params */
     bool *stored;         /* PyMem; stored[k]: the kernel may store to parameter k */
     int nparams;
-    int debug; /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
+    int debug;    /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
+    int parallel; /* whether the outer loop runs in parallel; -1: not said */
     int nspecs, cap;
     uint32_t *keys;        /* PyMem; nspecs rows of nparams + KEY_TAIL words */
     tack_kernel **kernels; /* PyMem; nspecs; Borrowed: live for the process */
@@ -65,15 +76,19 @@ typedef struct {
 static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"name", "params", "stored", "compile", "debug", NULL};
-    PyObject *name, *params, *stored, *compile, *debug = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O|O:Kernel", kw, &name,
+    static char *kw[] = {"name",  "params",   "stored", "compile",
+                         "debug", "parallel", NULL};
+    PyObject *name, *params, *stored, *compile, *debug = Py_None, *parallel = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O|O$O:Kernel", kw, &name,
                                      &PyTuple_Type, &params, &PyTuple_Type, &stored,
-                                     &compile, &debug)) {
+                                     &compile, &debug, &parallel)) {
         return NULL;
     }
-    int debug_mode = -1;
+    int debug_mode = -1, parallel_loop = -1;
     if (debug != Py_None && (debug_mode = PyObject_IsTrue(debug)) < 0) {
+        return NULL;
+    }
+    if (parallel != Py_None && (parallel_loop = PyObject_IsTrue(parallel)) < 0) {
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(params);
@@ -93,6 +108,7 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->params = Py_NewRef(params);
     self->nparams = (int)n;
     self->debug = debug_mode;
+    self->parallel = parallel_loop;
     self->cname = PyUnicode_AsUTF8(name);
     self->cparams = PyMem_Calloc((size_t)n + 1, sizeof(char *));
     self->stored = PyMem_Calloc((size_t)n + 1, sizeof(bool));
@@ -277,14 +293,26 @@ read_arg(tackpy_state *st, tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *ke
         arg->i = v;
         return 0;
     }
-    if (PyNumber_Check(obj) && !PyComplex_Check(obj)) {
+    if (PyNumber_Check(obj) && !PyComplex_Check(obj) && !is_numpy_complex(obj)) {
         double v = PyFloat_AsDouble(obj); /* NumPy float32 and friends */
-        if (v == -1.0 && PyErr_Occurred()) {
+        if (!(v == -1.0 && PyErr_Occurred())) {
+            *key = is_numpy_float32(obj) ? KEY_FLOAT32 : KEY_FLOAT;
+            arg->f = v;
+            return 0;
+        }
+        /* np.timedelta64, np.datetime64: numbers without a real value (TypeError) get
+         * the message below; any other failure is the object's own. */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
             return -1;
         }
-        *key = is_numpy_float32(obj) ? KEY_FLOAT32 : KEY_FLOAT;
-        arg->f = v;
-        return 0;
+        PyErr_Clear();
+    }
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "kernel '%s': argument '%s' is a %s; wrap it with tack.array(x) "
+                     "to pass its values as an array",
+                     kp->cname, kp->cparams[k], PyList_Check(obj) ? "list" : "tuple");
+        return -1;
     }
     PyErr_Format(PyExc_TypeError,
                  "kernel '%s': argument '%s' must be a tack.Array, an int, a float or "
@@ -349,9 +377,9 @@ find_spec(tackpy_Kernel *kp, const uint32_t *key)
 
 /* A miss: the front end compiles the specialization for the key's backend (it raises
  * KernelError, CompileError or TypeError, again on every later call with the same
- * key). */
+ * key); the build is kept only once the runtime has checked it against the call. */
 static tack_kernel *
-compile_spec(tackpy_Kernel *kp, const uint32_t *key)
+compile_spec(tackpy_state *st, tackpy_Kernel *kp, const uint32_t *key)
 {
     PyObject *sig = signature_of(kp, key);
     if (!sig) {
@@ -367,6 +395,15 @@ compile_spec(tackpy_Kernel *kp, const uint32_t *key)
     tack_kernel *k = PyCapsule_GetPointer(capsule, CAPSULE_NAME);
     Py_DECREF(capsule);
     if (!k) {
+        return NULL;
+    }
+    /* compile is any callable: a build of another signature would be launched over
+     * this call's arguments, and stored flags that hide a store would have let a
+     * read-only array through. Nothing is kept unless the build is the call's. */
+    tack_status status = tack_kernel_check_build(k, kp->cname, kp->nparams, kp->cparams,
+                                                 key, kp->stored);
+    if (status != TACK_OK) {
+        tackpy_raise(st, status);
         return NULL;
     }
     tack_kernel *again = find_spec(kp, key); /* another thread got there first */
@@ -432,7 +469,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
                          key + kp->nparams);
     tack_kernel *kernel = find_spec(kp, key);
-    if (!kernel && !(kernel = compile_spec(kp, key))) {
+    if (!kernel && !(kernel = compile_spec(st, kp, key))) {
         return NULL;
     }
     tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
@@ -469,10 +506,30 @@ kernel_get_nspecs(PyObject *self, void *c)
     return PyLong_FromLong(((tackpy_Kernel *)self)->nspecs);
 }
 
+static PyObject *
+kernel_get_parallel(PyObject *self, void *c)
+{
+    (void)c;
+    int parallel = ((tackpy_Kernel *)self)->parallel;
+    return parallel < 0 ? Py_NewRef(Py_None) : PyBool_FromLong(parallel);
+}
+
+static PyObject *
+kernel_repr(PyObject *self)
+{
+    const tackpy_Kernel *kp = (const tackpy_Kernel *)self;
+    const char *how = kp->parallel > 0    ? " (parallel loop)"
+                      : kp->parallel == 0 ? " (serial)"
+                                          : "";
+    return PyUnicode_FromFormat("<tack.kernel %U%s>", kp->name, how);
+}
+
 static PyGetSetDef kernel_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
     {"_nspecializations", kernel_get_nspecs, NULL,
      "How many specializations this kernel has compiled or loaded.", NULL},
+    {"parallel", kernel_get_parallel, NULL,
+     "Whether the kernel's outer loop runs in parallel (None: not said).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -503,17 +560,20 @@ kernel_init_vectorcall(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static PyType_Slot kernel_slots[] = {
     {Py_tp_new, kernel_init_vectorcall},
     {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_repr, kernel_repr},
     {Py_tp_getset, kernel_getset},
     {Py_tp_members, kernel_members},
     {Py_tp_traverse, kernel_traverse},
     {Py_tp_clear, kernel_clear},
     {Py_tp_dealloc, kernel_dealloc},
     {Py_tp_doc,
-     "Kernel(name, params, stored, compile, debug=None)\n--\n\n"
+     "Kernel(name, params, stored, compile, debug=None, *, parallel=None)\n--\n\n"
      "A compiled kernel: what @tack.kernel returns. Calling it launches the kernel; "
      "compile(signature, debug, backend) is called once per new argument signature, "
-     "debug mode and backend (a DLPack device type). debug=None reads TACK_DEBUG at "
-     "each call."},
+     "debug mode and backend (a DLPack device type), and what it returns runs only "
+     "if it is the build of that call. stored: per parameter, whether the kernel "
+     "stores to it. debug=None reads TACK_DEBUG at each call. parallel: whether the "
+     "outer loop runs in parallel, for repr (None: not said)."},
     {0, NULL},
 };
 

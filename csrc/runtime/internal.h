@@ -245,8 +245,11 @@ struct tack_kernel {
     const char *filename;      /* its Python file (Borrowed: the backend's) */
     int nparams;               /* parameters, and their key words (Borrowed: the */
     const uint32_t *param_key; /* backend's), which fix the parameter block */
-    int result_kind;           /* a tack_kernel_result_kind */
-    void *impl;                /* the backend's own part (the CPU: tack__cpu_kernel) */
+    /* Borrowed: the backend's; nparams flags, non-zero where the kernel may store to
+     * the parameter; NULL: it may store to every array parameter. */
+    const unsigned char *param_stored;
+    int result_kind; /* a tack_kernel_result_kind */
+    void *impl;      /* the backend's own part (the CPU: tack__cpu_kernel) */
 };
 
 /* The CPU backend's part of a kernel (jit.c builds it, launch.c runs it). */

@@ -213,6 +213,7 @@ tack__kernel_optional(tack__cpu_kernel *k, void *handle)
     memcpy(&k->finish, &finish, sizeof finish);
     k->pub.nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
     k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
+    k->pub.param_stored = dlsym(handle, "tack_kernel_param_stored");
     const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
     const int *kind = dlsym(handle, "tack_kernel_result_kind");
     k->partial_size = partial && *partial > 0 ? *partial : 0; /* bounded by jit.c */

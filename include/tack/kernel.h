@@ -31,6 +31,9 @@
  *
  * and may export
  *
+ *   const unsigned char tack_kernel_param_stored[];  per parameter, 1 where the
+ *       kernel may store to it (absent: it may store to every array parameter);
+ *       tack_kernel_check_build compares it with a dispatcher's stored flags
  *   const int tack_kernel_result_kind;     a TACK_KERNEL_RESULT_* (absent: none); a
  *       serial kernel's body stores its returned value in ctx->result_i/result_f
  *   const int64_t tack_kernel_partial_size;  bytes of one chunk's reduction partials
@@ -218,6 +221,24 @@ TACK_API size_t tack_kernel_params_size(int nparams, const uint32_t *key);
 /* Packs args into block (tack_kernel_params_size(nparams, key) bytes, 8-aligned). */
 TACK_API void tack_kernel_params_pack(int nparams, const uint32_t *key,
                                       const tack_kernel_arg *args, void *block);
+
+/*
+ * Checks, before a dispatcher keeps or launches k for a call, that k is the build of
+ * that call: key holds the call's nparams argument words and then the two words of
+ * tack_kernel_key_tail. k must take nparams parameters with the same key words and
+ * belong to the backend key names (a build of another signature or backend would
+ * read and write past its arguments: TACK_ERR_BAD_TYPE); and stored[k], the flags
+ * the dispatcher's read-only and restrict checks used, must say exactly which
+ * parameters k may store to (TACK_ERR_INVALID_ARGUMENT: a hidden store would write
+ * to a read-only array). The debug word is not a fact of the build and is not
+ * compared. The messages name the kernel and the parameter. NULL k, kernel_name or
+ * key, NULL param_names or stored with nparams > 0, and nparams outside
+ * 0..TACK_KERNEL_MAX_PARAMS are TACK_ERR_INVALID_ARGUMENT.
+ */
+TACK_API tack_status tack_kernel_check_build(const tack_kernel *k,
+                                             const char *kernel_name, int nparams,
+                                             const char *const *param_names,
+                                             const uint32_t *key, const bool *stored);
 
 /*
  * Whether the arrays of one launch keep the promise of a restrict body: no array

@@ -165,8 +165,12 @@ class Kernel:
         stored: tuple[builtins.bool, ...],
         compile: Any,
         debug: builtins.bool | None = None,
+        *,
+        parallel: builtins.bool | None = None,
     ) -> Kernel: ...
     __wrapped__: Any
+    @property
+    def parallel(self) -> builtins.bool | None: ...
     @property
     def name(self) -> str: ...
     @property

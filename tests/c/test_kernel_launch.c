@@ -348,6 +348,66 @@ TACK_TEST(specialization_key_words_come_from_the_runtime)
     tack_device_release(cpu);
 }
 
+/* The double kernel's parameters with a stored table that says it stores to neither,
+ * and a body that does nothing. */
+static const char declared_kernel_source[] = KERNEL_TEST_PARAMS
+    "E const unsigned char tack_kernel_param_stored[] = {0, 0};\n"
+    "E int64_t tack_kernel_trips(const void *v, tk_ctx *c) { (void)v; (void)c;"
+    " return -1; }\n"
+    "E void tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    (void)b; (void)e; (void)v; (void)c; }\n";
+
+TACK_TEST(a_build_is_checked_against_the_call_it_would_run)
+{
+    tack_kernel *k = build_double(); /* out (float64, 1-d), n (int); no stored table */
+    const char *names[2] = {"out", "n"};
+    uint32_t key[4] = {TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_FLOAT64 << 8 | 1u,
+                       TACK_KERNEL_KEY_INT, 1, kDLCPU}; /* debug 1: not compared */
+    bool stored[2] = {true, false}; /* without a table: every array is stored */
+    CHECK_OK(tack_kernel_check_build(k, "double", 2, names, key, stored));
+    bool hidden[2] = {false, false};
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, key, hidden),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tack_last_error(), "'double'") && strstr(tack_last_error(), "'out'"));
+    bool claimed[2] = {true, true};
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, key, claimed),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tack_last_error(), "'n'") != NULL);
+    uint32_t wide[4] = {TACK_KERNEL_KEY_ARRAY | (uint32_t)TACK_INT8 << 8 | 3u,
+                        TACK_KERNEL_KEY_INT, 0, kDLCPU};
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, wide, stored),
+                 TACK_ERR_BAD_TYPE);
+    CHECK(strstr(tack_last_error(), "a float64 array of 1 dimension") &&
+          strstr(tack_last_error(), "an int8 array of 3 dimensions"));
+    uint32_t scalar[4] = {key[0], TACK_KERNEL_KEY_FLOAT, 0, kDLCPU};
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, scalar, stored),
+                 TACK_ERR_BAD_TYPE);
+    CHECK(strstr(tack_last_error(), "'n'") && strstr(tack_last_error(), "a float"));
+    uint32_t gpu[4] = {key[0], key[1], 0, kDLCUDA};
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, gpu, stored),
+                 TACK_ERR_BAD_TYPE);
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 1, names, key, stored),
+                 TACK_ERR_BAD_TYPE);
+    CHECK_STATUS(tack_kernel_check_build(NULL, "double", 2, names, key, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, NULL, key, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, NULL, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 2, names, key, NULL),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(tack_kernel_check_build(k, "double", 65, names, key, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+    /* A build that says what it stores to is held to its own table. */
+    tack_kernel *declared;
+    char *log;
+    CHECK_OK(
+        tack_kernel_build("declared", "t.py", declared_kernel_source, &declared, &log));
+    CHECK_OK(tack_kernel_check_build(declared, "declared", 2, names, key, hidden));
+    CHECK_STATUS(tack_kernel_check_build(declared, "declared", 2, names, key, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+}
+
 /* A reduction in the generated-code ABI: the sum of a float64 array, one partial per
  * chunk, folded by finish. */
 static const char sum_kernel_source[] =

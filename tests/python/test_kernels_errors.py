@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +241,92 @@ def test_cache_dir_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
     entries = sorted(p.suffix for p in cache.iterdir())
     assert entries == [".meta", ".so"]
+
+
+@pytest.mark.parametrize("value", [
+    np.timedelta64(5, "s"), np.datetime64("2020-01-01"), np.complex64(1 + 2j),
+    np.clongdouble(1 + 2j),
+], ids=lambda v: type(v).__name__)
+def test_numpy_scalars_that_are_not_real_numbers_get_the_kernels_message(value):
+    @tack.kernel
+    def fill(out, v):
+        for i in range(out.shape[0]):
+            out[i] = v
+
+    out = tack.zeros(2, dtype=tack.f64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning: nothing is converted
+        with pytest.raises(TypeError) as info:
+            fill(out, value)
+    msg = str(info.value)
+    assert msg.startswith("kernel 'fill': argument 'v' must be a tack.Array, an int, "
+                          "a float or a bool, not numpy.")
+    assert type(value).__name__ in msg
+    assert out.numpy().tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("value", [[1.0, 2.0], (1, 2)], ids=["list", "tuple"])
+def test_a_list_argument_says_to_wrap_it_with_tack_array(value):
+    @tack.kernel
+    def head(x, out):
+        out[0] = x[0]
+
+    kind = type(value).__name__
+    out = tack.zeros(1, dtype=tack.f64)
+    with pytest.raises(TypeError, match=rf"kernel 'head': argument 'x' is a {kind}; "
+                       r"wrap it with tack\.array\(x\)"):
+        head(value, out)
+    head(tack.array(value, dtype=tack.f64), out)
+    assert out.numpy().tolist() == [1.0]
+
+
+def test_print_in_a_kernel_says_printing_is_not_supported():
+    def statement(out):
+        print(out[0])  # marker: print statement
+
+    def value(out):
+        out[0] = print(1)  # marker: print value
+
+    for fn, marker in [(statement, "print statement"), (value, "print value")]:
+        err = kernel_error(fn)
+        assert err.lineno == line_of(marker)
+        assert "printing is not supported in kernels" in str(err)
+
+
+def test_a_kernel_annotated_none_is_accepted():
+    @tack.kernel
+    def fill(out: tack.Array) -> None:  # parameter annotations are ignored
+        for i in range(out.shape[0]):
+            out[i] = 2.0
+
+    out = tack.zeros(2)
+    fill(out)
+    assert out.numpy().tolist() == [2.0, 2.0]
+
+    @tack.func
+    def store(out, i) -> None:
+        out[i] = 3.0
+
+    @tack.kernel
+    def by_func(out) -> None:
+        for i in range(out.shape[0]):
+            store(out, i)
+
+    by_func(out)
+    assert out.numpy().tolist() == [3.0, 3.0]
+
+
+def test_other_return_annotations_are_refused():
+    def returns_none_but_a_value(x) -> None:
+        return x  # marker: none but value
+
+    err = kernel_error(returns_none_but_a_value)
+    assert err.lineno == line_of("none but value")
+    assert "-> None" in str(err)
+
+    def annotated_float(x) -> float:  # marker: float annotation
+        return x
+
+    err = kernel_error(annotated_float)
+    assert err.lineno == line_of("float annotation")
+    assert "drop the return annotation" in str(err)

@@ -4,14 +4,19 @@ and store to arrays; recursion is a KernelError naming the cycle."""
 
 from __future__ import annotations
 
+import importlib
 import math
+import os
+import shlex
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from kernel_helpers import check_both, private_kernel_cache, read_only  # noqa: F401
 
 import tack
-from tack.kernel import generate_source
+from tack.kernel import generate_cuda, generate_source
 
 
 @tack.func
@@ -164,3 +169,89 @@ def test_func_in_a_reduction_and_debug_mode():
     assert past(tack.array(x), 10) == 45.0
     with pytest.raises(IndexError):
         past(tack.array(x), 11)
+
+
+FUNCS_FILE = '''
+import tack
+
+
+@tack.func
+def doubled(a, i):
+    x = a[i] * 2.0
+    return x
+
+
+@tack.func
+def broken(a, i):
+    return a[i] + not_a_number
+'''
+
+CALLER_FILE = '''
+import tack
+from {funcs} import broken, doubled
+
+
+@tack.kernel
+def twice(a, out):
+    for i in range(out.shape[0]):
+        out[i] = doubled(a, i)
+
+
+@tack.kernel
+def uses_broken(a, out):
+    for i in range(out.shape[0]):
+        out[i] = broken(a, i)
+'''
+
+
+def import_pair(tmp_path, monkeypatch):
+    """A module of funcs and a module of kernels calling them, in two files."""
+    tag = abs(hash(str(tmp_path)))
+    funcs_name, caller_name = f"funcs_{tag}", f"caller_{tag}"
+    (tmp_path / f"{funcs_name}.py").write_text(FUNCS_FILE)
+    (tmp_path / f"{caller_name}.py").write_text(CALLER_FILE.format(funcs=funcs_name))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    caller = importlib.import_module(caller_name)
+    for name in (funcs_name, caller_name):
+        del sys.modules[name]
+    return (caller, str(tmp_path / f"{funcs_name}.py"),
+            str(tmp_path / f"{caller_name}.py"))
+
+
+SIG = (("array", "float64", 1), ("array", "float64", 1))
+
+
+def test_func_of_another_file_keeps_its_file_in_errors_and_line_directives(
+        tmp_path, monkeypatch):
+    caller, funcs_file, caller_file = import_pair(tmp_path, monkeypatch)
+    with pytest.raises(tack.KernelError, match="not_a_number") as info:
+        generate_source(caller.uses_broken, SIG)
+    assert (info.value.filename, info.value.lineno) == (funcs_file, 13)
+    src = generate_source(caller.twice, SIG)
+    directives = [ln for ln in src.splitlines() if ln.startswith("#line ")]
+    def lines_in(path):
+        return {int(d.split(" ", 2)[1]) for d in directives if d.endswith(f'"{path}"')}
+
+    assert lines_in(funcs_file) == {7, 8}  # x = a[i] * 2.0; return x
+    assert 9 in lines_in(caller_file)  # out[i] = doubled(a, i)
+    assert all(d.endswith((f'"{funcs_file}"', f'"{caller_file}"')) for d in directives)
+    cuda = generate_cuda(caller.twice, SIG).source  # the same directives for NVRTC
+    assert f'#line 7 "{funcs_file}"' in cuda.splitlines()
+    out = tack.zeros(3, dtype=tack.f64)
+    caller.twice(tack.array(np.arange(3.0)), out)
+    assert out.numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_compiler_messages_for_a_func_of_another_file_name_that_file(
+        tmp_path, monkeypatch):
+    caller, funcs_file, _ = import_pair(tmp_path, monkeypatch)
+    src = generate_source(caller.twice, SIG)
+    directive = f'#line 7 "{funcs_file}"'
+    # A line the compiler complains about, just after the func body's directive.
+    src = src.replace(directive, directive + "\n#warning from the func body", 1)
+    c_file = tmp_path / "k.c"
+    c_file.write_text(src)
+    cc = shlex.split(os.environ.get("CC") or "cc")
+    res = subprocess.run([*cc, "-fsyntax-only", "-std=c11", str(c_file)],
+                         capture_output=True, text=True)
+    assert f"{funcs_file}:7" in res.stderr, res.stderr

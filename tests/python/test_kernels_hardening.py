@@ -190,3 +190,54 @@ def test_int_of_float_truncates_and_saturates(dtype):
             want.append(max(-(2**63), min(2**63 - 1, int(v))))
     assert out.numpy().tolist() == want
     assert stored.numpy().tolist() == want
+
+
+GLOBALS_FILE = '''
+import producer
+
+import tack
+
+SCALE = 2.0
+big = tack.from_dlpack(producer.load().make((1 << 16,)))  # a global no kernel reads
+
+
+@tack.func
+def scaled(x):
+    return x * SCALE
+
+
+@tack.kernel
+def fill(out):
+    for i in range(out.shape[0]):
+        out[i] = SCALE * i
+
+
+@tack.kernel
+def fill_by_func(out):
+    for i in range(out.shape[0]):
+        out[i] = scaled(i)
+'''
+
+
+def test_kernels_and_funcs_keep_no_module_global_alive(tmp_path: Path):
+    import gc
+
+    import producer
+
+    cp = producer.load()
+    made, deleted = cp.counts()
+    mod = load_module(tmp_path / "globals_kernel.py", GLOBALS_FILE)
+    assert cp.counts() == (made + 1, deleted)
+    out = tack.zeros(3, dtype=tack.f64)
+    mod.fill(out)
+    mod.fill_by_func(out)
+    del mod.big
+    gc.collect()
+    assert cp.counts() == (made + 1, deleted + 1)  # the producer's deleter ran
+    # Globals are still read when a specialization compiles, not before.
+    mod.SCALE = 3.0
+    out32 = tack.zeros(3, dtype=tack.f32)
+    mod.fill(out32)
+    mod.fill_by_func(out)
+    assert out32.numpy().tolist() == [0.0, 3.0, 6.0]
+    assert out.numpy().tolist() == [0.0, 2.0, 4.0]  # a known specialization

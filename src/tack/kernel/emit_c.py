@@ -215,8 +215,9 @@ class CEmitter:
     # ---- the kernel -------------------------------------------------------------------
 
     def params_block(self) -> None:
-        """The parameter block's struct (kernel.h: 8-byte fields, no padding) and
-        the key words that give the runtime its layout."""
+        """The parameter block's struct (kernel.h: 8-byte fields, no padding), the
+        key words that give the runtime its layout and the parameters the kernel
+        stores to (the dispatcher checks both against the call)."""
         p = self.plan
         fields = []
         for k, word in enumerate(p.param_key):
@@ -231,6 +232,9 @@ class CEmitter:
         self.lines.append(f"TK_EXPORT const int tack_kernel_nparams = {len(p.param_key)};")
         words = ", ".join(f"{w}u" for w in p.param_key) or "0u"
         self.lines.append(f"TK_EXPORT const uint32_t tack_kernel_param_key[] = {{{words}}};")
+        flags = ", ".join("1" if s else "0" for s in p.param_stored) or "0"
+        self.lines.append(f"TK_EXPORT const unsigned char tack_kernel_param_stored[] = "
+                          f"{{{flags}}};")
 
     def unpack(self, depth: int = 1) -> None:
         self.emit("const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;",
@@ -356,10 +360,13 @@ class CEmitter:
         for f in fs:
             self.lines.append(self.signature(f) + " {")
             self.ret = " 0" if f.returns is not None else ""
+            # a func may live in another file than the kernel: its #line names its own
+            self.file = c_string(f.filename or self.plan.filename)
             self.emit("(void)tk_ctx;", 1)
             self.block(f.body, 1)
             self.lines.append("}")
         self.ret = ""
+        self.file = c_string(self.plan.filename)
 
     def generate(self) -> str:
         p = self.plan

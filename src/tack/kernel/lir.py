@@ -301,6 +301,7 @@ class Function:
     returns: ScalarType | None
     params: list[Param]
     body: list[Stmt]
+    filename: str = ""  # the func's own Python file: its Line statements are in it
 
 
 @dataclass
@@ -380,6 +381,9 @@ class Plan:
     # the key word of each parameter (kernel.h's TACK_KERNEL_KEY_*): the layout of
     # the parameter block
     param_key: list[int] = field(default_factory=list)
+    # whether the kernel may store to each parameter: what the dispatcher's
+    # read-only and restrict checks rely on, so the build declares it
+    param_stored: list[bool] = field(default_factory=list)
     reductions: list[Reduction] = field(default_factory=list)
     split: list[Split] = field(default_factory=list)
     lane: str = "tk_u"

@@ -628,7 +628,7 @@ class Lowering:
         body += self.block(tk.body)
         if tk.returns is not None:  # a path that falls off the end gives 0
             body.append(lir.Return(lir.Cast(tk.returns, ZERO)))
-        return lir.Function(func_name(tk), tk.returns, params, body)
+        return lir.Function(func_name(tk), tk.returns, params, body, tk.ir.filename)
 
     def param_key(self) -> list[int]:
         """The key words of the parameters, as the dispatcher builds them."""
@@ -646,6 +646,7 @@ class Lowering:
     def plan(self) -> lir.Plan:
         plan = self._plan()
         plan.param_key = self.param_key()
+        plan.param_stored = [p in self.tk.ir.stored for p in self.tk.ir.params]
         for tf in self.tk.funcs.values():
             sub = Lowering(tf)
             plan.functions.append(sub.function())

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
+import functools
 import inspect
 import math
 import textwrap
@@ -75,11 +77,11 @@ class _Parser:
         tree = ast.parse(src)
         ast.increment_lineno(tree, first - 1)
         self.tree = tree
-        closure = inspect.getclosurevars(fn) if fn.__closure__ else None
-        self.scope: dict[str, Any] = dict(builtins.__dict__)
-        self.scope.update(fn.__globals__)
-        if closure:
-            self.scope.update(closure.nonlocals)
+        # What the body's names refer to, innermost first. The module's globals are
+        # its own dict, not a copy: the IR keeps only read_name(fn, ...), so a kernel
+        # keeps no global alive (del frees it).
+        self.scope = collections.ChainMap(_nonlocals(fn), fn.__globals__,
+                                          builtins.__dict__)
         self.params: list[str] = []
         self.locals: set[str] = set()
         self.local_arrays: dict[str, tuple[tuple[int, ...], str]] = {}
@@ -118,9 +120,16 @@ class _Parser:
             raise self.error(
                 fdef, "kernel parameters are plain positional names: no defaults, "
                 "*args, **kwargs, keyword-only or positional-only markers")
-        if fdef.returns is not None:
+        annotated_none = isinstance(fdef.returns, ast.Constant) and \
+            fdef.returns.value is None
+        if fdef.returns is not None and not annotated_none:
             raise self.error(fdef, "kernel types are inferred: drop the return "
                              "annotation")
+        if annotated_none:
+            for node in ast.walk(fdef):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    raise self.error(node, f"'{self.name}' is annotated -> None but "
+                                     "returns a value; drop the annotation")
         self.params = [p.arg for p in a.args]
         for stmt in ast.walk(fdef):
             if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -167,7 +176,7 @@ class _Parser:
             name=self.name, filename=self.filename, params=self.params, body=stmts,
             array_params=set(self.array_params), stored=set(self.stored),
             parallel=parallel, first_use=dict(self.first_use),
-            lookup=self.lookup, file_lines=self.file_lines, result=result,
+            lookup=functools.partial(read_name, self.fn), file_lines=self.file_lines, result=result,
             reductions=reductions, local_arrays=dict(self.local_arrays))
 
     def local_array_spec(self, value: ast.expr) -> tuple[ast.Call, Any] | None:
@@ -204,16 +213,6 @@ class _Parser:
             raise self.error(stmt, f"local array '{target.id}' is created with two "
                              "shapes or dtypes")
         self.locals.discard(target.id)
-
-    def lookup(self, name: str) -> Any:
-        """A global or closure value, read now (at specialization time)."""
-        closure = inspect.getclosurevars(self.fn).nonlocals if self.fn.__closure__ \
-            else {}
-        if name in closure:
-            return closure[name]
-        if name in self.fn.__globals__:
-            return self.fn.__globals__[name]
-        return getattr(builtins, name, _MISSING)
 
     # ---- statements ------------------------------------------------------------
 
@@ -288,6 +287,8 @@ class _Parser:
                 call = self.expr(node.value)
                 assert isinstance(call, ir.FuncCall)
                 return ir.CallStmt(line, call)
+            if isinstance(node.value, ast.Call):
+                self.expr(node.value)  # a call a kernel cannot make says why
             raise self.error(node, "an expression statement has no effect in a kernel; "
                              "assign its value to a local or an array element")
         if isinstance(node, ast.Return) and self.func:
@@ -493,6 +494,9 @@ class _Parser:
             return ir.Shape(line, node.args[0].id, 0)
         if isinstance(target, Func):
             return self.func_call(node, target)
+        if target is builtins.print:
+            raise self.error(node, "printing is not supported in kernels: store the "
+                             "value to an array (or return it) and print it in Python")
         b = kbuiltins.lookup(target) if target is not None else None
         if b is None:
             src = ast.unparse(node.func)
@@ -682,6 +686,21 @@ def check_prelude_reads(body: list[ir.Stmt], params: list[str],
                     raise error(s.line, f"'{x.id}' is read before it is assigned: only "
                                 f"the loop at line {loop.line} assigns it (Python "
                                 "raises UnboundLocalError here)")
+
+
+def _nonlocals(fn: Callable[..., Any]) -> dict[str, Any]:
+    return inspect.getclosurevars(fn).nonlocals if fn.__closure__ else {}
+
+
+def read_name(fn: Callable[..., Any], name: str) -> Any:
+    """What a global or closure name of fn refers to now (at specialization time),
+    read from fn itself."""
+    closure = _nonlocals(fn)
+    if name in closure:
+        return closure[name]
+    if name in fn.__globals__:
+        return fn.__globals__[name]
+    return getattr(builtins, name, _MISSING)
 
 
 def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
