@@ -342,6 +342,24 @@ TACK_TEST(null_args_kernel_launch)
     CHECK_EQ_INT(tack_kernel_dlpack_type(NULL), 0);
 }
 
+TACK_TEST(null_args_kernel_check_build)
+{
+    fresh_cache_dir();
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("double", "t.py", double_kernel_source, &k, &log));
+    const char *names[2] = {"out", "fail_at"};
+    const uint32_t key[4] = {0x10b01u, 1u, 0u, kDLCPU};
+    const bool stored[2] = {true, false};
+    CHECK_OK(tack_kernel_check_build(k, "double", 2, names, key, stored));
+    CHECK_INVALID(tack_kernel_check_build(NULL, "double", 2, names, key, stored));
+    CHECK_INVALID(tack_kernel_check_build(k, NULL, 2, names, key, stored));
+    CHECK_INVALID(tack_kernel_check_build(k, "double", 2, NULL, key, stored));
+    CHECK_INVALID(tack_kernel_check_build(k, "double", 2, names, NULL, stored));
+    CHECK_INVALID(tack_kernel_check_build(k, "double", 2, names, key, NULL));
+    tack_kernel_release(k);
+}
+
 TACK_TEST(null_args_kernel_build_for)
 {
     tack_kernel *k = NULL;
