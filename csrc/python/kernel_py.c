@@ -61,6 +61,8 @@ typedef struct {
     const char *cname;    /* Borrowed: UTF-8 of name */
     const char **cparams; /* PyMem; Borrowed strings: UTF-8 of params */
     bool *stored;         /* PyMem; stored[k]: the kernel may store to parameter k */
+    bool *read_first;     /* PyMem; read_first[k]: read before the parallel loop */
+    bool any_read_first;
     int nparams;
     int debug;    /* debug= as 0 or 1; -1: TACK_DEBUG at each call */
     int parallel; /* whether the outer loop runs in parallel; -1: not said */
@@ -76,12 +78,14 @@ typedef struct {
 static PyObject *
 kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = {"name",  "params",   "stored", "compile",
-                         "debug", "parallel", NULL};
+    static char *kw[] = {"name",  "params",   "stored",     "compile",
+                         "debug", "parallel", "read_first", NULL};
     PyObject *name, *params, *stored, *compile, *debug = Py_None, *parallel = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O|O$O:Kernel", kw, &name,
+    PyObject *read_first = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UO!O!O|O$OO!:Kernel", kw, &name,
                                      &PyTuple_Type, &params, &PyTuple_Type, &stored,
-                                     &compile, &debug, &parallel)) {
+                                     &compile, &debug, &parallel, &PyTuple_Type,
+                                     &read_first)) {
         return NULL;
     }
     int debug_mode = -1, parallel_loop = -1;
@@ -92,9 +96,11 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Py_ssize_t n = PyTuple_GET_SIZE(params);
-    if (n > TACK_KERNEL_MAX_PARAMS || PyTuple_GET_SIZE(stored) != n) {
+    if (n > TACK_KERNEL_MAX_PARAMS || PyTuple_GET_SIZE(stored) != n ||
+        (read_first && PyTuple_GET_SIZE(read_first) != n)) {
         PyErr_Format(PyExc_ValueError,
-                     "a kernel takes at most %d parameters, with one stored flag each",
+                     "a kernel takes at most %d parameters, with one stored flag (and "
+                     "one read_first flag) each",
                      TACK_KERNEL_MAX_PARAMS);
         return NULL;
     }
@@ -112,7 +118,8 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->cname = PyUnicode_AsUTF8(name);
     self->cparams = PyMem_Calloc((size_t)n + 1, sizeof(char *));
     self->stored = PyMem_Calloc((size_t)n + 1, sizeof(bool));
-    if (!self->cname || !self->cparams || !self->stored) {
+    self->read_first = PyMem_Calloc((size_t)n + 1, sizeof(bool));
+    if (!self->cname || !self->cparams || !self->stored || !self->read_first) {
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
@@ -128,6 +135,13 @@ kernel_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             return NULL;
         }
         self->stored[k] = truth;
+        int first = read_first ? PyObject_IsTrue(PyTuple_GET_ITEM(read_first, k)) : 0;
+        if (first < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        self->read_first[k] = first;
+        self->any_read_first |= first != 0;
     }
     return (PyObject *)self;
 }
@@ -167,6 +181,7 @@ kernel_dealloc(PyObject *self)
     Py_CLEAR(kp->params);
     PyMem_Free(kp->cparams);
     PyMem_Free(kp->stored);
+    PyMem_Free(kp->read_first);
     PyMem_Free(kp->keys);
     PyMem_Free(kp->kernels);
     tp->tp_free(self);
@@ -466,6 +481,16 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }
+    unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
+                         ? TACK_KERNEL_NOALIAS
+                         : 0;
+    if (!flags && kp->any_read_first) {
+        status = tack_kernel_check_read_first(kp->cname, kp->nparams, arrays,
+                                              kp->cparams, kp->read_first, kp->stored);
+        if (status != TACK_OK) {
+            return tackpy_raise(st, status);
+        }
+    }
     tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
                          key + kp->nparams);
     tack_kernel *kernel = find_spec(kp, key);
@@ -473,9 +498,6 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
         return NULL;
     }
     tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
-    unsigned flags = tack_kernel_args_disjoint(kp->nparams, arrays, kp->stored)
-                         ? TACK_KERNEL_NOALIAS
-                         : 0;
     if (tack_kernel_args_shared(kp->nparams, arrays)) {
         flags |= TACK_KERNEL_SHARED;
     }
@@ -567,13 +589,16 @@ static PyType_Slot kernel_slots[] = {
     {Py_tp_clear, kernel_clear},
     {Py_tp_dealloc, kernel_dealloc},
     {Py_tp_doc,
-     "Kernel(name, params, stored, compile, debug=None, *, parallel=None)\n--\n\n"
+     "Kernel(name, params, stored, compile, debug=None, *, parallel=None, "
+     "read_first=None)\n--\n\n"
      "A compiled kernel: what @tack.kernel returns. Calling it launches the kernel; "
      "compile(signature, debug, backend) is called once per new argument signature, "
      "debug mode and backend (a DLPack device type), and what it returns runs only "
      "if it is the build of that call. stored: per parameter, whether the kernel "
      "stores to it. debug=None reads TACK_DEBUG at each call. parallel: whether the "
-     "outer loop runs in parallel, for repr (None: not said)."},
+     "outer loop runs in parallel, for repr (None: not said). read_first: per "
+     "parameter, whether a parallel kernel reads it before its loop (such an array "
+     "overlapping a stored one is refused at each call)."},
     {0, NULL},
 };
 

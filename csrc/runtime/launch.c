@@ -201,6 +201,46 @@ tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
     return true;
 }
 
+tack_status
+tack_kernel_check_read_first(const char *kernel_name, int nparams,
+                             const tack_array *const *arrays,
+                             const char *const *param_names, const bool *read_first,
+                             const bool *stored)
+{
+    TACK__CHECK_ARG(kernel_name);
+    if (nparams < 0 || nparams > TACK_KERNEL_MAX_PARAMS) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': %d parameters; a kernel has 0 to %d",
+                          kernel_name, nparams, TACK_KERNEL_MAX_PARAMS);
+    }
+    if (nparams > 0) {
+        TACK__CHECK_ARG(arrays);
+        TACK__CHECK_ARG(param_names);
+        TACK__CHECK_ARG(read_first);
+        TACK__CHECK_ARG(stored);
+    }
+    for (int k = 0; k < nparams; k++) {
+        if (!arrays[k] || !read_first[k]) {
+            continue;
+        }
+        for (int j = 0; j < nparams; j++) {
+            if (j != k && arrays[j] && stored[j] && overlap(arrays[k], arrays[j])) {
+                return tack__fail(
+                    TACK_ERR_INVALID_ARGUMENT,
+                    "kernel '%s' reads '%s' before its parallel loop, and '%s' "
+                    "overlaps it but is stored to by the loop: every chunk of the "
+                    "loop reads '%s' again and could see those stores; pass "
+                    "arrays that do not overlap (a copy of '%s')",
+                    kernel_name, param_names[k] ? param_names[k] : "?",
+                    param_names[j] ? param_names[j] : "?",
+                    param_names[k] ? param_names[k] : "?",
+                    param_names[k] ? param_names[k] : "?");
+            }
+        }
+    }
+    return TACK_OK;
+}
+
 /* ---- optional entry points ------------------------------------------------------ */
 
 void

@@ -250,6 +250,23 @@ TACK_API tack_status tack_kernel_check_build(const tack_kernel *k,
 TACK_API bool tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
                                         const bool *stored);
 
+/*
+ * Checks that no array a parallel kernel reads before its loop (read_first[k]: in
+ * the statements before the loop or in its range) shares a byte with another array
+ * argument the kernel may store to (stored[j], j != k). Every chunk of the loop
+ * (every GPU thread) reads those arrays again, so such an overlap would let it see
+ * the loop's own stores, where Python reads them once: TACK_ERR_INVALID_ARGUMENT
+ * naming the kernel and both parameters. Cheap when tack_kernel_args_disjoint is
+ * true (nothing can overlap then). NULL kernel_name, or NULL arrays, param_names,
+ * read_first or stored when nparams > 0, and nparams outside
+ * 0..TACK_KERNEL_MAX_PARAMS are TACK_ERR_INVALID_ARGUMENT.
+ */
+TACK_API tack_status tack_kernel_check_read_first(const char *kernel_name, int nparams,
+                                                  const tack_array *const *arrays,
+                                                  const char *const *param_names,
+                                                  const bool *read_first,
+                                                  const bool *stored);
+
 /* Launch flags. */
 enum {
     /* the arguments keep the promise of tack_kernel_body_restrict (checked with

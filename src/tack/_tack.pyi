@@ -167,6 +167,7 @@ class Kernel:
         debug: builtins.bool | None = None,
         *,
         parallel: builtins.bool | None = None,
+        read_first: tuple[builtins.bool, ...] | None = None,
     ) -> Kernel: ...
     __wrapped__: Any
     @property

@@ -279,6 +279,18 @@ TACK_TEST(args_disjoint_only_when_no_stored_array_overlaps_another)
     CHECK(tack_kernel_args_disjoint(3, nested, none));
     const tack_array *with_empty[3] = {whole, empty, NULL};
     CHECK(tack_kernel_args_disjoint(3, with_empty, stored));
+
+    /* An array read before the parallel loop may not overlap a stored one; two
+     * stored arrays, or a stored and a merely read one, may (tack_kernel_args_
+     * disjoint turns off the restrict body for those). */
+    const char *names[3] = {"w", "out", "n"};
+    bool first[3] = {true, false, false};
+    CHECK_STATUS(tack_kernel_check_read_first("k", 3, nested, names, first, stored),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(tack_last_error(), "reads 'w' before its parallel loop") != NULL);
+    CHECK_OK(tack_kernel_check_read_first("k", 3, apart, names, first, stored));
+    CHECK_OK(tack_kernel_check_read_first("k", 3, nested, names, none, stored));
+    CHECK_OK(tack_kernel_check_read_first("k", 3, with_empty, names, first, stored));
     tack_array_release(whole);
     tack_array_release(head);
     tack_array_release(empty);

@@ -360,6 +360,20 @@ TACK_TEST(null_args_kernel_check_build)
     tack_kernel_release(k);
 }
 
+TACK_TEST(null_args_kernel_check_read_first)
+{
+    const tack_array *arrays[1] = {NULL};
+    const char *names[1] = {"x"};
+    const bool first[1] = {true}, stored[1] = {false};
+    CHECK_OK(tack_kernel_check_read_first("k", 1, arrays, names, first, stored));
+    CHECK_OK(tack_kernel_check_read_first("k", 0, NULL, NULL, NULL, NULL));
+    CHECK_INVALID(tack_kernel_check_read_first(NULL, 1, arrays, names, first, stored));
+    CHECK_INVALID(tack_kernel_check_read_first("k", 1, NULL, names, first, stored));
+    CHECK_INVALID(tack_kernel_check_read_first("k", 1, arrays, NULL, first, stored));
+    CHECK_INVALID(tack_kernel_check_read_first("k", 1, arrays, names, NULL, stored));
+    CHECK_INVALID(tack_kernel_check_read_first("k", 1, arrays, names, first, NULL));
+}
+
 TACK_TEST(null_args_kernel_build_for)
 {
     tack_kernel *k = NULL;

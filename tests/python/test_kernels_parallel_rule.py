@@ -49,6 +49,20 @@ def scaled_by_first(w, x, out):
 
 
 @tack.kernel
+def first_n(out, counts):
+    n = counts[0]
+    for i in range(n):
+        out[i] = float(i)
+
+
+@tack.kernel
+def count_from_range(out, counts):
+    for i in range(counts[0]):
+        out[i] = float(counts[1])
+        counts[1] = 5
+
+
+@tack.kernel
 def from_extents_only(x, out, k):
     n = x.shape[0]
     half = n // 2 + k
@@ -69,12 +83,28 @@ def test_the_returned_value_sees_the_prelude_of_python():
     assert not parallel(bump_and_total)
 
 
-def test_a_prelude_reading_an_overlapping_argument_sees_it_once():
-    # w and out are the same memory: the loop's stores must not reach scale.
+def test_a_prelude_reading_an_array_the_loop_never_stores_stays_parallel():
+    assert parallel(scaled_by_first) and parallel(first_n)
+    x = np.arange(N, dtype=np.float64)
+    check_both(scaled_by_first, np.array([0.5]), x, np.zeros(N))
+    check_both(first_n, np.zeros(N), np.array([N // 2]))
+
+
+def test_a_prelude_reading_an_argument_that_overlaps_a_stored_one_is_refused():
+    # w and out are the same memory: every chunk would read the loop's stores.
     buf = tack.array(np.full(N, 3.0))
     x = tack.array(np.full(N, 2.0))
-    scaled_by_first(buf, x, buf)
-    assert np.unique(buf.numpy()).tolist() == [6.0]
+    with pytest.raises(ValueError, match="reads 'w' before its parallel loop"):
+        scaled_by_first(buf, x, buf)
+    assert np.unique(buf.numpy()).tolist() == [3.0]  # nothing ran
+    # x overlapping out is an ordinary in-place update: it runs
+    scaled_by_first(tack.array(np.array([0.5])), buf, buf)
+    assert np.unique(buf.numpy()).tolist() == [1.5]
+
+
+def test_a_range_reading_what_the_loop_stores_runs_serially():
+    assert not parallel(count_from_range)
+    check_both(count_from_range, np.zeros(N), np.array([N, 7]))
 
 
 def test_a_prelude_of_extents_and_scalars_stays_parallel():

@@ -145,7 +145,8 @@ def kernel(fn: Callable[..., Any] | None = None, *,
     comp = _Compiler(fn, debug)
     k = Kernel(comp.ir.name, tuple(comp.ir.params),
                tuple(p in comp.ir.stored for p in comp.ir.params), comp,
-               None if debug is None else bool(debug), parallel=comp.ir.parallel)
+               None if debug is None else bool(debug), parallel=comp.ir.parallel,
+               read_first=tuple(p in comp.ir.read_first for p in comp.ir.params))
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
         setattr(k, attr, getattr(fn, attr, None))
     k.__wrapped__ = fn

@@ -333,6 +333,8 @@ class KernelIR:
     reductions: dict[str, str] = field(default_factory=dict)
     # tack.local_array names: (shape, dtype)
     local_arrays: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+    # array parameters a parallel kernel reads before its loop (parse.read_before_loop)
+    read_first: set[str] = field(default_factory=set)
 
 
 # ---- walkers ---------------------------------------------------------------------

@@ -177,7 +177,8 @@ class _Parser:
             array_params=set(self.array_params), stored=set(self.stored),
             parallel=parallel, first_use=dict(self.first_use),
             lookup=functools.partial(read_name, self.fn), file_lines=self.file_lines, result=result,
-            reductions=reductions, local_arrays=dict(self.local_arrays))
+            reductions=reductions, local_arrays=dict(self.local_arrays),
+            read_first=read_before_loop(stmts, self.params) if parallel else set())
 
     def local_array_spec(self, value: ast.expr) -> tuple[ast.Call, Any] | None:
         """(call, dtype object) when value is a tack.local_array(...) call."""
@@ -602,13 +603,14 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
     """Whether the kernel's last top-level statement is a parallel loop, and the
     names that loop reduces (name -> operator).
 
-    The rule: the body is zero or more statements that store to no array and read
-    no element of an array parameter, then one ``for`` over range (then,
-    optionally, ``return v``). Every chunk of the loop (and the step that folds the
-    partials) evaluates those statements again, so they must give the same values
-    every time: a value they read from an array could already be overwritten by the
-    loop (or by an overlapping argument). Its iterations run in parallel unless the
-    loop body breaks out of that loop, assigns a name that is also assigned before
+    The rule: the body is zero or more statements that store to no array, then one
+    ``for`` over range (then, optionally, ``return v``). Every chunk of the loop
+    (every GPU thread, and the step that folds the partials) evaluates those
+    statements and the range's arguments again, so they must give the same values
+    every time: they may read no element of an array the loop stores to
+    (read_before_loop; an argument overlapping such an array is refused at dispatch,
+    see tack_kernel_args_read_first_overlap). Its iterations run in parallel unless
+    the loop body breaks out of that loop, assigns a name that is also assigned before
     the loop or is a parameter (a value carried from one iteration to the next)
     *other than a reduction*, uses a name it assigns before this iteration has
     assigned it (a value the previous iteration left: ``out[i] = prev; prev =
@@ -625,12 +627,8 @@ def parallel_plan(body: list[ir.Stmt], params: list[str],
     prelude, loop = body[:-1], body[-1]
     if any(ir.stores(s) for s in prelude) or ir.breaks_out(loop.body):
         return serial
-    if any(n in params for s in prelude for n in ir.names_used(s)
-           if any(isinstance(x, ir.Element) and x.array == n
-                  or isinstance(x, ir.FuncCall) and any(
-                      isinstance(a, ir.Name) and a.id == n for a in x.args)
-                  for e in ir.stmt_exprs(s) for x in ir.subexprs(e))):
-        return serial  # the prelude reads memory the loop may change
+    if read_before_loop(body, params) & ir.stored_names(loop.body):
+        return serial  # the prelude reads memory the loop changes
     before = {n for s in prelude for n in ir.assigned(s)} | set(params)
     inside = {n for s in loop.body for n in ir.assigned(s)}
     if loop.var in before:
@@ -666,6 +664,25 @@ def local_array_bytes(local_arrays: dict[str, tuple[tuple[int, ...], str]],
                     fir = x.func.ir()
                     total += local_array_bytes(fir.local_arrays, fir.body)
     return total
+
+
+def read_before_loop(body: list[ir.Stmt], params: list[str]) -> set[str]:
+    """The array parameters whose elements the statements before the kernel's last
+    loop, or that loop's range arguments, read (themselves or through a func they
+    pass the array to)."""
+    if not body or not isinstance(body[-1], ir.For):
+        return set()
+    loop = body[-1]
+    exprs = [e for s in ir.walk(body[:-1]) for e in ir.stmt_exprs(s)]
+    out: set[str] = set()
+    for e in [*exprs, loop.start, loop.stop, loop.step]:
+        for x in ir.subexprs(e):
+            if isinstance(x, ir.Element) and x.array in params:
+                out.add(x.array)
+            elif isinstance(x, ir.FuncCall):
+                out |= {a.id for a in x.args
+                        if isinstance(a, ir.Name) and a.id in params}
+    return out
 
 
 def check_prelude_reads(body: list[ir.Stmt], params: list[str],
