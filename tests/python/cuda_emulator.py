@@ -127,6 +127,16 @@ extern "C" void tk_emu_body(const void *params, void *ctx, int grid, int block) 
     tk_params p; std::memcpy(&p, params, sizeof p);
     tk_emu_grid(grid, block, [&] { tack_kernel_body(p, (struct tk_ctx *)ctx); });
 }
+/* One thread (t of block b) of a grid too large to run whole; no barrier. */
+extern "C" void tk_emu_one_thread(const void *params, void *ctx, unsigned grid,
+                                  unsigned block, unsigned b, unsigned t) {
+    tk_params p; std::memcpy(&p, params, sizeof p);
+    gridDim = {grid, 1, 1};
+    blockDim = {block, 1, 1};
+    blockIdx = {b, 0, 0};
+    threadIdx = {t, 0, 0};
+    tack_kernel_body(p, (struct tk_ctx *)ctx);
+}
 """
 TRIPS = r"""
 extern "C" long long tk_emu_trips(const void *params, void *ctx) {
@@ -152,8 +162,17 @@ extern "C" void tk_emu_finish(const void *params, void *ctx, long long nblocks) 
 _BUILT: dict[str, ctypes.CDLL] = {}
 
 
-def build(ck: CudaKernel, workdir: Path) -> ctypes.CDLL:
-    """The module compiled for the host, as a loaded library."""
+# How the module is compiled for the host: optimised, and never with -fwrapv, so a
+# signed overflow the module does not spell as wrapping arithmetic is undefined here
+# as it is under NVRTC (g++ folds (x + s) <= x to s <= 0 just as NVRTC does).
+FLAGS = ("-O1",)
+# The same, with every signed overflow reported on stderr ("runtime error: signed
+# integer overflow"); the launch goes on with the wrapped value.
+CHECKED = ("-O2", "-fsanitize=signed-integer-overflow")
+
+
+def build(ck: CudaKernel, workdir: Path, flags: tuple[str, ...] = FLAGS) -> ctypes.CDLL:
+    """The module compiled for the host with flags, as a loaded library."""
     src = SHIM + ck.source + LAUNCHER.replace("PARAMS_SIZE", str(ck.params_size))
     if "void tack_kernel_trips(" in ck.source:
         src += TRIPS
@@ -161,12 +180,12 @@ def build(ck: CudaKernel, workdir: Path) -> ctypes.CDLL:
         src += FINISH
     if ck.restrict:
         src += RESTRICT
-    key = hashlib.sha256(src.encode()).hexdigest()[:20]
+    key = hashlib.sha256("\0".join((src, *flags)).encode()).hexdigest()[:20]
     if key in _BUILT:
         return _BUILT[key]
     cpp, so = workdir / f"{key}.cpp", workdir / f"{key}.so"
     cpp.write_text(src, encoding="utf-8")
-    r = subprocess.run(["g++", "-std=c++20", "-O1", "-w", "-fPIC", "-shared", "-pthread",
+    r = subprocess.run(["g++", "-std=c++20", *flags, "-w", "-fPIC", "-shared", "-pthread",
                         "-ffp-contract=off", str(cpp), "-o", str(so)],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr[-6000:]
@@ -227,6 +246,14 @@ class Launch:
                 lib.tk_emu_finish(buf, self.ctx_pointer(), ctypes.c_longlong(nblocks))
         return self.record()
 
+    def one_thread(self, lib: ctypes.CDLL, b: int, t: int) -> Record:
+        """Thread t of block b alone, in this launch's grid (a kernel without
+        reductions: nothing waits for the other threads)."""
+        buf = ctypes.create_string_buffer(self.params, len(self.params))
+        lib.tk_emu_one_thread(buf, self.ctx_pointer(), *(ctypes.c_uint(v) for v in (
+            self.grid, self.block, b, t)))
+        return self.record()
+
     def trips(self, lib: ctypes.CDLL) -> int:
         buf = ctypes.create_string_buffer(self.params, len(self.params))
         lib.tk_emu_trips.restype = ctypes.c_longlong
@@ -241,10 +268,11 @@ class Launch:
 
 
 def emulate(ck: CudaKernel, args: list[Any], workdir: Path, grid: int = 3,
-            block: int = 4, restrict: bool = False) -> Record:
+            block: int = 4, restrict: bool = False,
+            flags: tuple[str, ...] = FLAGS) -> Record:
     """Runs the module over args (NumPy arrays are updated in place); restrict: its
-    tack_kernel_body_restrict entry."""
-    return Launch(ck, args, grid, block).run(build(ck, workdir), restrict)
+    tack_kernel_body_restrict entry; flags: how it is compiled (build)."""
+    return Launch(ck, args, grid, block).run(build(ck, workdir, flags), restrict)
 
 
 def gxx_available() -> bool:

@@ -60,9 +60,12 @@ def test_parameter_block_is_the_runtimes_block_then_the_context():
 def test_parallel_loop_is_a_64_bit_grid_stride_loop():
     ck = generate_cuda(scale_rows, (("array", "float32", 2), F64_1, "float", "int"),
                        debug=False)
-    assert ("for (int64_t tk_k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; "
-            "tk_k < tk_n; tk_k += tk_stride)") in ck.source
-    assert "const int64_t tk_stride = (int64_t)gridDim.x * blockDim.x;" in ck.source
+    # an unsigned counter that never steps past the count (no overflow near 2**63)
+    assert ("for (uint64_t tk_g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+            "tk_g < tk_gn; tk_g = tk_gn - tk_g > tk_stride ? tk_g + tk_stride : tk_gn)"
+            ) in ck.source
+    assert "const uint64_t tk_stride = (uint64_t)gridDim.x * blockDim.x;" in ck.source
+    assert "const int64_t tk_k = (int64_t)tk_g;" in ck.source
     ptx = ptx_of(ck.source)
     # the trip index and the stride are 64-bit in the PTX as well
     assert re.search(r"mul\.wide\.u32|cvt\.u64\.u32", ptx)
@@ -117,13 +120,14 @@ def stats(x, flags):
 
 def test_reductions_have_block_partials_and_a_finish_entry():
     ck = generate_cuda(stats, (F32_1, ("array", "int32", 1)), debug=False)
-    # three partials: double s (8), int64 hits (8), float lo (4), padded to 8
-    assert ck.partial_size == 24
+    # three partials: double s (8), int64 hits (8), float lo (4) padded to 8, and
+    # lo's trip (8): a float min's partial carries where its value came from
+    assert ck.partial_size == 32
     assert ck.needs_ctx and ck.result_kind == 2
     assert "extern __shared__ double tk_shm[];" in ck.source
     # a fixed tree: left before right at every width
     assert "if (tk_t % (2 * tk_w) == 0 && tk_t + tk_w < blockDim.x)" in ck.source
-    ptx = ptx_of(ck.source)  # static_assert(sizeof(tk_red) == 24) holds
+    ptx = ptx_of(ck.source)  # static_assert(sizeof(tk_red) == 32) holds
     assert ".entry tack_kernel_finish" in ptx
     assert "bar.sync" in ptx
 
@@ -198,7 +202,7 @@ def test_float_arithmetic_is_never_contracted(dtype, scalar):
     assert re.search(r"\bmul\.rn\.f(32|64)", ptx)
     assert "fma." not in ptx
     # the check above can fail: an explicit fma shows up in the PTX
-    fused = ck.source.replace("(v_a * p_x[v_i])", "fma(v_a, p_x[v_i], v_b)", 1)
+    fused = ck.source.replace("tk_mul(v_a, p_x[v_i])", "fma(v_a, p_x[v_i], v_b)", 1)
     assert fused != ck.source
     assert "fma." in ptx_of(fused)
 

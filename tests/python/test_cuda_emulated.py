@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cuda_emulator import Launch, build, emulate, gxx_available
+from test_kernels_reductions import float_bits, highest32, lowest, min_max_cases, min_max_inputs
 
 import tack
 from tack.kernel import generate_cuda
@@ -270,3 +271,17 @@ def test_functions_and_local_arrays(work):
     p = np.random.default_rng(3).normal(size=(40, 3))
     got, want, *_ = both(clamped_sums, [np.zeros(40), p], work)
     np.testing.assert_array_equal(got[0], want[0])
+
+
+@pytest.mark.parametrize("grid,block", [(1, 1), (3, 4), (2, 32)])
+def test_float_min_and_max_give_pythons_answer_on_any_grid(work, grid, block):
+    # Thread t runs trips t, t + G, ...: its partial is out of trip order, so the
+    # blocks' tree and the finish break ties between 0.0 and -0.0 by the trip each
+    # value came from, as the serial loop (and the CPU's chunks) do.
+    for x, start in min_max_cases():
+        x32, _ = min_max_inputs(x)
+        for k, args, want in ((lowest, [x, start], lowest.__wrapped__(x, start)),
+                              (highest32, [x32], highest32.__wrapped__(x32))):
+            ck = generate_cuda(k, sig(*args))
+            rec = emulate(ck, args, work, grid, block)
+            assert float_bits(rec.result_f) == float_bits(want), (k.__name__, start)

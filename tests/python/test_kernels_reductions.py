@@ -320,3 +320,99 @@ def test_a_reduction_over_a_trip_count_near_int64_max(tmp_path, threads):
     lines = r.stdout.splitlines()
     assert lines[0] == "6.0", lines
     assert lines[1].startswith("IndexError index ") and "'x' with size 4" in lines[1], lines
+
+
+@tack.kernel
+def lowest(x, start):
+    lo = start
+    for i in range(x.shape[0]):
+        lo = min(lo, x[i])
+    return lo
+
+
+@tack.kernel
+def highest32(x):
+    hi = x[0]
+    for i in range(x.shape[0]):
+        if x[i] > 1e30:  # a continue of the parallel loop
+            continue
+        hi = max(hi, x[i], x[i] * 0.5)
+    return hi
+
+
+@tack.kernel
+def row_lowest(a, out):
+    for r in range(a.shape[0]):
+        lo = math.inf
+        for c in range(a.shape[1]):
+            lo = min(lo, a[r, c])
+        out[r] = lo
+
+
+def min_max_cases() -> list[tuple[np.ndarray, float]]:
+    """Arrays (and starting values) whose answer depends on the order of equal
+    values (0.0 and -0.0) and on NaN: zeros in different interleaved lanes of one
+    chunk (trips 2 and 9), in different chunks, and on GPU threads that come
+    before the first one's in a grid of 12 or 64 threads (trip 193), NaN elements
+    (never taken) and a NaN start (kept)."""
+    rng = np.random.default_rng(21)
+    out = []
+    for first, later in ((0.0, -0.0), (-0.0, 0.0)):
+        x = rng.uniform(1.0, 2.0, 4099)
+        x[2], x[5], x[4000] = first, np.nan, np.nan
+        x[[9, 193, 700]] = later
+        out.append((x, math.inf))
+        out.append((x, later))  # the start is the first of the equal values
+    nan = np.frombuffer(bytes.fromhex("fff8000000000123")[::-1]).item()  # a payload
+    out.append((out[0][0], nan))
+    return out
+
+
+def min_max_inputs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arguments of highest32 and row_lowest made from one case's array."""
+    x32 = -x.astype(np.float32)
+    x32[0], x32[11] = -3.0, np.inf  # the start, and a trip that continues
+    return x32, np.stack([x[:40], x[1:41], x[5:45]])
+
+
+def float_bits(v: float) -> str:
+    return np.float64(v).tobytes().hex()
+
+
+MIN_MAX_SCRIPT = '''
+import sys
+import tack
+sys.path.insert(0, {here!r})
+from test_kernels_reductions import (float_bits, highest32, lowest, min_max_cases,
+                                     min_max_inputs, row_lowest)
+for x, start in min_max_cases():
+    x32, rows = min_max_inputs(x)
+    print(float_bits(lowest(tack.array(x), start)), end=" ")
+    print(float_bits(highest32(tack.array(x32))), end=" ")
+    out = tack.zeros(3, dtype=tack.f64)
+    row_lowest(tack.array(rows), out)
+    print(" ".join(float_bits(v) for v in out.numpy()))
+'''
+
+
+def test_float_min_and_max_give_pythons_answer_on_any_thread_count(tmp_path):
+    # min(0.0, -0.0) is 0.0 and max(-0.0, 0.0) is -0.0: the first of equal values,
+    # in trip order; a NaN element never replaces a number, a NaN start stays.
+    want = []
+    for x, start in min_max_cases():
+        x32, rows = min_max_inputs(x)
+        row_out = np.zeros(3)
+        row_lowest.__wrapped__(rows, row_out)
+        want.append(" ".join([float_bits(lowest.__wrapped__(x, start)),
+                              float_bits(highest32.__wrapped__(x32))]
+                             + [float_bits(v) for v in row_out]))
+    assert want[0].split()[0] == float_bits(0.0)
+    assert want[2].split()[0] == float_bits(-0.0)
+    script = tmp_path / "min_max.py"
+    script.write_text(MIN_MAX_SCRIPT.format(here=os.path.dirname(__file__)))
+    for threads in ("1", "2", "3"):
+        env = dict(os.environ, TACK_NUM_THREADS=threads)
+        r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+                           text=True, timeout=300, check=False)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.splitlines() == want, threads

@@ -45,21 +45,24 @@ TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
-_headers: dict[tuple[str, bool], str] = {}
+_headers: dict[tuple[str, bool, bool], str] = {}
 
 
-def header(name: str, half: bool = True) -> str:
+def header(name: str, half: bool = True, cxx: bool = False) -> str:
     """A helper header installed with the package (prelude.h, atomics_cpu.h), as it
     is pasted into a source: without its comments (they are for readers of the
-    file), and without its float16 section unless half (smaller sources compile
-    sooner, and fit a nearly full cache folder). Read once."""
-    text = _headers.get((name, half))
+    file), without its float16 section unless half (smaller sources compile
+    sooner, and fit a nearly full cache folder), and without its C++ section
+    unless cxx (the target is C++). Read once."""
+    text = _headers.get((name, half, cxx))
     if text is None:
         text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
         text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
         if not half:
             text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
-        _headers[(name, half)] = text
+        if not cxx:
+            text = re.sub(r"#ifdef __cplusplus\n.*?#endif\n?", "", text, flags=re.S)
+        _headers[(name, half, cxx)] = text
     return text
 
 
@@ -95,6 +98,10 @@ class CEmitter:
     # how a field of the parameter block is reached (the CPU's entry points get a
     # pointer to it)
     PARAMS = "tk_p->"
+    # Integer + - * and unary - ("u-") wrap modulo 2**64 on every target. The CPU
+    # build compiles with -fwrapv, so they stay plain operators; a target without
+    # that flag maps each to prelude.h's overloaded wrapping function (tk_add, ...).
+    WRAPPING: dict[str, str] = {}
 
     def __init__(self, plan: lir.Plan) -> None:
         self.plan = plan
@@ -122,8 +129,14 @@ class CEmitter:
         if isinstance(e, lir.Cast):
             return f"(({self.ctype(e.to)})({self.ex(e.x)}))"
         if isinstance(e, lir.Bin):
+            fn = self.WRAPPING.get(e.op)
+            if fn is not None:
+                return f"{fn}({self.ex(e.a)}, {self.ex(e.b)})"
             return f"({self.ex(e.a)} {e.op} {self.ex(e.b)})"
         if isinstance(e, lir.Un):
+            fn = self.WRAPPING.get("u" + e.op)
+            if fn is not None:
+                return f"{fn}({self.ex(e.x)})"
             return f"({e.op}{self.ex(e.x)})"
         if isinstance(e, lir.Cond):
             return f"({self.ex(e.test)} ? {self.ex(e.a)} : {self.ex(e.b)})"
@@ -310,16 +323,23 @@ class CEmitter:
         self.prologue(1)
         self.block(p.setup, 1)
         if p.reductions:
-            self.emit(f"for (int64_t tk_c = 0; tk_c < {count}; tk_c++) {{", 1)
-            self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + "
-                      "tk_c;", 2)
-            for r in p.reductions:
-                self.emit(f"{{ const {self.VTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
-                          f"{r.name} = {self.ex(r.combine)}; }}", 2)
-            self.emit("}", 1)
+            self.fold_partials(count)
         if p.result is not None:
             self.stmt(p.result, 1)
         self.lines.append("}")
+
+    def fold_partials(self, count: str) -> None:
+        """The count partials folded into the reductions' values, in slot order."""
+        self.emit(f"for (int64_t tk_c = 0; tk_c < {count}; tk_c++) {{", 1)
+        self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + tk_c;", 2)
+        self.fold_slot(2)
+        self.emit("}", 1)
+
+    def fold_slot(self, depth: int) -> None:
+        """Each reduction's value = combine(value, tk_slot's partial)."""
+        for r in self.plan.reductions:
+            self.emit(f"{{ const {self.VTYPE[r.ty]} {lir.PART} = tk_slot->{r.name}; "
+                      f"{r.name} = {self.ex(r.combine)}; }}", depth)
 
     def restrict_body(self, head: str, call: str) -> None:
         """tack_kernel_body_restrict: the body in a function whose array pointers

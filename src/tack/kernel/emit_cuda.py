@@ -4,7 +4,9 @@ Like emit_c.py, this file only spells what lower.py decided; it reuses the C
 emitter's spelling of every node and changes only what CUDA spells differently
 (types without <stdint.h>, literals, the launch arguments, the failure record) and
 the entry points. The source includes no header at all, so NVRTC needs no include
-path; prelude.h is pasted with TK_INLINE as ``__device__ __forceinline__``.
+path; prelude.h is pasted with TK_INLINE as ``__device__ __forceinline__``, and
+with its C++ section: NVRTC has no -fwrapv, so integer + - * and unary minus are
+spelled as its wrapping overloads (``WRAPPING``).
 
 What the launch side does with a module (the contract; see docs/kernels.md):
 
@@ -29,7 +31,8 @@ What the launch side does with a module (the contract; see docs/kernels.md):
   order and stores them in slot blockIdx.x; then ``tack_kernel_finish(params, ctx,
   nblocks)`` on one thread folds the slots in block order and stores the returned
   value in ``ctx->result_i`` / ``result_f``. Results depend only on the launch
-  shape (grid and block size), never on timing.
+  shape (grid and block size), never on timing; a float min or max does not
+  depend on it either (its partial carries its value's trip: ``_partial_fields``).
 - Debug mode: the first failing thread claims ``ctx->claimed`` with atomicCAS,
   fills why (kernel.h's tack_kernel_failure), line, axis, index, extent and name (an
   index into ``CudaKernel.names``), then sets ``failed``; every thread stops at
@@ -125,13 +128,26 @@ def _walk(node: object):
             yield from _walk(getattr(node, f.name))
 
 
+def _partial_fields(reductions: list[lir.Reduction]) -> list[tuple[str, ScalarType]]:
+    """The fields of one partial (tk_red): each reduction's value, and for a float
+    min or max (Reduction.replaces) the trip its value first came from, as
+    <name>_at (INT64_MAX: no trip yet)."""
+    out = []
+    for r in reductions:
+        out.append((r.name, r.ty))
+        if r.replaces:
+            out.append((r.name + "_at", INT))
+    return out
+
+
 def _partial_size(reductions: list[lir.Reduction]) -> int:
-    return lir.partial_nbytes([r.ty for r in reductions])
+    return lir.partial_nbytes([ty for _, ty in _partial_fields(reductions)])
 
 
 class CudaEmitter(CEmitter):
     VTYPE = CTYPE
     PARAMS = "tk_p."
+    WRAPPING = {"+": "tk_add", "-": "tk_sub", "*": "tk_mul", "u-": "tk_neg"}
     HEAD = "const tk_params tk_p, struct tk_ctx *tk_ctx"
     FINISH = f'extern "C" __global__ void tack_kernel_finish({HEAD}, int64_t tk_nblocks) {{'
 
@@ -192,29 +208,73 @@ class CudaEmitter(CEmitter):
         self.block(p.setup, 1)
         assert p.trips is not None
         self.emit(f"const int64_t tk_n = {self.ex(p.trips)};", 1)
+        tracked = [r for r in p.reductions if r.replaces]
         for r in p.reductions:
             self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
-        self.emit("const int64_t tk_stride = (int64_t)gridDim.x * blockDim.x;", 1)
-        self.emit(f"for (int64_t {p.index} = (int64_t)blockIdx.x * blockDim.x + "
-                  f"threadIdx.x; {p.index} < tk_n; {p.index} += tk_stride) {{", 1)
-        self.block(p.iteration, 2)
+        for r in tracked:
+            self.emit(f"int64_t {r.name}_at = INT64_MAX;", 1)
+        # The grid-stride counter is unsigned and never steps past the count, so
+        # no trip count (up to 2**64 - 1) can overflow it.
+        self.emit("const uint64_t tk_gn = (uint64_t)tk_n;", 1)
+        self.emit("const uint64_t tk_stride = (uint64_t)gridDim.x * blockDim.x;", 1)
+        self.emit("for (uint64_t tk_g = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; "
+                  "tk_g < tk_gn; tk_g = tk_gn - tk_g > tk_stride ? tk_g + tk_stride "
+                  ": tk_gn) {", 1)
+        self.emit(f"const int64_t {p.index} = (int64_t)tk_g;", 2)
+        if tracked:
+            # A trip that replaced a min or max value is where it first came from.
+            # The trip runs in do/while (0), so a continue of the parallel loop
+            # ends it there and the check still runs.
+            for r in tracked:
+                self.emit(f"const {self.VTYPE[r.ty]} {r.name}_was = {r.name};", 2)
+            self.emit("do {", 2)
+            self.block(p.iteration, 3)
+            self.emit("} while (0);", 2)
+            for r in tracked:
+                self.emit(f"if ({r.name} {r.replaces} {r.name}_was) "
+                          f"{r.name}_at = {p.index};", 2)
+        else:
+            self.block(p.iteration, 2)
         self.emit("}", 1)
-        for r in p.reductions:
-            self.emit(f"tk_out->{r.name} = {r.name};", 1)
+        for field, _ in _partial_fields(p.reductions):
+            self.emit(f"tk_out->{field} = {field};", 1)
         self.lines.append("}")
         return f"{name}(tk_p, tk_ctx{args}, "
 
     def combine(self, into: str, other: str, depth: int) -> None:
-        """into = combine(into, other), field by field (into comes first)."""
+        """into = combine(into, other), reduction by reduction, where into and
+        other prefix the fields' names ("tk_sh[tk_t].", "tk_slot->"; "" for the
+        running values). into holds the earlier trips, except for a float min or
+        max, whose partials carry their trip: the value that replaces wins, and
+        of equal values the one from the earlier trip (Python's first of equals;
+        a NaN into stays, as no value replaces it)."""
         for r in self.plan.reductions:
+            a, b = into + r.name, other + r.name
+            if r.replaces:
+                self.emit(f"if ({b} {r.replaces} {a} || ({b} == {a} && {b}_at < {a}_at)) "
+                          f"{{ {a} = {b}; {a}_at = {b}_at; }}", depth)
+                continue
             t = self.VTYPE[r.ty]
-            self.emit(f"{{ {t} {r.name} = {into}.{r.name}; const {t} {lir.PART} = "
-                      f"{other}.{r.name}; {into}.{r.name} = {self.ex(r.combine)}; }}",
+            acc = "" if not into else f"{t} {r.name} = {a}; "
+            self.emit(f"{{ {acc}const {t} {lir.PART} = {b}; {a} = {self.ex(r.combine)}; }}",
                       depth)
 
     def identity(self, into: str, depth: int) -> None:
         for r in self.plan.reductions:
             self.emit(f"{into}.{r.name} = {self.ex(r.identity)};", depth)
+            if r.replaces:
+                self.emit(f"{into}.{r.name}_at = INT64_MAX;", depth)
+
+    def fold_partials(self, count: str) -> None:
+        """The blocks' partials in block order, which is not trip order: a float
+        min or max starts with its value from before the loop as trip -1."""
+        for r in self.plan.reductions:
+            if r.replaces:
+                self.emit(f"int64_t {r.name}_at = -1;", 1)
+        super().fold_partials(count)
+
+    def fold_slot(self, depth: int) -> None:
+        self.combine("", "tk_slot->", depth)
 
     def parallel_body(self, entry: str, restrict: bool) -> None:
         p = self.plan
@@ -236,7 +296,7 @@ class CudaEmitter(CEmitter):
         self.emit("__syncthreads();", 1)
         self.emit("for (unsigned tk_w = 1; tk_w < blockDim.x; tk_w *= 2) {", 1)
         self.emit("if (tk_t % (2 * tk_w) == 0 && tk_t + tk_w < blockDim.x) {", 2)
-        self.combine("tk_sh[tk_t]", "tk_sh[tk_t + tk_w]", 3)
+        self.combine("tk_sh[tk_t].", "tk_sh[tk_t + tk_w].", 3)
         self.emit("}", 2)
         self.emit("__syncthreads();", 2)
         self.emit("}", 1)
@@ -289,7 +349,7 @@ class CudaEmitter(CEmitter):
         out = ["/* A tack kernel for CUDA; generated. */", ABI]
         if p.uses_half:
             out.append("#define TK_HALF 1")
-        out.append(header("prelude.h", p.uses_half))
+        out.append(header("prelude.h", p.uses_half, cxx=True))
         if p.uses_atomics:
             out.append(header("atomics_cuda.h"))
         self.lines = out
@@ -300,7 +360,8 @@ class CudaEmitter(CEmitter):
         if p.result_kind:
             out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
         if p.reductions:
-            fields_ = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
+            fields_ = " ".join(f"{self.VTYPE[ty]} {name};"
+                               for name, ty in _partial_fields(p.reductions))
             out.append(f"typedef struct {{ {fields_} }} tk_red;")
             size = _partial_size(p.reductions)
             out.append(f'static_assert(sizeof(tk_red) == {size}, "partial size");')

@@ -314,6 +314,11 @@ class Reduction:
     ty: ScalarType
     identity: Expr
     combine: Expr
+    # Float min and max: the comparison ("<" or ">") by which a later value
+    # replaces the running one. Python's answer is the first of equal values (0.0
+    # and -0.0 compare equal), so partials combined out of trip order (a GPU
+    # grid's) carry the trip of their value and break ties by it.
+    replaces: str = ""
 
 
 PART = "tk_part"
@@ -335,7 +340,7 @@ def partial_nbytes(types: list[ScalarType]) -> int:
 
 @dataclass
 class Split:
-    """A float reduction of the parallel loop kept, within a chunk, as
+    """A float sum or product of the parallel loop kept, within a chunk, as
     PARTIALS interleaved partials in the local array ``array`` (each starting at
     identity): whole blocks of trips run ``iteration_split`` with trip
     begin + PARTIALS * b + lane updating partial lane, the rest run

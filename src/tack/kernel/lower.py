@@ -27,6 +27,10 @@ SUFFIX = {BOOL: "b", INT: "i", F32: "f", F64: "d"}
 # Interleaved partials of an inner loop's float reduction: one AVX-512 vector of
 # float32, two of float64.
 PARTIALS = 8
+# The float reductions kept as interleaved partials: + and *, which the docs allow
+# to be reassociated. Never min and max: their answer is Python's, the first of
+# equal values (min(0.0, -0.0) is 0.0), and interleaved lanes lose the trip order.
+SPLIT_OPS = ("+", "*")
 CTX = lir.Ref("tk_ctx")
 ZERO = lir.Lit(0, INT)
 
@@ -423,15 +427,15 @@ class Lowering:
         return lir.If(self.checks(el), [stmt]) if self.debug else stmt
 
     def inner_reductions(self, s: ir.For) -> dict[str, str]:
-        """The float reductions (+ * min max) of an inner loop that may be split
-        into PARTIALS interleaved partials: the loop neither breaks nor continues,
+        """The float reductions of an inner loop that may be split into PARTIALS
+        interleaved partials (SPLIT_OPS): the loop neither breaks nor continues,
         and each name is only updated as a reduction (ir.reduction_op)."""
         if self.debug or self.partial or _jumps(s.body):
             return {}
         out = {}
         for name in sorted({n for st in s.body for n in ir.assigned(st)}):
             op = ir.reduction_op(s.body, name)
-            if op in ("+", "*", "min", "max") and name != s.var \
+            if op in SPLIT_OPS and name != s.var \
                     and self.tk.locals[name].is_float:
                 out[name] = op
         return out
@@ -591,7 +595,8 @@ class Lowering:
             t = self.tk.locals[name]
             v = var_name(name)
             out.append(lir.Reduction(v, t, self.identity(op, t), self.combine(
-                op, t, lir.Ref(v), lir.Ref(lir.PART))))
+                op, t, lir.Ref(v), lir.Ref(lir.PART)), replaces={
+                    "min": "<", "max": ">"}.get(op, "") if t.is_float else ""))
         return out
 
     def result(self) -> tuple[lir.SetResult | None, int]:
@@ -691,7 +696,7 @@ class Lowering:
         plan.iteration = head + self.fail_check() + self.block(loop.body)
         split = {} if self.debug else {
             n: op for n, op in tk.ir.reductions.items()
-            if op in ("+", "*", "min", "max") and tk.locals[n].is_float}
+            if op in SPLIT_OPS and tk.locals[n].is_float}
         if split:
             # The chunk's float reductions as interleaved partials, like an inner
             # loop's (split_loop): trip begin + k updates partial k % PARTIALS.

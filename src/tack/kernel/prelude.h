@@ -12,7 +12,8 @@
  *   TK_HALF     when the kernel touches float16 elements (the conversions below)
  *
  * and including <stdint.h> and <math.h> (or the target's equivalents). Everything
- * here is plain C99 that C++ (CUDA, HIP) also accepts. It is part of every
+ * here is plain C99 that C++ (CUDA, HIP) also accepts, except the __cplusplus
+ * section, which only C++ sources get (emit_c.header). It is part of every
  * kernel's source, so it is part of every cache key: an edit rebuilds kernels.
  */
 /* Python's // and % on int64: floor, never UB. x // 0 and x % 0 give 0 (debug
@@ -130,6 +131,24 @@ TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, tk_name name, int
     c->fail(c, 1, line, axis, i, n, name);
     return 0;
 }
+#ifdef __cplusplus
+/* Integer + - * and unary minus wrap modulo 2^64, as -fwrapv makes them in the CPU
+ * build. A C++ target has no such flag (NVRTC really folds (x + s) <= x to s <= 0),
+ * so its emitter spells these operators as the calls below (CEmitter.WRAPPING);
+ * the float overloads are the plain operators, so one spelling serves every
+ * operand type the lowering makes. */
+TK_INLINE int64_t tk_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+TK_INLINE int64_t tk_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+TK_INLINE int64_t tk_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+TK_INLINE int64_t tk_neg(int64_t a) { return (int64_t)(0 - (uint64_t)a); }
+#define TK_FLOAT_ARITH(T)                                \
+TK_INLINE T tk_add(T a, T b) { return a + b; }           \
+TK_INLINE T tk_sub(T a, T b) { return a - b; }           \
+TK_INLINE T tk_mul(T a, T b) { return a * b; }           \
+TK_INLINE T tk_neg(T a) { return -a; }
+TK_FLOAT_ARITH(float)
+TK_FLOAT_ARITH(double)
+#endif
 /* min and max as Python's: the first argument unless the other compares past it. */
 #define TK_MINMAX(T, S) \
 TK_INLINE T tk_min_##S(T a, T b) { return b < a ? b : a; } \

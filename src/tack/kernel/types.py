@@ -369,7 +369,12 @@ def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
     typer = Typer(kir, arrays, scalars, debug)
     typer.run(body, result)
     if kir.reductions:
-        nbytes = lir.partial_nbytes([typer.env[n] for n in sorted(kir.reductions)])
+        # the widest partial of any target: CUDA's carries, for a float min or max,
+        # the trip its value came from (emit_cuda._partial_fields)
+        fields = [t for n in sorted(kir.reductions) for t in (
+            [typer.env[n], INT] if kir.reductions[n] in ("min", "max")
+            and typer.env[n].is_float else [typer.env[n]])]
+        nbytes = lir.partial_nbytes(fields)
         if nbytes > _KERNEL_MAX_PARTIAL_SIZE:
             raise typer.error(kir.body[-1].line, f"the loop's {len(kir.reductions)} "
                               f"reductions need {nbytes} bytes of partials per chunk; "
