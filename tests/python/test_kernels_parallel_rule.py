@@ -355,6 +355,19 @@ def test_as_many_reductions_as_the_partials_hold(tmp_path):
     assert k(tack.array(x)) == sum(int(x.sum()) + 1000 * j for j in range(512))
 
 
+def test_float_min_reductions_count_the_trip_a_gpu_partial_carries(tmp_path):
+    # A float min's partial on CUDA is its value and the trip it came from: 16
+    # bytes, so 257 of them do not fit, on any backend.
+    names = [f"m{k}" for k in range(257)]
+    body = "def mins(x):\n" + "".join(f"    {s} = 1e300\n" for s in names)
+    body += "    for i in range(x.shape[0]):\n"
+    body += "".join(f"        {s} = min({s}, x[i] + {k}.0)\n" for k, s in enumerate(names))
+    body += "    return " + " + ".join(names) + "\n"
+    k = kernel_from(tmp_path, "mins", body)[0]
+    with pytest.raises(tack.KernelError, match="4112 bytes"):
+        k(tack.array(np.arange(10.0)))
+
+
 def test_more_reductions_than_the_partials_hold_is_a_kernel_error(tmp_path):
     k = many_reductions(tmp_path, 513)
     with pytest.raises(tack.KernelError, match="4104 bytes") as exc:
