@@ -199,6 +199,9 @@ int tackpy_dtype_init(PyObject *module, tackpy_state *st);
 int tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out);
 /* Returns: borrowed reference to the singleton. */
 PyObject *tackpy_dtype_object(tackpy_state *st, tack_dtype dtype);
+/* The numpy.dtype of a Tack dtype (vec types: a float32 subarray). Returns: new
+ * reference, or NULL with an exception (NumPy missing). */
+PyObject *tackpy_dtype_to_numpy(tackpy_state *st, tack_dtype dtype);
 
 /* ---- device_type.c ------------------------------------------------------------ */
 int tackpy_device_init(PyObject *module, tackpy_state *st);
