@@ -239,9 +239,13 @@ read_arg(tackpy_state *st, tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *ke
         *array = a;
         return 0;
     }
-    if (PyBool_Check(obj)) {
+    if (PyBool_Check(obj) || tackpy_is_numpy_bool(obj)) {
+        int truth = PyObject_IsTrue(obj);
+        if (truth < 0) {
+            return -1;
+        }
         *key = KEY_BOOL;
-        arg->i = obj == Py_True;
+        arg->i = truth;
         return 0;
     }
     if (PyFloat_Check(obj)) {
@@ -277,7 +281,7 @@ read_arg(tackpy_state *st, tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *ke
         arg->i = v;
         return 0;
     }
-    if (PyNumber_Check(obj) && !PyComplex_Check(obj)) {
+    if (PyNumber_Check(obj) && !tackpy_is_complex(obj)) {
         double v = PyFloat_AsDouble(obj); /* NumPy float32 and friends */
         if (v == -1.0 && PyErr_Occurred()) {
             return -1;
