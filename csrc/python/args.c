@@ -136,8 +136,11 @@ tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
     if (PyLong_Check(obj) || (!PySequence_Check(obj) && PyIndex_Check(obj))) {
         return parse_extent(st, obj, &shape[0]) < 0 ? -1 : 1;
     }
-    /* A tuple, never the caller's list: an entry's __index__ may change the list. */
-    PyObject *seq = PySequence_Tuple(obj);
+    /* Text is not a shape, though bytes are a sequence of ints (b"ab" is not
+     * (97, 98)). A tuple, never the caller's list: an entry's __index__ may change
+     * the list. */
+    bool text = PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj);
+    PyObject *seq = text ? NULL : PySequence_Tuple(obj);
     if (!seq) {
         PyErr_Clear();
         return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,

@@ -39,7 +39,10 @@ read_shape(tackpy_state *st, PyObject *obj, PyObject *cai, int64_t *shape)
 {
     PyObject *v = PyDict_GetItemString(cai, "shape"); /* borrowed from the copy */
     if (!v || !PyTuple_Check(v) || PyTuple_GET_SIZE(v) > TACK_MAX_NDIM) {
-        refuse(st, obj, "has no shape tuple of at most 32 ints");
+        tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                         "%.100s's __cuda_array_interface__ has no shape tuple of at "
+                         "most %d ints",
+                         Py_TYPE(obj)->tp_name, TACK_MAX_NDIM);
         return -1;
     }
     int ndim = (int)PyTuple_GET_SIZE(v);

@@ -59,11 +59,17 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long l
         return -1;
     }
     *a = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
-    if (*a == -1 && PyErr_Occurred()) {
+    if (!(*a == -1 && PyErr_Occurred())) {
+        *b = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
+    }
+    if (PyErr_Occurred()) {
+        /* Only an int past 64 bits fails here: no version or device is that. */
+        PyErr_Clear();
+        tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                         "%s=%R has an int that does not fit in 64 bits", what, obj);
         return -1;
     }
-    *b = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
-    return *b == -1 && PyErr_Occurred() ? -1 : 0;
+    return 0;
 }
 
 int
@@ -132,9 +138,21 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         if (int_pair(st, dl_device, "dl_device", &type, &id) < 0) {
             return NULL;
         }
+        if (type < INT32_MIN || type > INT32_MAX || id < INT32_MIN || id > INT32_MAX) {
+            PyObject *own = tackpy_array_dlpack_device(self, NULL);
+            PyObject *none =
+                own ? tackpy_raise_fmt(st, TACK_ERR_EXPORT_REFUSED,
+                                       "dl_device=%R names no DLPack device (its type "
+                                       "and id are 32-bit ints): request the array's "
+                                       "own device %R",
+                                       dl_device, own)
+                    : NULL;
+            Py_XDECREF(own);
+            return none;
+        }
         req.has_dl_device = true;
-        req.device_type = type < INT32_MIN || type > INT32_MAX ? -1 : (int32_t)type;
-        req.device_id = id < INT32_MIN || id > INT32_MAX ? -1 : (int32_t)id;
+        req.device_type = (int32_t)type;
+        req.device_id = (int32_t)id;
     }
     bool versioned = false;
     tack_dlpack_export_options opts;

@@ -23,9 +23,16 @@ tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
     if (PyUnicode_Check(obj)) {
         /* Strings follow the runtime's one rule (tack_dtype_from_name), so Python
          * and a C host read "i8" or "float" alike. */
-        const char *name = PyUnicode_AsUTF8(obj);
+        Py_ssize_t len;
+        const char *name = PyUnicode_AsUTF8AndSize(obj, &len);
         if (!name) {
             return -1;
+        }
+        if ((size_t)len != strlen(name)) {
+            /* The C rule reads up to the first NUL: "f4\0junk" must not be f4. */
+            return tackpy_raise_fmt_int(st, TACK_ERR_BAD_DTYPE,
+                                        "the dtype name %R contains a NUL character",
+                                        obj);
         }
         status = tack_dtype_from_name(name, out);
         return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
