@@ -136,7 +136,11 @@ tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
     if (PyLong_Check(obj) || (!PySequence_Check(obj) && PyIndex_Check(obj))) {
         return parse_extent(st, obj, &shape[0]) < 0 ? -1 : 1;
     }
-    PyObject *seq = PySequence_Fast(obj, "shape must be an int or a sequence of ints");
+    /* Text is not a shape, though bytes are a sequence of ints (b"ab" is not
+     * (97, 98)). A tuple, never the caller's list: an entry's __index__ may change
+     * the list. */
+    bool text = PyUnicode_Check(obj) || PyBytes_Check(obj) || PyByteArray_Check(obj);
+    PyObject *seq = text ? NULL : PySequence_Tuple(obj);
     if (!seq) {
         PyErr_Clear();
         return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE,
@@ -144,7 +148,7 @@ tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
                                     "%.100s",
                                     Py_TYPE(obj)->tp_name);
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
     if (n > TACK_MAX_NDIM) {
         Py_DECREF(seq);
         return tackpy_raise_fmt_int(st, TACK_ERR_INVALID_ARGUMENT,
@@ -152,7 +156,7 @@ tackpy_parse_shape(tackpy_state *st, PyObject *obj, int64_t *shape)
                                     TACK_MAX_NDIM, n);
     }
     for (Py_ssize_t k = 0; k < n; k++) {
-        if (parse_extent(st, PySequence_Fast_GET_ITEM(seq, k), &shape[k]) < 0) {
+        if (parse_extent(st, PyTuple_GET_ITEM(seq, k), &shape[k]) < 0) {
             Py_DECREF(seq);
             return -1;
         }

@@ -343,6 +343,18 @@ array_get_dtype(PyObject *self, void *c)
         tackpy_dtype_object(tackpy_state_of(self), tack_array_dtype(ARR(self))));
 }
 
+/* What NumPy 2.4's numpy.dtype() (and so np.result_type, np.can_cast and JAX's
+ * dtype lookup) reads from an array-like whose .dtype is not a numpy.dtype. A vec
+ * array answers float32, as an ndarray does (NumPy turns a subarray dtype into a
+ * trailing dimension): the dtype np.asarray() and DLPack give it. */
+static PyObject *
+array_get_numpy_dtype(PyObject *self, void *c)
+{
+    (void)c;
+    tack_dtype scalar = tack_dtype_get(tack_array_dtype(ARR(self)))->scalar;
+    return tackpy_dtype_to_numpy(tackpy_state_of(self), scalar);
+}
+
 static PyObject *
 array_get_ndim(PyObject *self, void *c)
 {
@@ -392,6 +404,8 @@ static PyObject *array_get_cuda_array_interface(PyObject *self, void *c);
 static PyGetSetDef array_getset[] = {
     {"shape", array_get_shape, NULL, "The extents, a tuple of ints.", NULL},
     {"dtype", array_get_dtype, NULL, "The element type.", NULL},
+    {"__numpy_dtype__", array_get_numpy_dtype, NULL,
+     "The element type as a numpy.dtype.", NULL},
     {"ndim", array_get_ndim, NULL, "The number of dimensions.", NULL},
     {"size", array_get_size, NULL, "The number of elements.", NULL},
     {"nbytes", array_get_nbytes, NULL, "The size of the elements in bytes.", NULL},

@@ -37,9 +37,12 @@ refuse(tackpy_state *st, PyObject *obj, const char *what)
 static int
 read_shape(tackpy_state *st, PyObject *obj, PyObject *cai, int64_t *shape)
 {
-    PyObject *v = PyDict_GetItemString(cai, "shape"); /* borrowed */
+    PyObject *v = PyDict_GetItemString(cai, "shape"); /* borrowed from the copy */
     if (!v || !PyTuple_Check(v) || PyTuple_GET_SIZE(v) > TACK_MAX_NDIM) {
-        refuse(st, obj, "has no shape tuple of at most 32 ints");
+        tackpy_raise_fmt(st, TACK_ERR_DLPACK_INVALID,
+                         "%.100s's __cuda_array_interface__ has no shape tuple of at "
+                         "most %d ints",
+                         Py_TYPE(obj)->tp_name, TACK_MAX_NDIM);
         return -1;
     }
     int ndim = (int)PyTuple_GET_SIZE(v);
@@ -131,9 +134,11 @@ import_device(tackpy_state *st, tack_device *given)
     return dev;
 }
 
-PyObject *
-tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
-                                 const tack_dlpack_import_options *opts)
+/* cai: a private copy of the interface dict, so its items stay alive however the
+ * code they run (__index__, __bool__) changes the producer's dict. */
+static PyObject *
+from_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
+               const tack_dlpack_import_options *opts)
 {
     /* A device that is not a CUDA device never wraps CUDA memory: it gets a copy, or
      * the refusal a kDLCUDA tensor gets, before anything is read from the object. */
@@ -154,9 +159,6 @@ tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
     }
     else if (opts->copy == TACK_DLPACK_COPY_ALWAYS) {
         target = given; /* NULL: the device it is wrapped on */
-    }
-    if (!PyDict_Check(cai)) {
-        return refuse(st, obj, "is not a dict");
     }
     PyObject *version = PyDict_GetItemString(cai, "version");
     long ver = version && PyLong_Check(version) ? PyLong_AsLong(version) : -1;
@@ -182,9 +184,15 @@ tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
     if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2) {
         return refuse(st, obj, "has no data tuple (pointer, read_only)");
     }
+    if (!PyLong_Check(PyTuple_GET_ITEM(data, 0))) {
+        return refuse(st, obj, "has a data pointer that is not an int");
+    }
     void *ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    if (!ptr && PyErr_Occurred()) {
+        return NULL;
+    }
     int read_only = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if ((!ptr && PyErr_Occurred()) || read_only < 0) {
+    if (read_only < 0) {
         return NULL;
     }
     uintptr_t stream = 0;
@@ -218,4 +226,24 @@ tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
         return tackpy_raise(st, status);
     }
     return tackpy_array_wrap(st, arr);
+}
+
+PyObject *
+tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
+                                 const tack_dlpack_import_options *opts)
+{
+    if (!PyDict_Check(cai)) {
+        return refuse(st, obj, "is not a dict");
+    }
+    /* Reading an item may run the producer's code, which may clear or refill its
+     * dict and free every item only the dict held. The shallow copy holds a
+     * reference to each item (the tuples among them are immutable), so every
+     * borrowed pointer taken below stays valid until the copy goes. */
+    PyObject *own = PyDict_Copy(cai);
+    if (!own) {
+        return NULL;
+    }
+    PyObject *result = from_interface(st, obj, own, opts);
+    Py_DECREF(own);
+    return result;
 }

@@ -39,10 +39,12 @@ parse_external_context(tackpy_state *st, PyObject *value, tack_external_context 
     uintptr_t *fields[] = {&out->driver, &out->device, &out->context};
     memset(out, 0, sizeof *out);
     for (unsigned k = 0; k < 3; k++) {
+        /* Held, not borrowed: v's __index__ may empty the dict. */
         PyObject *v = PyDict_GetItemString(value, keys[k]);
         if (!v || v == Py_None) {
             continue;
         }
+        Py_INCREF(v);
         PyObject *index = PyNumber_Index(v);
         if (!index) {
             PyErr_Clear();
@@ -50,8 +52,10 @@ parse_external_context(tackpy_state *st, PyObject *value, tack_external_context 
                 st, TACK_ERR_INVALID_ARGUMENT,
                 "external_context['%s'] must be an integer handle, not %.100s", keys[k],
                 Py_TYPE(v)->tp_name);
+            Py_DECREF(v);
             return -1;
         }
+        Py_DECREF(v);
         void *p = PyLong_AsVoidPtr(index);
         Py_DECREF(index);
         if (!p && PyErr_Occurred()) {

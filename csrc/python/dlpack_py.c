@@ -59,11 +59,17 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long l
         return -1;
     }
     *a = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
-    if (*a == -1 && PyErr_Occurred()) {
+    if (!(*a == -1 && PyErr_Occurred())) {
+        *b = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
+    }
+    if (PyErr_Occurred()) {
+        /* Only an int past 64 bits fails here: no version or device is that. */
+        PyErr_Clear();
+        tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE,
+                         "%s=%R has an int that does not fit in 64 bits", what, obj);
         return -1;
     }
-    *b = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
-    return *b == -1 && PyErr_Occurred() ? -1 : 0;
+    return 0;
 }
 
 int
@@ -132,9 +138,21 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         if (int_pair(st, dl_device, "dl_device", &type, &id) < 0) {
             return NULL;
         }
+        if (type < INT32_MIN || type > INT32_MAX || id < INT32_MIN || id > INT32_MAX) {
+            PyObject *own = tackpy_array_dlpack_device(self, NULL);
+            PyObject *none =
+                own ? tackpy_raise_fmt(st, TACK_ERR_EXPORT_REFUSED,
+                                       "dl_device=%R names no DLPack device (its type "
+                                       "and id are 32-bit ints): request the array's "
+                                       "own device %R",
+                                       dl_device, own)
+                    : NULL;
+            Py_XDECREF(own);
+            return none;
+        }
         req.has_dl_device = true;
-        req.device_type = type < INT32_MIN || type > INT32_MAX ? -1 : (int32_t)type;
-        req.device_id = id < INT32_MIN || id > INT32_MAX ? -1 : (int32_t)id;
+        req.device_type = (int32_t)type;
+        req.device_id = (int32_t)id;
     }
     bool versioned = false;
     tack_dlpack_export_options opts;
@@ -254,9 +272,6 @@ release_keeping_error(PyObject *capsule)
     }
 }
 
-/* x.__dlpack__(max_version=(1, 3)), and x.__dlpack__() for a producer that predates
- * DLPack 1.0 and raises TypeError at the keyword. copy is never passed: Tack makes
- * its own copies, so the fallback cannot drop a copy request. */
 /* Tack's stream on the device x lives on (from x.__dlpack_device__()), as the int to
  * pass as stream=, or NULL with no error where there is no stream to pass. */
 static PyObject *
@@ -299,6 +314,9 @@ consumer_stream(tackpy_state *st, PyObject *x)
     return PyLong_FromUnsignedLongLong(stream ? (unsigned long long)stream : 1ull);
 }
 
+/* x.__dlpack__(max_version=(1, 3)), and x.__dlpack__() for a producer that predates
+ * DLPack 1.0 and raises TypeError at the keyword. copy is never passed: Tack makes
+ * its own copies, so the fallback cannot drop a copy request. */
 static PyObject *
 request_capsule(tackpy_state *st, PyObject *x)
 {
@@ -341,6 +359,35 @@ request_capsule(tackpy_state *st, PyObject *x)
     return NULL;
 }
 
+/* Whether x's arrays are immutable by contract, so that memory shared with it must
+ * not be written whatever its tensor says: a JAX array (jax.Array has no in-place
+ * update, and JAX exports only legacy capsules, which cannot carry READ_ONLY).
+ * Recognised without importing JAX: a class named Array or ArrayImpl from the
+ * jaxlib or jax packages in type(x)'s MRO (jaxlib._jax.ArrayImpl, whose base is
+ * jax.jaxlib._jax.Array). Every import asks, so the class name is compared first
+ * and only a match costs an attribute lookup. Errors while asking mean no. */
+static bool
+immutable_producer(PyObject *x)
+{
+    PyObject *mro = Py_TYPE(x)->tp_mro;
+    bool found = false;
+    for (Py_ssize_t k = 0; mro && !found && k < PyTuple_GET_SIZE(mro); k++) {
+        PyTypeObject *tp = (PyTypeObject *)PyTuple_GET_ITEM(mro, k); /* held by mro */
+        const char *dot = strrchr(tp->tp_name, '.');
+        const char *n = dot ? dot + 1 : tp->tp_name;
+        if (strcmp(n, "Array") != 0 && strcmp(n, "ArrayImpl") != 0) {
+            continue;
+        }
+        PyObject *mod = PyObject_GetAttrString((PyObject *)tp, "__module__");
+        const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+        found = m && (strncmp(m, "jaxlib.", 7) == 0 || strncmp(m, "jax.", 4) == 0 ||
+                      strcmp(m, "jaxlib") == 0 || strcmp(m, "jax") == 0);
+        Py_XDECREF(mod);
+        PyErr_Clear();
+    }
+    return found;
+}
+
 PyObject *
 tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames)
@@ -359,7 +406,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *x = all[0];
     PyObject *const *a = all + 1; /* device, copy */
-    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER};
+    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER, false};
     if (a[1] == Py_True) {
         opts.copy = TACK_DLPACK_COPY_ALWAYS;
     }
@@ -381,6 +428,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         result = import_capsule(st, x, &opts);
         goto done;
     }
+    opts.read_only = immutable_producer(x);
     const DLPackExchangeAPI *api = tackpy_exchange_api_of(st, Py_TYPE(x));
     if (api) {
         DLManagedTensorVersioned *mt = NULL;

@@ -23,9 +23,16 @@ tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
     if (PyUnicode_Check(obj)) {
         /* Strings follow the runtime's one rule (tack_dtype_from_name), so Python
          * and a C host read "i8" or "float" alike. */
-        const char *name = PyUnicode_AsUTF8(obj);
+        Py_ssize_t len;
+        const char *name = PyUnicode_AsUTF8AndSize(obj, &len);
         if (!name) {
             return -1;
+        }
+        if ((size_t)len != strlen(name)) {
+            /* The C rule reads up to the first NUL: "f4\0junk" must not be f4. */
+            return tackpy_raise_fmt_int(st, TACK_ERR_BAD_DTYPE,
+                                        "the dtype name %R contains a NUL character",
+                                        obj);
         }
         status = tack_dtype_from_name(name, out);
         return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
@@ -142,14 +149,11 @@ dtype_get_numpy_str(PyObject *self, void *c)
         tack_dtype_get(((tackpy_DType *)self)->dtype)->numpy_str);
 }
 
-/* NumPy's dtype() reads a .dtype attribute, so np.dtype(tack.float32) and
- * np.zeros(3, dtype=tack.vec3) work; vec types are float32 subarrays. */
-static PyObject *
-dtype_get_numpy_dtype(PyObject *self, void *c)
+PyObject *
+tackpy_dtype_to_numpy(tackpy_state *st, tack_dtype dtype)
 {
-    (void)c;
-    const tack_dtype_info *info = tack_dtype_get(((tackpy_DType *)self)->dtype);
-    PyObject *np = tackpy_numpy(tackpy_state_of_type(Py_TYPE(self)));
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    PyObject *np = tackpy_numpy(st);
     if (!np) {
         return NULL;
     }
@@ -158,6 +162,17 @@ dtype_get_numpy_dtype(PyObject *self, void *c)
                                    (int)info->ncomponents);
     }
     return PyObject_CallMethod(np, "dtype", "s", info->numpy_str);
+}
+
+/* numpy.dtype() asks an object for __numpy_dtype__ (NumPy 2.4) or for a .dtype that
+ * is a numpy.dtype, so np.dtype(tack.float32) and np.zeros(3, dtype=tack.vec3)
+ * work; vec types are float32 subarrays. */
+static PyObject *
+dtype_get_numpy_dtype(PyObject *self, void *c)
+{
+    (void)c;
+    return tackpy_dtype_to_numpy(tackpy_state_of_type(Py_TYPE(self)),
+                                 ((tackpy_DType *)self)->dtype);
 }
 
 /* Pickling and copying give back the module constant: dtypes are singletons. */
@@ -176,6 +191,7 @@ static PyMethodDef dtype_methods[] = {
 static PyGetSetDef dtype_getset[] = {
     {"dtype", dtype_get_numpy_dtype, NULL,
      "The NumPy dtype spelling (for numpy.dtype()).", NULL},
+    {"__numpy_dtype__", dtype_get_numpy_dtype, NULL, "The NumPy dtype.", NULL},
     {"name", dtype_get_name, NULL, "The dtype's name, e.g. 'float32'.", NULL},
     {"itemsize", dtype_get_itemsize, NULL, "Bytes per element.", NULL},
     {"ncomponents", dtype_get_ncomponents, NULL, "1, or 2..4 for the vec types.", NULL},

@@ -41,16 +41,6 @@ is_numpy_float32(PyObject *obj)
     return strcmp(name, "numpy.float32") == 0 || strcmp(name, "numpy.float16") == 0;
 }
 
-/* NumPy's complex scalars that are not Python complex subclasses (complex128 is):
- * float() of one drops its imaginary part with only a warning. */
-static bool
-is_numpy_complex(PyObject *obj)
-{
-    const char *name = Py_TYPE(obj)->tp_name;
-    return strcmp(name, "numpy.complex64") == 0 ||
-           strcmp(name, "numpy.clongdouble") == 0;
-}
-
 typedef struct {
     PyObject_HEAD vectorcallfunc vectorcall;
     PyObject *dict;
@@ -270,9 +260,13 @@ read_arg(tackpy_state *st, tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *ke
         *array = a;
         return 0;
     }
-    if (PyBool_Check(obj)) {
+    if (PyBool_Check(obj) || tackpy_is_numpy_bool(obj)) {
+        int truth = PyObject_IsTrue(obj);
+        if (truth < 0) {
+            return -1;
+        }
         *key = KEY_BOOL;
-        arg->i = obj == Py_True;
+        arg->i = truth;
         return 0;
     }
     if (PyFloat_Check(obj)) {
@@ -308,7 +302,7 @@ read_arg(tackpy_state *st, tackpy_Kernel *kp, int k, PyObject *obj, uint32_t *ke
         arg->i = v;
         return 0;
     }
-    if (PyNumber_Check(obj) && !PyComplex_Check(obj) && !is_numpy_complex(obj)) {
+    if (PyNumber_Check(obj) && !tackpy_is_complex(obj)) {
         double v = PyFloat_AsDouble(obj); /* NumPy float32 and friends */
         if (!(v == -1.0 && PyErr_Occurred())) {
             *key = is_numpy_float32(obj) ? KEY_FLOAT32 : KEY_FLOAT;

@@ -1,6 +1,7 @@
 /*
  * scalars.c: Python scalars in and out of array elements. A binding only: it reads a
- * Python bool, int or float into a tack_scalar and back; the range checks and
+ * Python or NumPy bool, int or float into a tack_scalar and back (a complex number
+ * is refused, never truncated to its real part); the range checks and
  * conversions are the runtime's (tack_scalar_to_element, tack_element_to_scalar).
  */
 #include "tackpy.h"
@@ -61,6 +62,28 @@ int_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
     return status == TACK_OK ? 0 : tackpy_raise_int(st, status);
 }
 
+bool
+tackpy_is_numpy_bool(PyObject *obj)
+{
+    const char *name = Py_TYPE(obj)->tp_name;
+    return strcmp(name, "numpy.bool") == 0 || strcmp(name, "numpy.bool_") == 0;
+}
+
+bool
+tackpy_is_complex(PyObject *obj)
+{
+    if (PyComplex_Check(obj)) {
+        return true;
+    }
+    if (PyLong_Check(obj) || PyFloat_Check(obj)) {
+        return false; /* the common numbers, without a lookup */
+    }
+    PyObject *m = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__complex__");
+    Py_XDECREF(m);
+    PyErr_Clear();
+    return m != NULL;
+}
+
 int
 tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void *out)
 {
@@ -94,6 +117,21 @@ tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype, void
     if (PyBool_Check(obj)) {
         s.kind = TACK_SCALAR_BOOL;
         s.v.b = obj == Py_True;
+    }
+    else if (tackpy_is_numpy_bool(obj)) {
+        int truth = PyObject_IsTrue(obj);
+        if (truth < 0) {
+            return -1;
+        }
+        s.kind = TACK_SCALAR_BOOL;
+        s.v.b = truth == 1;
+    }
+    else if (tackpy_is_complex(obj)) {
+        return tackpy_raise_fmt_int(
+            st, TACK_ERR_BAD_TYPE,
+            "cannot store a complex number (%.100s) in a %s array: Tack has no "
+            "complex dtype; store z.real and z.imag separately",
+            Py_TYPE(obj)->tp_name, info->name);
     }
     else if (PyLong_Check(obj)) {
         return int_to_element(st, obj, dtype, out);

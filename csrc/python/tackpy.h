@@ -199,6 +199,9 @@ int tackpy_dtype_init(PyObject *module, tackpy_state *st);
 int tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out);
 /* Returns: borrowed reference to the singleton. */
 PyObject *tackpy_dtype_object(tackpy_state *st, tack_dtype dtype);
+/* The numpy.dtype of a Tack dtype (vec types: a float32 subarray). Returns: new
+ * reference, or NULL with an exception (NumPy missing). */
+PyObject *tackpy_dtype_to_numpy(tackpy_state *st, tack_dtype dtype);
 
 /* ---- device_type.c ------------------------------------------------------------ */
 int tackpy_device_init(PyObject *module, tackpy_state *st);
@@ -280,6 +283,13 @@ int tackpy_scalar_to_element(tackpy_state *st, PyObject *obj, tack_dtype dtype,
                              void *out);
 /* One element at p as a Python object (a tuple for vec types). New reference. */
 PyObject *tackpy_element_to_object(const void *p, tack_dtype dtype);
+/* NumPy's bool scalar (numpy.bool; numpy.bool_ before NumPy 2), told by its type's
+ * name, so that it is a bool and not the float its __float__ would make it. */
+bool tackpy_is_numpy_bool(PyObject *obj);
+/* A complex number: Python's complex or a type with __complex__ (NumPy's complex
+ * scalars). Tack has no complex dtype, and __float__ of a NumPy complex drops the
+ * imaginary part with only a warning, so these are refused before any conversion. */
+bool tackpy_is_complex(PyObject *obj);
 
 /* ---- nvrtc_py.c -------------------------------------------------------------------
  */

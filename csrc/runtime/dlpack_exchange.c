@@ -14,25 +14,13 @@
 #include "internal.h"
 #include "tack/dlpack.h"
 
-/* The lowest page is never mapped on the systems Tack runs on. */
-#define TACK__FIRST_PAGE ((uintptr_t)4096)
-
-/* User-space addresses stay below 2**57 on every 64-bit system Tack targets
- * (x86-64 with 5-level paging reaches 2**56, AArch64 2**52). */
-#if UINTPTR_MAX > 0xFFFFFFFFu
-#define TACK__USER_SPACE_END ((uintptr_t)1 << 57)
-#else
-#define TACK__USER_SPACE_END UINTPTR_MAX
-#endif
-
 /* How many prev_api links are followed: tables chain once per DLPack minor release. */
 #define TACK__MAX_CHAIN 16
 
 static bool
 plausible_table(uintptr_t address)
 {
-    return address >= TACK__FIRST_PAGE && address < TACK__USER_SPACE_END &&
-           address % _Alignof(DLPackExchangeAPIHeader) == 0;
+    return tack__plausible_address(address, _Alignof(DLPackExchangeAPIHeader));
 }
 
 tack_status

@@ -478,6 +478,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     bool share =
         copy != TACK_DLPACK_COPY_ALWAYS && wraps && lay.contiguous && lay.aligned;
     if (share) {
+        writable = writable && !(opts && opts->read_only);
         st =
             tack__array_wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim,
                                        t->shape, lay.nelem, writable, release, mt, out);

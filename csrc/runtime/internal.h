@@ -82,6 +82,23 @@ tack__range_fits(uintptr_t address, size_t nbytes)
     return nbytes == 0 || nbytes - 1 <= UINTPTR_MAX - address;
 }
 
+/* Whether a foreign value can be the address of an object aligned to align, checked
+ * before anything is read through it: not NULL, not in the first page (never mapped
+ * on the systems Tack runs on), aligned, and below 2**57, where user space ends on
+ * every 64-bit system Tack targets (x86-64 with 5-level paging reaches 2**56,
+ * AArch64 2**52). A value that passes can still be wrong: nothing in C can prove an
+ * address valid; this stops the forgeries that are easy to make by mistake. */
+static inline bool
+tack__plausible_address(uintptr_t address, size_t align)
+{
+#if UINTPTR_MAX > 0xFFFFFFFFu
+    const uintptr_t user_space_end = (uintptr_t)1 << 57;
+#else
+    const uintptr_t user_space_end = UINTPTR_MAX;
+#endif
+    return address >= 4096 && address < user_space_end && address % align == 0;
+}
+
 /* ---- allocation (alloc.c) ----------------------------------------------------- */
 
 /* Through the hook of alloc.h. nbytes 0 is allowed and returns a unique pointer.

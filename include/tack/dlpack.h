@@ -139,6 +139,9 @@ typedef struct tack_dlpack_import_options {
     /* Borrowed, may be NULL: the importing device; NULL applies the default rules. */
     tack_device *device;
     tack_dlpack_copy copy;
+    /* The producer's arrays are immutable by contract (JAX), whatever its tensor
+     * says: memory shared with it is non-writable. A copy is Tack's and writable. */
+    bool read_only;
 } tack_dlpack_import_options;
 
 /*
@@ -156,7 +159,8 @@ TACK_API tack_status
 tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
                              const tack_dlpack_import_options *opts, tack_array **out);
 
-/* As tack_dlpack_import_versioned for a legacy tensor, which imports writable. */
+/* As tack_dlpack_import_versioned for a legacy tensor, which imports writable unless
+ * opts->read_only. */
 TACK_API tack_status tack_dlpack_import_legacy(DLManagedTensor *mt,
                                                const tack_dlpack_import_options *opts,
                                                tack_array **out);

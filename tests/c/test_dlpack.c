@@ -82,7 +82,7 @@ static tack_array *
 import_v(producer *p, tack_dlpack_copy copy, tack_status want)
 {
     int before = deleted_versioned;
-    tack_dlpack_import_options opts = {NULL, copy};
+    tack_dlpack_import_options opts = {NULL, copy, false};
     tack_array *arr = NULL;
     CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr), want);
     if (want != TACK_OK) {
@@ -291,6 +291,30 @@ TACK_TEST(dlpack_import_legacy_is_writable_and_read_only_flag_honoured)
     tack_array_release(arr);
 }
 
+TACK_TEST(dlpack_import_read_only_option_applies_to_shared_memory_only)
+{
+    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER, true};
+    producer *p = producer_new(4);
+    tack_array *arr;
+    CHECK_OK(tack_dlpack_import_legacy(&p->l, &opts, &arr));
+    CHECK(!tack_array_writable(arr));
+    float one = 1.0f;
+    CHECK_STATUS(tack_array_fill(arr, &one, TACK_FLOAT32), TACK_ERR_READ_ONLY);
+    tack_array_release(arr);
+    CHECK_EQ_INT(deleted_legacy, 1);
+
+    p = producer_new(4);
+    CHECK_OK(tack_dlpack_import_versioned(&p->v, &opts, &arr));
+    CHECK(!tack_array_writable(arr));
+    tack_array_release(arr);
+
+    opts.copy = TACK_DLPACK_COPY_ALWAYS; /* a copy is Tack's own memory */
+    p = producer_new(4);
+    CHECK_OK(tack_dlpack_import_legacy(&p->l, &opts, &arr));
+    CHECK(tack_array_writable(arr));
+    tack_array_release(arr);
+}
+
 TACK_TEST(dlpack_import_null_deleter_is_accepted)
 {
     producer *p = producer_new(4);
@@ -298,7 +322,7 @@ TACK_TEST(dlpack_import_null_deleter_is_accepted)
     tack_array *arr = import_v(p, TACK_DLPACK_COPY_NEVER, TACK_OK);
     tack_array_release(arr);
     p->v.dl_tensor.ndim = -1; /* a failure path with no deleter either */
-    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER};
+    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER, false};
     CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr),
                  TACK_ERR_DLPACK_INVALID);
     CHECK_EQ_INT(deleted_versioned, 0);
@@ -490,7 +514,7 @@ TACK_TEST(dlpack_import_device_rules)
     p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLCUDA;
     p->v.dl_tensor.device.device_id = 1;
-    tack_dlpack_import_options opts = {cpu(), TACK_DLPACK_COPY_NEVER};
+    tack_dlpack_import_options opts = {cpu(), TACK_DLPACK_COPY_NEVER, false};
     tack_array *arr = NULL;
     CHECK_STATUS(tack_dlpack_import_versioned(&p->v, &opts, &arr),
                  TACK_ERR_DLPACK_DEVICE);
@@ -660,7 +684,7 @@ run_import(tack_device *dev, int *deleted, tack_dlpack_copy copy, bool strided)
         t->strides[1] = 3;
     }
     int before = deleted_versioned;
-    tack_dlpack_import_options opts = {NULL, copy};
+    tack_dlpack_import_options opts = {NULL, copy, false};
     tack_array *arr = NULL;
     tack_status st = tack_dlpack_import_versioned(&p->v, &opts, &arr);
     CHECK((st == TACK_OK) == (arr != NULL));

@@ -132,7 +132,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Zero strides make a tiny span hold many elements: bound the copy's size. */
     bool readable = valid && lay.host_readable && inside_arena(&lay) &&
                     lay.nelem <= (1u << 20) / lay.itemsize;
-    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER};
+    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_NEVER, false};
     if (readable) {
         opts.copy = (tack_dlpack_copy)(copy_sel % 3);
     }

@@ -398,3 +398,43 @@ def test_jax_round_trip_shares_memory():
     assert b.ptr == a.ptr
     a[3] = 42.0
     assert b[3] == 42.0
+
+
+def test_jax_arrays_import_read_only():
+    # JAX arrays are immutable by contract and JAX exports legacy capsules, which
+    # cannot say read-only: Tack knows the producer and imports them read-only.
+    jnp = pytest.importorskip("jax.numpy")
+    j = jnp.arange(4, dtype=jnp.float32)
+    a = tack.from_dlpack(j)
+    assert not a.writable and a.ptr == j.unsafe_buffer_pointer()
+    with pytest.raises(tack.ReadOnlyError):
+        a[0] = 5.0
+    with pytest.raises(tack.ReadOnlyError):
+        a.fill(1.0)
+
+    @tack.kernel
+    def bump(out):
+        for i in range(out.shape[0]):
+            out[i] = out[i] + 1.0
+
+    with pytest.raises(ValueError, match="'bump'.*'out'"):
+        bump(a)
+    assert np.asarray(j).tolist() == [0.0, 1.0, 2.0, 3.0]
+    # A copy is Tack's own memory, and a view of a read-only import stays read-only.
+    c = tack.from_dlpack(j, copy=True)
+    assert c.writable and c.ptr != a.ptr
+    assert not a.reshape(2, 2).writable
+    # Wrapping a JAX array's buffer is read-only too: JAX exports it so.
+    assert not tack.array_from_ptr(j, 4, tack.f32).writable
+    with pytest.raises(ValueError, match="read-only"):
+        tack.array_from_ptr(j, 4, tack.f32, writable=True)
+
+
+def test_other_legacy_producers_stay_writable():
+    # Only producers immutable by contract are read-only: a legacy capsule from any
+    # other producer shares memory both ways.
+    host = np.zeros(3, dtype=np.float32)
+    a = tack.from_dlpack(host.__dlpack__())
+    assert a.writable
+    a[1] = 2.0
+    assert host[1] == 2.0

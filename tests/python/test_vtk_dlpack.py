@@ -150,9 +150,13 @@ def test_a_capsule_is_accepted():
     assert vtk_address(exported) == host.ctypes.data
 
 
-def test_jax_to_vtk():
+def test_jax_to_vtk_is_a_copy():
+    # JAX arrays are immutable, so Tack imports them read-only, and VTK arrays are
+    # always writable: the JAX array itself is refused, a NumPy copy of it is not.
     values = jnp.arange(6.0, dtype=jnp.float32)
-    exported = dlpack_to_vtk(values)
+    with pytest.raises(tack.DLPackError, match="read-only"):
+        dlpack_to_vtk(values)
+    exported = dlpack_to_vtk(np.array(values))
     assert exported.GetDataType() == 10  # VTK_FLOAT
     np.testing.assert_array_equal(np.asarray(exported), np.arange(6.0))
 

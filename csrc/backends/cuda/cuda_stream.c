@@ -5,8 +5,18 @@
  * Foreign streams are named by the integers DLPack and the Array API use on CUDA:
  * 1 is the legacy default stream and 2 the per-thread default stream (the driver's
  * own special handles CU_STREAM_LEGACY and CU_STREAM_PER_THREAD), anything larger a
- * CUstream handle of the same context. The caller has validated the value (0 and
- * negative values never get here).
+ * CUstream handle of the same context. The callers refuse a user's 0 and negative
+ * values; Tack itself passes 0, the driver's NULL stream (buffer.c).
+ *
+ * A handle is a pointer the driver dereferences: cuEventRecord, cuStreamWaitEvent,
+ * and the queries that could vouch for it (cuStreamQuery, cuStreamGetCtx) alike, so
+ * no driver call can check a made-up value without the crash it would prevent. Tack
+ * checks what it can tell without the driver: 0, 1, 2 and its own stream are known,
+ * and any other value must have the shape of a heap pointer
+ * (tack__plausible_address): `stream=3` is refused, never handed over. A plausible
+ * value of no stream reaches the driver, whose documented answer is
+ * CUDA_ERROR_INVALID_HANDLE (the stand-in gives it for any handle it did not create;
+ * the real driver may crash instead).
  */
 #include "cuda_internal.h"
 
@@ -54,6 +64,14 @@ static tack_status
 order_guarded(void *state, uintptr_t foreign, bool foreign_waits)
 {
     tack__cuda_state *s = state;
+    if (foreign > 2 && foreign != (uintptr_t)s->stream &&
+        !tack__plausible_address(foreign, _Alignof(void *))) {
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "stream %#llx is no CUDA stream handle: pass 1 (the legacy "
+                          "default stream), 2 (the per-thread default stream) or "
+                          "another library's cudaStream_t as an int",
+                          (unsigned long long)foreign);
+    }
     tack__cuda_guard g;
     tack_status st = tack__cuda_enter(s, &g);
     if (st != TACK_OK) {

@@ -199,13 +199,23 @@ def _vtk_core() -> Any:
 
 
 def _require_data_array(obj: Any) -> None:
-    vtkDataArray = _vtk_core().vtkDataArray  # noqa: N806 (VTK's class name)
-
-    if not isinstance(obj, vtkDataArray):
+    core = _vtk_core()
+    if isinstance(obj, core.vtkDataArray):
+        return
+    if isinstance(obj, core.vtkAbstractArray):
         raise tack.TackTypeError(
-            f"expected a vtkDataArray, not {type(obj).__name__}: string, variant and "
-            "other non-numeric arrays have no memory to share"
+            f"expected a VTK data array (vtkDataArray), not {type(obj).__name__}: "
+            "string, variant and other non-numeric arrays have no memory to share"
         )
+    hint = (
+        ": for another library's array use tack.array(x) (a copy) or "
+        "tack.from_dlpack(x) (shares its memory)"
+        if hasattr(obj, "__dlpack__") or hasattr(obj, "__array__")
+        else ""
+    )
+    raise tack.TackTypeError(
+        f"expected a VTK data array (vtkDataArray), not {type(obj).__name__}{hint}"
+    )
 
 
 def _refusal(vtk_array: Any, device_ok: bool = False) -> tuple[type[Exception], str] | None:
