@@ -366,10 +366,29 @@ _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "
 _UNOPS = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}
 
 
+def _unset_locals(fn: ast.FunctionDef) -> list[ast.stmt]:
+    """A kernel's local assigned only on some paths starts at 0 (a local array: at
+    zeros): the same assignments, made first."""
+    params = {a.arg for a in fn.args.args}
+    first: dict[str, ast.stmt] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if not isinstance(t, ast.Name) or t.id in params or t.id in first:
+                    continue
+                value: ast.expr = ast.Constant(0)
+                if isinstance(node, ast.Assign) and "local_array" in ast.unparse(node.value):
+                    value = node.value
+                first[t.id] = ast.Assign([ast.Name(t.id, ast.Store())], value)
+    return list(first.values())
+
+
 class _Rewrite(ast.NodeTransformer):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.decorator_list = []
         self.generic_visit(node)
+        node.body = _unset_locals(node) + node.body
         return node
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
