@@ -230,8 +230,8 @@ class ExprGen:
                 return got
         if ty == "i" and r < 0.85 and scope.inputs:
             name = self.pick(scope.inputs)[0]
-            return self.pick((f"len({name})", f"{name}.shape[0]", f"{name}.size",
-                              f"{name}.ndim"))
+            return self.pick((f"len({name})", f"{name}.shape[0]", f"{name}.shape[-1]",
+                              f"{name}.size", f"{name}.ndim"))
         return self.lit(ty)
 
     def expr(self, ty: str, scope: Scope, depth: int = 0) -> str:
@@ -480,6 +480,11 @@ class KernelGen:
             base.names[name] = ty
             if serial and self.rng.random() < 0.5:
                 self.carried.append(name)
+        if self.on("func_stores", 0.5):  # a store before the loop, made by a func
+            self.case.header += ["@tack.func", "def fz_store(q, k, v):", "    q[k, 0] = v",
+                                 ""]
+            ty = self.rng.choice(("i", "f32", "f64", "b"))
+            self.case.prelude.append([f"fz_store(o0, 0, {self.ex.expr(ty, base)})"])
         if self.on("prelude_reads_stored", 0.5):
             o, dt, _ = self.outputs[0]
             name = self.fresh("p")
@@ -513,6 +518,8 @@ class KernelGen:
                            f"{name} = {e(load_type(dt), scope)}"])
         for _ in range(self.rng.randint(3, 9)):
             c.body.append(self.statement(scope, 0, serial, top=True))
+        if "fz_store" in "".join(c.header) and self.rng.random() < 0.5:
+            c.body.append([f"fz_store(o0, i, {e(self.rng.choice(('i', 'f64')), scope)})"])
         for o, _, cols in self.outputs:
             for col in range(cols):
                 if self.rng.random() < 0.6:
