@@ -150,6 +150,8 @@ def _int_binop(m: Model, op: str, a: int, b: int) -> Any:
     if op == ">>":
         return 0 if b < 0 else (-1 if a < 0 else 0) if b >= 64 else a >> b
     if op == "/":
+        # as the kernel divides: both ints rounded to float64 first (Python rounds the
+        # exact quotient once; the two differ for ints beyond 2**53)
         return np.float64(a) / np.float64(b)
     raise AssertionError(op)
 
