@@ -7,7 +7,7 @@ BUILD ?= build
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
-.PHONY: fuzz fuzz-ci configure-c tools
+.PHONY: fuzz fuzz-ci fuzz-kernels configure-c tools
 
 # The LLVM of clang (fuzzing), clang-tidy and clang-format: Debian 12's. Their findings
 # and formatting differ between versions, so lint is pinned to one.
@@ -140,3 +140,11 @@ fuzz: configure-c
 	mkdir -p $(BUILD)/fuzz $(FUZZ_CORPUS)
 	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I$(BUILD)/c/include -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $(wildcard csrc/runtime/*.c) csrc/backends/gpu_driver.c $(wildcard csrc/backends/*/*.c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
 	ASAN_OPTIONS=allocator_may_return_null=1 $(BUILD)/fuzz/fuzz_dlpack_import -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(FUZZ_CORPUS) tests/fuzz/seeds
+
+# The differential fuzzer of the kernel compiler (docs/kernels.md, "The fuzzer"): random
+# kernels on the CPU path, as Python and as their emulated CUDA module. `make test`
+# runs a short fixed-seed sweep of it through pytest (tests/python/test_kernel_fuzz.py).
+KERNEL_FUZZ_SEED ?= 0
+KERNEL_FUZZ_COUNT ?= 500
+fuzz-kernels: setup
+	$(PY) tests/python/kernel_fuzz.py --seed $(KERNEL_FUZZ_SEED) --count $(KERNEL_FUZZ_COUNT)

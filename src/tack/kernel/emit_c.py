@@ -83,7 +83,9 @@ def c_float(v: float) -> str:
         return "NAN"
     if math.isinf(v):
         return "HUGE_VAL" if v > 0 else "(-HUGE_VAL)"
-    return repr(float(v))
+    # a negative literal in parentheses: `-` before it must not spell `--`
+    text = repr(float(v))
+    return f"({text})" if text.startswith("-") else text
 
 
 def c_int(v: int) -> str:

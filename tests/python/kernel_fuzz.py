@@ -1,0 +1,250 @@
+"""A differential fuzzer of the kernel compiler (docs/kernels.md, "The fuzzer").
+
+Each seed gives a random kernel module (kernel_fuzz_gen.py) that runs three ways:
+on Tack's CPU path, as Python (kernel_fuzz_ref.py: the module's own source with the
+documented differences from Python modelled) and, for the seeds chosen to, as its
+CUDA module under the host emulation (cuda_emulator.py). The results are compared by
+the rules of the CUDA differential test (cuda_compare.py).
+
+    python tests/python/kernel_fuzz.py --seed 0 --count 200 [--emulate-every 4]
+        [--enable FEATURE ...] [--disable FEATURE ...]
+
+prints a reproducer, made smaller by dropping statements, for every mismatch, and
+exits 1 when there was one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import tempfile
+import traceback
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cuda_compare  # noqa: E402
+import kernel_fuzz_gen as gen  # noqa: E402
+import kernel_fuzz_ref as ref  # noqa: E402
+from cuda_emulator import emulate, gxx_available  # noqa: E402
+
+import tack  # noqa: E402
+from tack.kernel import generate_cuda  # noqa: E402
+
+
+class _Host:
+    """A NumPy array where cuda_compare expects a tack.Array."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def numpy(self) -> np.ndarray:
+        return self.a
+
+
+def signature(args: list[Any]) -> tuple[Any, ...]:
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            out.append(("array", a.dtype.name, a.ndim))
+        elif isinstance(a, np.float32):
+            out.append("float32")
+        elif isinstance(a, bool):
+            out.append("bool")
+        elif isinstance(a, float):
+            out.append("float")
+        else:
+            out.append("int")
+    return tuple(out)
+
+
+_loaded = 0
+# What the runs so far did: kernels run, CUDA modules emulated, emulations left out
+# because int64 arithmetic wrapped (the known fault `cuda_int_overflow`).
+STATS: Counter[str] = Counter()
+
+
+def load(case: gen.Case, workdir: Path) -> Any:
+    """The case's module, written to a file and imported (the front end reads a
+    kernel's source from its file)."""
+    global _loaded
+    _loaded += 1
+    path = workdir / f"fuzz_seed{case.seed}_{_loaded}.py"
+    path.write_text(case.source(), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"kernel_fuzz_case_{_loaded}", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod, path
+
+
+def _relabel(msg: str, other: str) -> str:
+    return msg.replace("CUDA", other)
+
+
+def on_cpu(k: Any, args: list[Any]) -> tuple[list[np.ndarray], Any]:
+    tk = [tack.array(a.copy()) if isinstance(a, np.ndarray) else a for a in args]
+    result = k(*tk)
+    return [a.numpy() for a in tk if isinstance(a, tack.Array)], result
+
+
+def on_python(case: gen.Case, path: Path, model: ref.Model | None = None) -> tuple[
+        list[np.ndarray], Any, ref.Model]:
+    model = model or ref.Model()
+    ns = ref.reference_module(case.source(), str(path), model)
+    arrays = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    with np.errstate(all="ignore"):
+        result = ns["fuzz_kernel"](*ref.ref_args(arrays))
+    return [a for a in arrays if isinstance(a, np.ndarray)], ref.plain_result(result), model
+
+
+_EMULATED_RESULT = {1: int, 2: float, 3: bool}
+
+
+def on_emulator(k: Any, case: gen.Case, workdir: Path) -> tuple[list[np.ndarray], Any]:
+    ck = generate_cuda(k, signature(case.args), debug=False)
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    rec = emulate(ck, args, workdir, grid=3, block=4)
+    kind = _EMULATED_RESULT.get(ck.result_kind)
+    result = None if kind is None else kind(rec.result_f if kind is float else rec.result_i)
+    return [a for a in args if isinstance(a, np.ndarray)], result
+
+
+def compare(facts: cuda_compare.Facts, names: list[str], want: list[np.ndarray],
+            want_result: Any, got: list[np.ndarray], got_result: Any, n: int,
+            other: str, perturb: bool = False) -> list[str]:
+    out = []
+    msg = cuda_compare.compare_arrays(facts, names, [_Host(a) for a in want],
+                                      [_Host(a) for a in got], perturb, n)
+    if msg:
+        out.append(_relabel(msg, other))
+    if want_result is not None or got_result is not None:
+        msg = cuda_compare.compare_values(facts, want_result, got_result, n)
+        if msg:
+            out.append(_relabel(msg, other))
+    return out
+
+
+def check(case: gen.Case, workdir: Path, perturb: bool = False) -> list[str]:
+    """Runs one case three ways; the mismatches, as text (empty: all agree)."""
+    try:
+        mod, path = load(case, workdir)
+        k = mod.fuzz_kernel
+        cpu, cpu_result = on_cpu(k, case.args)
+    except Exception as exc:  # a generated kernel is valid: any failure is a fault
+        return [f"the CPU path raised {type(exc).__name__}: {exc}"]
+    try:
+        py, py_result, model = on_python(case, path)
+    except Exception:
+        return ["the Python reference raised (a fault of the fuzzer):\n"
+                + traceback.format_exc(limit=-3)]
+    sig = signature(case.args)
+    facts = k.compile.spell(cuda_compare.Facts, sig, False)
+    names = [p for p, a in zip(case.params, case.args, strict=True)
+             if isinstance(a, np.ndarray)]
+    # the regrouping bound's term count: every element, several terms per trip
+    n = 8 * max(a.size for a in case.args if isinstance(a, np.ndarray))
+    out = compare(facts, names, cpu, cpu_result, py, py_result, n, "Python", perturb)
+    STATS["kernels"] += 1
+    emulated = case.emulate and gxx_available()
+    if emulated and model.wrapped and "cuda_int_overflow" not in case.features:
+        STATS["emulation left out: int64 wrapped"] += 1
+        emulated = False
+    if emulated:
+        STATS["emulated"] += 1
+        try:
+            emu, emu_result = on_emulator(k, case, workdir)
+        except Exception as exc:
+            return [*out, f"the CUDA module failed under emulation: {exc}"]
+        out += compare(facts, names, cpu, cpu_result, emu, emu_result, n,
+                       "the CUDA emulation", perturb)
+    return out
+
+
+def minimize(case: gen.Case, workdir: Path) -> gen.Case:
+    """Drops statements (body blocks, then prelude blocks, then func definitions stay)
+    while the case still mismatches."""
+    def kind(msgs: list[str]) -> str:
+        """What went wrong, so a smaller case fails the same way: the exception's
+        name, or the comparison that failed."""
+        return ",".join(m.split(":")[0] if "raised" in m or "failed" in m else
+                        "returned" if m.startswith("returned") else "argument"
+                        for m in msgs)
+
+    want = kind(check(case, workdir))
+
+    def fails(c: gen.Case) -> bool:
+        return kind(check(c, workdir)) == want
+
+    for part in ("body", "prelude"):
+        k = len(getattr(case, part)) - 1
+        while k >= 0:
+            blocks = getattr(case, part)
+            trial = replace(case, **{part: blocks[:k] + blocks[k + 1:]})
+            if fails(trial):
+                case = trial
+            k -= 1
+    if case.tail and fails(replace(case, tail=[])):
+        case = replace(case, tail=[])
+    return case
+
+
+def sweep(seed: int, count: int, features: frozenset[str], emulate_every: int,
+          workdir: Path, shrink: bool = True, out: Any = None) -> list[
+              tuple[gen.Case, list[str]]]:
+    """Seeds seed .. seed+count-1; every emulate_every-th one also under the CUDA
+    emulation (0: none). Returns the failing cases (minimized when shrink)."""
+    failures = []
+    for s in range(seed, seed + count):
+        case = gen.generate(s, features)
+        case.emulate = emulate_every > 0 and s % emulate_every == 0
+        msgs = check(case, workdir)
+        if not msgs:
+            continue
+        if shrink:
+            small = minimize(case, workdir)
+            msgs = check(small, workdir) or msgs
+            case = small
+        failures.append((case, msgs))
+        print(report(case, msgs), file=out or sys.stdout, flush=True)
+    return failures
+
+
+def report(case: gen.Case, msgs: list[str]) -> str:
+    on = sorted(case.features - gen.DEFAULT_FEATURES)
+    off = sorted(gen.DEFAULT_FEATURES - case.features)
+    head = f"=== seed {case.seed}" + (f" (+{','.join(on)})" if on else "") + (
+        f" (-{','.join(off)})" if off else "") + (" [emulated]" if case.emulate else "")
+    return "\n".join([head, *("  " + m for m in msgs), "--- kernel module:",
+                      case.source(), "--- arguments (in order):", case.arguments_text(),
+                      ""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--count", type=int, default=100)
+    p.add_argument("--emulate-every", type=int, default=4,
+                   help="also run every N-th seed's CUDA module under emulation (0: none)")
+    p.add_argument("--enable", nargs="*", default=[], choices=gen.FEATURES,
+                   metavar="FEATURE", help="turn on features (known-broken included)")
+    p.add_argument("--disable", nargs="*", default=[], choices=gen.FEATURES,
+                   metavar="FEATURE")
+    p.add_argument("--no-shrink", action="store_true")
+    a = p.parse_args(argv)
+    features = (gen.DEFAULT_FEATURES | set(a.enable)) - set(a.disable)
+    with tempfile.TemporaryDirectory(prefix="tack-kernel-fuzz-") as tmp:
+        failures = sweep(a.seed, a.count, frozenset(features), a.emulate_every,
+                         Path(tmp), not a.no_shrink)
+    print(f"{a.count} kernels, {len(failures)} mismatching; runs: {dict(STATS)}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

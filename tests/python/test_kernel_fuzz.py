@@ -1,0 +1,159 @@
+"""The kernel fuzzer (kernel_fuzz.py, docs/kernels.md "The fuzzer"): a fixed-seed
+sweep where Tack's CPU path, the kernel's Python source and (for some seeds) the
+host emulation of its CUDA module must agree; proof that the comparison can fail;
+and the faults the fuzzer found, each as a named test.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kernel_fuzz
+import kernel_fuzz_gen as gen
+import kernel_fuzz_ref as ref
+import numpy as np
+import pytest
+from cuda_emulator import gxx_available
+from kernel_helpers import private_kernel_cache  # noqa: F401  (autouse fixture)
+
+import tack
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
+
+# The fixed sweep: SEEDS kernels, every EMULATE_EVERY-th also run as its CUDA module
+# under the host emulation (whose g++ compile costs about ten C compiles).
+SEEDS = 80
+CHUNK = 20
+EMULATE_EVERY = 8
+
+
+@pytest.mark.parametrize("first", range(0, SEEDS, CHUNK))
+def test_fixed_seed_sweep_agrees_three_ways(tmp_path: Path, first: int):
+    before = dict(kernel_fuzz.STATS)
+    failures = kernel_fuzz.sweep(first, CHUNK, gen.DEFAULT_FEATURES,
+                                 EMULATE_EVERY if gxx_available() else 0, tmp_path)
+    assert not failures, "\n".join(kernel_fuzz.report(c, m) for c, m in failures)
+    assert kernel_fuzz.STATS["kernels"] - before.get("kernels", 0) == CHUNK
+    if gxx_available():  # some of them as CUDA modules
+        assert kernel_fuzz.STATS["emulated"] > before.get("emulated", 0)
+
+
+def test_the_sweep_generates_every_construct():
+    sources = [gen.generate(s).source() for s in range(SEEDS)]
+    text = "\n".join(sources)
+    for construct in ("//", "%", "<<", ">>", "**", " < ", "==", "tack.i8(", "tack.u64(",
+                      "tack.f16(", "float(", "int(", "round(", "min(", "max(", "abs(",
+                      "math.", "math.isnan(", "math.floor(", "for j", "while ", "if ",
+                      "else:", "break", "continue", "@tack.func", "tack.local_array(",
+                      "tack.atomic_", "return ", " += ", " *= ", " = min(", "G_INT",
+                      " and ", " or ", "not ", " if "):
+        assert construct in text, construct
+    dtypes = {a.dtype.name for s in range(SEEDS) for a in gen.generate(s).args
+              if isinstance(a, np.ndarray)}
+    assert dtypes == set(gen.DTYPES)
+
+
+def test_sweep_includes_parallel_serial_and_reducing_kernels(tmp_path: Path):
+    kinds = set()
+    for s in range(SEEDS):
+        case = gen.generate(s)
+        mod, _ = kernel_fuzz.load(case, tmp_path)
+        plan = mod.fuzz_kernel.compile.spell(lambda p: p, kernel_fuzz.signature(case.args),
+                                             False)
+        kinds.add("parallel" if plan.parallel else "serial")
+        if plan.reductions:
+            kinds.add("float reduction" if any(r.ty.is_float for r in plan.reductions)
+                      else "int reduction")
+    assert kinds == {"parallel", "serial", "int reduction", "float reduction"}
+
+
+def test_same_seed_same_kernel_and_arguments():
+    a, b = gen.generate(1234), gen.generate(1234)
+    assert a.source() == b.source()
+    assert a.arguments_text() == b.arguments_text()
+    assert gen.generate(1235).source() != a.source()
+
+
+# ---- the comparison can fail ---------------------------------------------------------
+
+
+def divide_case(divisor: str = "0") -> gen.Case:
+    x = np.array([7, -7, 3, 0], np.int64)
+    return gen.Case(seed=-1, features=gen.DEFAULT_FEATURES, params=["o0", "x0"],
+                    loop="for i in range(o0.shape[0]):",
+                    body=[["o0[i, 0] = x0[i] + 1"], [f"o0[i, 1] = x0[i] // {divisor}"],
+                          ["o0[i, 2] = x0[i] * 3"]],
+                    args=[np.zeros((4, 3), np.int64), x])
+
+
+def test_a_mutated_result_is_caught(tmp_path: Path):
+    case = gen.generate(3)
+    assert kernel_fuzz.check(case, tmp_path) == []
+    msgs = kernel_fuzz.check(case, tmp_path, perturb=True)
+    assert msgs and "differ" in msgs[0] and "Python" in msgs[0]
+
+
+def test_a_wrong_reference_rule_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    assert kernel_fuzz.check(divide_case(), tmp_path) == []
+    real = ref._int_binop
+
+    def wrong(m: ref.Model, op: str, a: int, b: int):
+        return 1 if op == "//" and b == 0 else real(m, op, a, b)
+    monkeypatch.setattr(ref, "_int_binop", wrong)
+    msgs = kernel_fuzz.check(divide_case(), tmp_path)
+    assert msgs and "argument 'o0'" in msgs[0], msgs
+
+
+@pytest.mark.skipif(not gxx_available(), reason="no g++")
+def test_a_wrong_cuda_result_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    case = divide_case("(x0[i] - 3)")
+    case.emulate = True
+    assert kernel_fuzz.check(case, tmp_path) == []
+    real = kernel_fuzz.on_emulator
+
+    def off_by_one(*args):
+        arrays, result = real(*args)
+        arrays[0][2, 2] += 1
+        return arrays, result
+    monkeypatch.setattr(kernel_fuzz, "on_emulator", off_by_one)
+    msgs = kernel_fuzz.check(case, tmp_path)
+    assert len(msgs) == 1 and "the CUDA emulation" in msgs[0], msgs
+
+
+def test_a_mismatch_is_reported_with_a_smaller_reproducer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.setattr(gen, "generate", lambda seed, features: divide_case())
+    real = ref._int_binop
+    monkeypatch.setattr(ref, "_int_binop", lambda m, op, a, b: 5 if op == "//" else
+                        real(m, op, a, b))
+    assert kernel_fuzz.main(["--seed", "9", "--count", "1", "--emulate-every", "0"]) == 1
+    out = capsys.readouterr().out
+    assert "=== seed -1" in out and "argument 'o0'" in out
+    kernel = out.split("--- kernel module:")[1].split("--- arguments")[0]
+    assert "x0[i] // 0" in kernel and "x0[i] * 3" not in kernel  # the rest dropped
+    assert "x0 = np.array([7, -7, 3, 0], dtype=np.int64)" in out
+
+
+def test_docs_list_the_known_broken_switches():
+    text = DOCS.read_text("utf-8")
+    section = text[text.index("## The fuzzer"):]
+    for name in gen.KNOWN_BROKEN:
+        assert f"`{name}`" in section, name
+
+
+# ---- faults the fuzzer found -----------------------------------------------------------
+
+NEGATIVE_GLOBAL = -0.375
+
+
+@tack.kernel
+def negate_global(out):
+    for i in range(out.shape[0]):
+        out[i] = -NEGATIVE_GLOBAL
+
+
+def test_negating_a_negative_float_global_compiles():
+    # the global's literal was spelled -0.375 after a unary minus: `--0.375` in C
+    out = tack.zeros(3, dtype=tack.f64)
+    negate_global(out)
+    assert out.numpy().tolist() == [0.375] * 3
