@@ -149,7 +149,7 @@ EOF
 step() {
     local name=$1 estimate=$2 limit=$3
     shift 3
-    local remaining t0 rc status
+    local remaining t0 rc status reason=""
     remaining=$(left)
     if ((remaining < estimate)); then
         say "== $name: not run (out of time: about ${estimate}s needed, ${remaining}s left)"
@@ -165,10 +165,10 @@ step() {
     tee -a "$log" <"$logs/$name.log"
     case $rc in
     0) status=pass ;;
-    124 | 137) status=timeout ;;
+    124 | 137) status=timeout reason="cut at its limit of ${limit}s" ;;
     *) status=fail ;;
     esac
-    record "$name" "$status" "$rc" "$(($(date +%s) - t0))" ""
+    record "$name" "$status" "$rc" "$(($(date +%s) - t0))" "$reason"
     say "== $name: $status (exit $rc)"
     return "$rc"
 }
