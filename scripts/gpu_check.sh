@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # gpu_check.sh: everything Tack checks on a machine with an NVIDIA GPU, in one command
-# and under 8 minutes. Run from the repository root:
+# and within a time budget. Run from the repository root:
 #
 #     OUT=/some/empty/dir scripts/gpu_check.sh
 #
-# Steps, each with its own time limit, in this order (the later ones matter least):
+# Steps, in this order (the later ones matter least):
 #   device       a visible CUDA device (nvidia-smi, and cuInit + cuDeviceGetCount
 #                through libcuda.so.1); without one the check FAILS at once, it never
 #                skips
+#   probe        what the machine has: meson and ninja (needed), Python's headers (without
+#                them the build leaves the extension out, the C tests and the conformance
+#                suite still run, and the Python steps are not run), nvcc,
+#                compute-sanitizer, the peers
 #   build        the C library, the C tests, the stand-in and the extension, with meson
 #                and ninja (no network, no meson-python: the extension is staged on
 #                PYTHONPATH, as `make sanitize-py` does)
@@ -15,33 +19,54 @@
 #   conformance  the stand-in's conformance suite against the REAL driver
 #                (tests/standin/cuda/conformance.c): where the stand-in's model of the
 #                driver is wrong, this is where it shows
-#   pytest-cuda  pytest -m cuda, with TACK_REQUIRE_CUDA=1 so a CUDA test cannot skip;
-#                among them tests/python/test_cuda_differential.py, which runs the whole
-#                kernel test suite with every launch repeated on the GPU and compared
-#                (summary: $OUT/differential.json)
+#   pytest-cuda  Tack's own CUDA tests (pytest -m "$OWN_TESTS": marked cuda, not marked
+#                with a peer), with TACK_REQUIRE_CUDA=1 so a CUDA test cannot skip; among
+#                them tests/python/test_cuda_differential.py, which runs the kernel test
+#                suite with every launch repeated on the GPU and compared (summary:
+#                $OUT/differential.json)
+#   torch, cupy, jax
+#                the CUDA tests with that peer (marked cuda and torch, ...), each where
+#                the peer imports (absent otherwise)
 #   examples     examples/validate.py --arch cuda, and examples/vtk_interop.py
-#                --require-cuda when VTK is installed (without it: reported, not run)
+#                --require-cuda when VTK is installed (absent otherwise)
 #   sanitizer    compute-sanitizer memcheck over the conformance suite (without the
-#                cases that fault on purpose) and over pytest -m cuda, the differential
-#                test on a subset of the kernel suite (TACK_DIFFERENTIAL_SUITE)
+#                cases that fault on purpose) and over Tack's own CUDA tests, the
+#                differential test on a subset of the kernel suite
+#                (TACK_DIFFERENTIAL_SUITE); never over the peers' tests, whose libraries
+#                are not Tack's to check
 #   racecheck    compute-sanitizer racecheck over one parallel float reduction
 #                (tests/python/cuda_reduce_once.py)
 #   benchmarks   benchmarks/bench_cuda.py (copies, DLPack, kernels beside their peers),
 #                its rows in $OUT/bench_cuda.json
-#   mpi          optional, last: Tack's CUDA arrays through MPI (the CUDA cases of
+#   mpi          Tack's CUDA arrays through MPI (the CUDA cases of
 #                tests/python/test_mpi_buffers.py and bench_mpi.py --device cuda), when
-#                mpi4py and an mpiexec are installed; without them it is reported as
-#                not run and does not fail the check
+#                mpi4py and an mpiexec are installed (absent otherwise)
+# The sanitizer steps are absent where compute-sanitizer is not installed.
 #
-# Time on an H200 with 16 cores (estimates; each step's limit is about twice its
-# estimate, all cut to BUDGET): device 5 s, build 90, c-tests 15, conformance 5,
-# pytest-cuda 100, examples 15, sanitizer 100, racecheck 20, benchmarks 40, mpi 30:
-# about 420 s of a 470 s budget.
+# Environment:
+#   OUT                 where the results go (default build/gpu-check): at most four
+#                       files, gpu_check.json, differential.json, bench_cuda.json and
+#                       logs.tgz (gpu_check.log with everything, one <step>.log each)
+#   PYTHON              the interpreter (default python3)
+#   GPU_CHECK_BUILD     the build folder (default build/gpu)
+#   GPU_CHECK_REUSE=1   use the build already in GPU_CHECK_BUILD: it is not configured
+#                       again (ninja brings it up to date, nothing when it is)
+#   GPU_CHECK_BUDGET    seconds for the whole check (default 470). gpu_check.json is
+#                       written after every step and complete before the budget ends: a
+#                       step that would not fit in what is left is not run ("out of
+#                       time"), and the one running is cut at the budget
+#   GPU_CHECK_SMOKE=1   a rehearsal (on the stand-in driver): benchmarks at smoke size
+#                       and the differential test on a subset of the kernel suite
 #
-# Writes $OUT/gpu_check.log (everything), $OUT/<step>.log, and $OUT/gpu_check.json (one
-# record per step: status pass, fail, timeout, not-run (the budget was spent) or absent
-# (an optional tool is not installed), exit code, seconds). OUT defaults to
-# build/gpu-check. Exits 0 only when every step that ran passed and none was cut.
+# Time on an H200 with 16 cores (estimates, seconds; each step's limit is about twice
+# its estimate, cut to the budget): device 5, probe 5, build 90, c-tests 15,
+# conformance 5, pytest-cuda 100, torch 20, cupy 10, jax 15, examples 15, sanitizer 100,
+# racecheck 20, benchmarks 40, mpi 30: about 470 with everything installed.
+#
+# gpu_check.json: {"ok", "complete", "seconds", "budget", "steps": [{"name", "status",
+# "rc", "seconds", "reason"}]}, status pass, fail, timeout (cut by its limit), not-run
+# (out of time, or what it needs is missing) or absent (an optional tool or peer is not
+# installed). Exits 0 only when every step passed or is absent.
 
 # The step functions below run in a child shell under `timeout` (step exports them),
 # which shellcheck cannot follow.
@@ -54,82 +79,135 @@ OUT=${OUT:-$root/build/gpu-check}
 mkdir -p "$OUT"
 PYTHON=${PYTHON:-python3}
 BUILD=${GPU_CHECK_BUILD:-$root/build/gpu}
+REUSE=${GPU_CHECK_REUSE:-0}
+SMOKE=${GPU_CHECK_SMOKE:-0}
+BUDGET=${GPU_CHECK_BUDGET:-470}
 conformance="$BUILD/tests/standin/tack_cuda_conformance"
-export PYTHON BUILD conformance
+# Tack's own CUDA tests: the ones that use a peer library have a marker of its name.
+OWN_TESTS="cuda and not (torch or cupy or jax)"
+PEERS="torch cupy jax"
+# The kernel suite under memcheck (and in a rehearsal): a subset, every launch compared.
+SUBSET_SUITE="test_kernels_language.py test_kernels_semantics.py test_kernels_atomics.py"
+export PYTHON BUILD conformance OWN_TESTS SUBSET_SUITE SMOKE
 # The toolkit's tools (nvcc, compute-sanitizer) where they are not on PATH already.
 for dir in /usr/local/cuda/bin /usr/local/cuda/compute-sanitizer; do
     [[ -d $dir ]] && PATH="$PATH:$dir"
 done
 export PATH
-BUDGET=${GPU_CHECK_BUDGET:-470} # seconds for all steps: under 8 minutes with the start
-log="$OUT/gpu_check.log"
-records="$OUT/.steps.tsv"
+# Logs and scratch files live outside $OUT; logs.tgz carries them back.
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
+logs="$work/logs"
+mkdir -p "$logs"
+log="$logs/gpu_check.log"
+records="$work/steps.tsv"
+export work
 : >"$log"
 : >"$records"
 start=$(date +%s)
-failed=0
+RESERVE=15 # seconds kept for the last JSON and logs.tgz
+python_steps=1 # 0 once the extension is known not to be built
+python_why=""
 
 say() {
     printf '%s\n' "$*" | tee -a "$log"
 }
 
-# step NAME LIMIT_SECONDS COMMAND...: runs COMMAND (a program or a function of this
-# script) with a time limit, cut to what is left of the budget; logs it and records the
-# result. Returns the command's status.
+left() {
+    echo $((BUDGET - RESERVE - ($(date +%s) - start)))
+}
+
+# record NAME STATUS RC SECONDS REASON, then rewrites gpu_check.json, so that it is
+# there however the run ends.
+record() {
+    printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$records"
+    report false
+}
+
+# report COMPLETE: gpu_check.json from the records so far.
+report() {
+    "$PYTHON" - "$records" "$OUT/gpu_check.json" "$(($(date +%s) - start))" "$BUDGET" \
+        "$1" <<'EOF' || say "gpu_check.json could not be written with $PYTHON"
+import json, os, sys
+records, path, seconds, budget, complete = sys.argv[1:]
+steps = []
+for line in open(records):
+    name, status, rc, secs, reason = line.rstrip("\n").split("\t")
+    steps.append({"name": name, "status": status, "rc": int(rc), "seconds": int(secs),
+                  "reason": reason})
+ok = complete == "true" and any(s["status"] == "pass" for s in steps) and all(
+    s["status"] in ("pass", "absent") for s in steps)
+with open(path + ".tmp", "w") as f:
+    json.dump({"ok": ok, "complete": complete == "true", "seconds": int(seconds),
+               "budget": int(budget), "steps": steps}, f, indent=2)
+os.replace(path + ".tmp", path)
+EOF
+}
+
+# step NAME ESTIMATE LIMIT COMMAND...: runs COMMAND (a program or a function of this
+# script) with a time limit cut to what is left of the budget, or records it as not run
+# when its estimate does not fit. Returns the command's status.
 step() {
-    local name=$1 limit=$2
-    shift 2
-    local now left t0 rc status
-    now=$(date +%s)
-    left=$((BUDGET - (now - start)))
-    if ((left < 10)); then
-        say "== $name: not run (the time budget is spent)"
-        printf '%s\tnot-run\t-1\t0\n' "$name" >>"$records"
-        failed=1
+    local name=$1 estimate=$2 limit=$3
+    shift 3
+    local remaining t0 rc status reason=""
+    remaining=$(left)
+    if ((remaining < estimate)); then
+        say "== $name: not run (out of time: about ${estimate}s needed, ${remaining}s left)"
+        record "$name" not-run -1 0 "out of time (about ${estimate}s needed, ${remaining}s left)"
         return 1
     fi
-    ((limit > left)) && limit=$left
+    # timeout's --kill-after adds up to 5 s to a step that ignores SIGTERM.
+    ((limit > remaining - 5)) && limit=$((remaining - 5))
     say "== $name (limit ${limit}s): $*"
     t0=$(date +%s)
-    timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >"$OUT/$name.log" 2>&1
+    timeout --kill-after=5 "$limit" bash -c '"$@"' "$name" "$@" >"$logs/$name.log" 2>&1
     rc=$?
-    tee -a "$log" <"$OUT/$name.log"
+    tee -a "$log" <"$logs/$name.log"
     case $rc in
     0) status=pass ;;
-    124 | 137) status=timeout ;;
+    124 | 137) status=timeout reason="cut at its limit of ${limit}s" ;;
     *) status=fail ;;
     esac
-    ((rc != 0)) && failed=1
-    printf '%s\t%s\t%d\t%d\n' "$name" "$status" "$rc" "$(($(date +%s) - t0))" >>"$records"
+    record "$name" "$status" "$rc" "$(($(date +%s) - t0))" "$reason"
     say "== $name: $status (exit $rc)"
     return "$rc"
 }
 
 # absent NAME WHY: an optional step whose tools are not installed; recorded, not failed.
 absent() {
-    say "== $1: optional, not run ($2)"
-    printf '%s\tabsent\t-1\t0\n' "$1" >>"$records"
+    say "== $1: absent ($2)"
+    record "$1" absent -1 0 "$2"
+}
+
+# not_run NAME WHY: a step that cannot run here for a reason other than time.
+not_run() {
+    say "== $1: not run ($2)"
+    record "$1" not-run -1 0 "$2"
+}
+
+# python_step NAME ESTIMATE LIMIT COMMAND...: a step that needs the extension.
+python_step() {
+    if ((!python_steps)); then
+        not_run "$1" "$python_why"
+        return 1
+    fi
+    step "$@"
 }
 
 finish() {
-    "$PYTHON" - "$records" "$OUT/gpu_check.json" "$(($(date +%s) - start))" <<'EOF'
-import json, sys
-steps = []
-for line in open(sys.argv[1]):
-    name, status, rc, seconds = line.rstrip("\n").split("\t")
-    steps.append({"name": name, "status": status, "rc": int(rc), "seconds": int(seconds)})
-ok = any(s["status"] == "pass" for s in steps) and all(
-    s["status"] in ("pass", "absent") for s in steps)
-with open(sys.argv[2], "w") as f:
-    json.dump({"ok": ok, "seconds": int(sys.argv[3]), "steps": steps}, f, indent=2)
-EOF
-    rm -f "$records"
-    if ((failed)); then
-        say "GPU check FAILED (details in $OUT/gpu_check.log and $OUT/gpu_check.json)"
-        exit 1
+    report true
+    local verdict
+    verdict=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["ok"])' \
+        "$OUT/gpu_check.json" 2>/dev/null)
+    if [[ $verdict == True ]]; then
+        say "GPU check passed"
+    else
+        say "GPU check FAILED (details in $OUT/gpu_check.json and logs.tgz)"
     fi
-    say "GPU check passed"
-    exit 0
+    tar -czf "$OUT/logs.tgz" -C "$work" logs
+    rm -rf "$work"
+    [[ $verdict == True ]]
+    exit
 }
 
 # ---- device: fail, never skip, without one ---------------------------------------
@@ -162,96 +240,171 @@ EOF
 }
 
 export -f check_device
-if ! step device 30 check_device; then
+if ! step device 5 30 check_device; then
     say "no CUDA device visible: the GPU check fails (it never skips)"
     finish
 fi
-command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 2 | tee -a "$log"
+
+# ---- probe: what this machine has -----------------------------------------------
+has_python_headers() {
+    "$PYTHON" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
+}
+probe() {
+    local rc=0 tool
+    "$PYTHON" -c 'import sys; print("python", sys.version.split()[0], sys.executable)'
+    if has_python_headers; then
+        echo "Python headers: present"
+    else
+        echo "Python headers: missing (the extension is left out of the build)"
+    fi
+    for tool in meson ninja cc; do
+        if command -v "$tool" >/dev/null 2>&1; then
+            echo "$tool: $("$tool" --version 2>&1 | head -n 1)"
+        else
+            echo "$tool: missing (the build needs it)"
+            rc=1
+        fi
+    done
+    for tool in nvcc compute-sanitizer mpiexec; do
+        echo "$tool: $(command -v "$tool" || echo "not installed")"
+    done
+    for tool in numpy pytest $PEERS vtkmodules mpi4py; do
+        if "$PYTHON" -c "import $tool" >/dev/null 2>&1; then
+            echo "python module $tool: yes"
+        else
+            echo "python module $tool: no"
+        fi
+    done
+    return "$rc"
+}
+export -f probe has_python_headers
+export PEERS
+if ! step probe 5 30 probe; then
+    finish
+fi
+with_python=true
+if ! has_python_headers; then
+    with_python=false
+    python_steps=0
+    python_why="no Python headers for $PYTHON: the extension was not built"
+fi
 
 # ---- build --------------------------------------------------------------------------
 build() {
-    meson setup --wipe "$BUILD" -Dpython=true -Dtests=true -Dbuildtype=release \
-        -Dwerror=false >/dev/null 2>&1 ||
-        meson setup "$BUILD" -Dpython=true -Dtests=true -Dbuildtype=release \
-            -Dwerror=false || return 1
+    if [[ $REUSE == 1 && -f $BUILD/build.ninja ]]; then
+        echo "reusing the build in $BUILD"
+    else
+        # The extension is built for $PYTHON, whichever Python runs meson. The file
+        # stays beside the build: meson reads it again when it regenerates.
+        local native="$BUILD.native.ini"
+        mkdir -p "$(dirname "$BUILD")" &&
+            printf "[binaries]\npython = '%s'\n" "$(command -v "$PYTHON")" >"$native"
+        local options=(-Dpython="$WITH_PYTHON" -Dtests=true -Dbuildtype=release
+            -Dwerror=false --native-file "$native")
+        meson setup --wipe "$BUILD" "${options[@]}" >/dev/null 2>&1 ||
+            meson setup "$BUILD" "${options[@]}" || return 1
+    fi
     ninja -C "$BUILD" || return 1
-    rm -rf "$BUILD/stage" && mkdir -p "$BUILD/stage" &&
+    rm -rf "$BUILD/stage" && mkdir -p "$BUILD/stage" || return 1
+    if [[ $WITH_PYTHON == true ]]; then
         cp -r src/tack "$BUILD/stage/" && cp "$BUILD"/_tack*.so "$BUILD/stage/tack/" &&
-        PYTHONPATH="$BUILD/stage" "$PYTHON" -c "import tack; print('tack', tack.__file__)"
+            PYTHONPATH="$BUILD/stage" "$PYTHON" -c "import tack; print('tack', tack.__file__)"
+    fi
 }
 export -f build
-if ! step build 200 build; then
+export REUSE
+WITH_PYTHON=$with_python
+export WITH_PYTHON
+[[ $REUSE == 1 ]] && build_estimate=10 || build_estimate=90
+if ! step build "$build_estimate" 200 build; then
     finish
 fi
+if [[ $with_python == true && ! -f $BUILD/stage/tack/__init__.py ]]; then
+    python_steps=0
+    python_why="the build in $BUILD has no extension (configured with -Dpython=false)"
+fi
 
-step c-tests 60 "$BUILD/tests/c/tack_c_tests"
-step conformance 90 env -u TACK_CUDA_DRIVER "$conformance" libcuda.so.1
+step c-tests 15 60 env -u TACK_CUDA_DRIVER "$BUILD/tests/c/tack_c_tests"
+step conformance 5 90 env -u TACK_CUDA_DRIVER "$conformance" libcuda.so.1
 
 export PYTHONPATH="$BUILD/stage"
 export TACK_REQUIRE_CUDA=1
 unset TACK_CUDA_DRIVER
-# pytest -m cuda; collecting no test at all is a failure too (exit 5), said plainly.
-pytest_cuda() {
-    "$@" -m pytest -q -p no:cacheprovider -m cuda --ignore=tests/python/test_mpi_buffers.py \
-        tests/python
+# pytest over the CUDA tests of a marker expression; collecting none is a failure too
+# (exit 5), said plainly.
+pytest_marked() {
+    "$PYTHON" -m pytest -q -p no:cacheprovider -m "$1" \
+        --ignore=tests/python/test_mpi_buffers.py tests/python
     local rc=$?
-    ((rc == 5)) && echo "pytest collected no test marked cuda: nothing was checked"
+    ((rc == 5)) && echo "pytest collected no test marked '$1': nothing was checked"
     return "$rc"
 }
-export -f pytest_cuda
-TACK_DIFFERENTIAL_REPORT="$OUT/differential.json" step pytest-cuda 200 pytest_cuda "$PYTHON"
+export -f pytest_marked
+if ((SMOKE)); then
+    export TACK_DIFFERENTIAL_SUITE="$SUBSET_SUITE"
+fi
+TACK_DIFFERENTIAL_REPORT="$OUT/differential.json" \
+    python_step pytest-cuda 100 200 pytest_marked "$OWN_TESTS"
+unset TACK_DIFFERENTIAL_SUITE
+for peer in $PEERS; do
+    if ((python_steps)) && ! "$PYTHON" -c "import $peer" >/dev/null 2>&1; then
+        absent "$peer" "$peer is not installed for $PYTHON"
+    else
+        python_step "$peer" 15 60 pytest_marked "cuda and $peer"
+    fi
+done
 
 # validate.py exits 2 without a device, 1 when a check fails; vtk_interop.py needs VTK.
 examples_validate() {
     "$PYTHON" examples/validate.py --arch cuda
 }
 examples_vtk() {
-    "$PYTHON" examples/vtk_interop.py --require-cuda --output "$OUT/radius.vti"
+    "$PYTHON" examples/vtk_interop.py --require-cuda --output "$work/radius.vti"
 }
 export -f examples_validate examples_vtk
-step examples 40 examples_validate
-if "$PYTHON" -c "import vtkmodules.vtkCommonCore" >/dev/null 2>&1; then
-    step vtk-example 40 examples_vtk
-else
+python_step examples 15 40 examples_validate
+if ((python_steps)) && ! "$PYTHON" -c "import vtkmodules.vtkCommonCore" >/dev/null 2>&1; then
     absent vtk-example "VTK is not installed here, so examples/vtk_interop.py cannot run"
+else
+    python_step vtk-example 15 40 examples_vtk
 fi
 
-# The kernel suite under memcheck: a subset, every launch still compared.
-MEMCHECK_SUITE="test_kernels_language.py test_kernels_semantics.py test_kernels_atomics.py"
-export MEMCHECK_SUITE
+# memcheck over Tack's own processes: the conformance cases that move data and launch
+# kernels (each case is a process, and the sanitizer's start-up per process is slow),
+# and Tack's own CUDA tests with the kernel suite cut to a subset.
 sanitize() {
     local rc=0
-    if ! command -v compute-sanitizer >/dev/null 2>&1; then
-        echo "compute-sanitizer is not installed (looked on PATH and in /usr/local/cuda)"
-        return 1
-    fi
-    # The cases that move data and launch kernels (each case is a process, and the
-    # sanitizer's start-up per process is slow).
     compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 \
         "$conformance" --no-device-faults libcuda.so.1 \
         sync_copies_round_trip,events_order_streams,vmm_export_and_import_fd,launch_runs_the_kernel,launch_from_cubin ||
         rc=1
-    TACK_DIFFERENTIAL_SUITE="$MEMCHECK_SUITE" \
-        compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 \
-        "$PYTHON" -m pytest -q -x -p no:cacheprovider -m cuda \
-        --ignore=tests/python/test_mpi_buffers.py tests/python || rc=1
+    if [[ $WITH_PYTHON == true ]]; then
+        TACK_DIFFERENTIAL_SUITE="$SUBSET_SUITE" \
+            compute-sanitizer --tool memcheck --target-processes all --error-exitcode 99 \
+            "$PYTHON" -m pytest -q -x -p no:cacheprovider -m "$OWN_TESTS" \
+            --ignore=tests/python/test_mpi_buffers.py tests/python || rc=1
+    else
+        echo "Tack's Python tests left out: no extension was built (pytest-cuda says so)"
+    fi
     return "$rc"
 }
-export -f sanitize
-step sanitizer 200 sanitize
-
 racecheck() {
-    if ! command -v compute-sanitizer >/dev/null 2>&1; then
-        echo "compute-sanitizer is not installed (looked on PATH and in /usr/local/cuda)"
-        return 1
-    fi
     compute-sanitizer --tool racecheck --error-exitcode 99 \
         "$PYTHON" tests/python/cuda_reduce_once.py
 }
-export -f racecheck
-step racecheck 60 racecheck
+export -f sanitize racecheck
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    step sanitizer 100 200 sanitize
+    python_step racecheck 20 60 racecheck
+else
+    absent sanitizer "compute-sanitizer is not installed (looked on PATH and in /usr/local/cuda)"
+    absent racecheck "compute-sanitizer is not installed (looked on PATH and in /usr/local/cuda)"
+fi
 
-step benchmarks 120 "$PYTHON" benchmarks/bench_cuda.py --json "$OUT/bench_cuda.json"
+bench_args=(--json "$OUT/bench_cuda.json")
+((SMOKE)) && bench_args+=(--smoke)
+python_step benchmarks 40 120 "$PYTHON" benchmarks/bench_cuda.py "${bench_args[@]}"
 
 # ---- mpi (optional): needs mpi4py and mpiexec, which a GPU image may lack -------------
 mpi_cuda() {
@@ -261,7 +414,7 @@ mpi_cuda() {
 }
 export -f mpi_cuda
 if "$PYTHON" -c "import mpi4py" >/dev/null 2>&1 && command -v mpiexec >/dev/null 2>&1; then
-    step mpi 90 mpi_cuda
+    python_step mpi 30 90 mpi_cuda
 else
     absent mpi "mpi4py or mpiexec is not installed here"
 fi

@@ -1,4 +1,5 @@
 /* test_device.c: device names, the registry, options and missing drivers. */
+#include "../backends/gpu_driver.h"
 #include "harness.h"
 
 TACK_TEST(device_parse_reads_name_and_ordinal)
@@ -40,12 +41,45 @@ TACK_TEST(unknown_devices_and_metal_are_refused)
     CHECK(strstr(tack_last_error(), "macOS") != NULL);
 }
 
+/* Whether a host has ROCm or Level Zero installed must not decide these tests: the
+ * missing library and the present one are each made, not found. */
 TACK_TEST(missing_gpu_driver_names_the_library)
 {
-    tack_device *d;
-    tack_status st = tack_device_open("hip", 0, NULL, &d);
-    CHECK_EQ_INT(st, TACK_ERR_DEVICE_UNAVAILABLE);
-    CHECK(strstr(tack_last_error(), "libamdhip64") != NULL);
+    static const char *const absent[] = {"/nonexistent/libtack-no-driver.so.6",
+                                         "/nonexistent/libtack-no-driver.so", NULL};
+    void *handle = &handle;
+    CHECK_STATUS(tack__driver_load("hip", absent, "the ROCm HIP runtime", &handle),
+                 TACK_ERR_DEVICE_UNAVAILABLE);
+    CHECK(handle == &handle); /* written only on success */
+    CHECK(strstr(tack_last_error(),
+                 "/nonexistent/libtack-no-driver.so.6, "
+                 "/nonexistent/libtack-no-driver.so") != NULL);
+    CHECK(strstr(tack_last_error(), "install the ROCm HIP runtime") != NULL);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_CPU);
+}
+
+TACK_TEST(present_gpu_driver_without_device_support_says_so)
+{
+    /* The hip backend's table with a library every host has as its driver. */
+    static const char *const present[] = {"libc.so.6", NULL};
+    const tack__gpu_driver libc_driver = {present, "the C library"};
+    tack_backend hip = tack__backend_hip;
+    hip.impl = &libc_driver;
+    void *state = NULL;
+    CHECK_STATUS(hip.open(&hip, 0, NULL, &state), TACK_ERR_DEVICE_UNAVAILABLE);
+    CHECK(state == NULL);
+    CHECK(strstr(tack_last_error(), "this build of Tack has no 'hip' array support") !=
+          NULL);
+}
+
+TACK_TEST(hip_device_is_unavailable_with_or_without_rocm)
+{
+    /* Which of the two reasons depends on the host; the refusal does not. */
+    tack_device *d = NULL;
+    CHECK_STATUS(tack_device_open("hip", 0, NULL, &d), TACK_ERR_DEVICE_UNAVAILABLE);
+    CHECK(d == NULL);
+    CHECK(strstr(tack_last_error(), "libamdhip64") != NULL ||
+          strstr(tack_last_error(), "no 'hip' array support") != NULL);
 }
 
 TACK_TEST(options_are_declared_per_backend)

@@ -4,6 +4,7 @@
  * exact) whose deleter counts its calls: every import path, failures included, must
  * call it exactly once.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 
 #include "harness.h"
@@ -504,9 +505,11 @@ TACK_TEST(dlpack_import_misaligned)
 
 TACK_TEST(dlpack_import_device_rules)
 {
-    /* A CUDA tensor with the CPU as default imports on cuda:0, which this machine
-     * cannot open: a DLPack device refusal carrying the driver's explanation, and
-     * the deleter still runs once. */
+    /* A CUDA tensor with the CPU as default imports on cuda:0, which cannot open
+     * here (a driver path that loads nothing, on any host, GPU or not): a DLPack
+     * device refusal carrying the driver's explanation, and the deleter still runs
+     * once. */
+    setenv("TACK_CUDA_DRIVER", "/nonexistent/libtack-no-cuda.so.1", 1);
     producer *p = producer_new(8);
     p->v.dl_tensor.device.device_type = kDLCUDA;
     import_v(p, TACK_DLPACK_COPY_NEVER, TACK_ERR_DLPACK_DEVICE);

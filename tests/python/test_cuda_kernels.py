@@ -812,6 +812,7 @@ def test_gpu_kernels_give_the_cpus_results(tmp_path_factory):
                 assert np.array_equal(c.numpy(), g.numpy()), name
 
 
+@pytest.mark.torch
 @pytest.mark.cuda
 def test_gpu_launch_on_a_torch_tensor_completes_before_returning(tmp_path_factory):
     torch = pytest.importorskip("torch")

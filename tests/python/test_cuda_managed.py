@@ -332,6 +332,7 @@ def test_managed_memory_of_the_real_driver():
     del a, w
 
 
+@pytest.mark.cupy
 @pytest.mark.cuda
 def test_managed_memory_of_cupy():
     import numpy as np

@@ -280,6 +280,7 @@ def test_to_device_between_host_arrays_takes_no_stream(tmp_path):
     )
 
 
+@pytest.mark.torch
 @pytest.mark.cuda
 def test_to_device_follows_a_torch_stream_on_a_gpu():
     import os

@@ -43,6 +43,7 @@ def _tack_values(n=N, dtype=tack.f32):
     return a
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("stream", [None, 1, 2, "torch", -1])
 def test_tack_to_torch_every_stream_value(torch, stream):
     a = _tack_values()
@@ -60,6 +61,7 @@ def test_tack_to_torch_every_stream_value(torch, stream):
         assert bool((t == 3.0).all())
 
 
+@pytest.mark.torch
 def test_torch_from_dlpack_of_a_tack_array(torch):
     a = _tack_values()
     a.fill(5.0)
@@ -71,6 +73,7 @@ def test_torch_from_dlpack_of_a_tack_array(torch):
     assert (a.numpy() == 6.0).all()
 
 
+@pytest.mark.torch
 def test_tack_from_torch_shares_memory_both_ways(torch):
     t = torch.arange(N, dtype=torch.float32, device="cuda")
     a = tack.from_dlpack(t)
@@ -80,6 +83,7 @@ def test_tack_from_torch_shares_memory_both_ways(torch):
     assert bool((t == 2.0).all())
 
 
+@pytest.mark.torch
 def test_a_producer_still_writing_on_its_own_stream_is_waited_for(torch):
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
@@ -91,6 +95,7 @@ def test_a_producer_still_writing_on_its_own_stream_is_waited_for(torch):
     assert (host == 7.0).all()
 
 
+@pytest.mark.torch
 def test_tack_work_still_queued_is_waited_for_by_torch(torch):
     a = tack.empty((256 << 20,), dtype=tack.f32, device="cuda")
     a.fill(0.0)
@@ -99,6 +104,7 @@ def test_tack_work_still_queued_is_waited_for_by_torch(torch):
     assert bool((t == 9.0).all())
 
 
+@pytest.mark.torch
 def test_torch_pointers_through_array_from_ptr(torch):
     t = torch.ones(16, device="cuda")
     tack.set_default_device("cuda")
@@ -112,6 +118,7 @@ def test_torch_pointers_through_array_from_ptr(torch):
     assert cpu.device.name == "cpu"
 
 
+@pytest.mark.cupy
 @pytest.mark.parametrize("stream", [None, 1, 2, -1])
 def test_cupy_both_ways(stream):
     cupy = _peer("cupy")
@@ -128,6 +135,7 @@ def test_cupy_both_ways(stream):
     assert b.ptr == int(x.data.ptr) and (b.numpy() == np.arange(N)).all()
 
 
+@pytest.mark.cupy
 def test_cuda_array_interface_with_cupy_and_numba():
     cupy = _peer("cupy")
     a = _tack_values()
@@ -147,6 +155,7 @@ def test_cuda_array_interface_with_cupy_and_numba():
     assert b.ptr == int(x.data.ptr) and (b.numpy() == 6.0).all()
 
 
+@pytest.mark.jax
 def test_jax_both_ways():
     jax = _peer("jax")
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
@@ -206,6 +215,7 @@ def test_export_memory_fd_is_imported_by_another_process(exportable):
     assert float(out.stdout) == 0.5 * n
 
 
+@pytest.mark.torch
 def test_many_round_trips_keep_device_memory_flat(torch):
     a = _tack_values(1 << 16)
     free0 = torch.cuda.mem_get_info()[0]
@@ -221,6 +231,7 @@ def test_many_round_trips_keep_device_memory_flat(torch):
     assert abs(free0 - free1) < (64 << 20), (free0, free1)
 
 
+@pytest.mark.torch
 def test_arrays_and_exports_alive_at_interpreter_exit(torch):
     code = textwrap.dedent(
         """

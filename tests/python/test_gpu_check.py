@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,10 @@ def _check_failed_at_device(tmp_path: Path, result: subprocess.CompletedProcess)
     assert report["ok"] is False
     assert [s["name"] for s in report["steps"]] == ["device"]
     assert report["steps"][0]["status"] == "fail"
-    assert "no CUDA device" in (tmp_path / "out" / "gpu_check.log").read_text()
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"gpu_check.json", "logs.tgz"}
+    with tarfile.open(tmp_path / "out" / "logs.tgz") as tar:
+        log = tar.extractfile("logs/gpu_check.log").read().decode()
+    assert "no CUDA device" in log
     assert not (tmp_path / "build").exists()  # nothing was built
 
 
@@ -143,3 +147,50 @@ def test_the_racecheck_reduction_runs_through_the_standin(tmp_path):
     done = subprocess.run([sys.executable, str(script)], env=missing, capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 2 and "no CUDA device" in done.stderr
+
+
+# ---- Tack's own tests: what memcheck runs ---------------------------------------------
+
+PEER_NAMES = ("torch", "cupy", "jax")
+
+
+def _own_tests_expression() -> str:
+    line = next(x for x in SCRIPT.read_text().splitlines() if x.startswith("OWN_TESTS="))
+    return line.split("=", 1)[1].strip('"')
+
+
+def _uses_a_peer(path: Path, function: str) -> list[str]:
+    """The peers a test function imports or takes as a fixture."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    node = next(n for n in ast.walk(tree)
+                if isinstance(n, ast.FunctionDef) and n.name == function)
+    used = {a.arg for a in node.args.args} & set(PEER_NAMES)
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Import):
+            used |= {a.name.split(".")[0] for a in inner.names} & set(PEER_NAMES)
+        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            used |= {inner.value.split(".")[0]} & set(PEER_NAMES)
+    return sorted(used)
+
+
+def test_tacks_own_cuda_tests_use_no_peer():
+    # gpu_check.sh runs these under memcheck, which must watch Tack's processes only:
+    # a test that imports torch, CuPy or JAX carries that peer's marker instead.
+    here = Path(__file__).parent
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider",
+         "-m", _own_tests_expression(), "--ignore", str(here / "test_mpi_buffers.py"),
+         str(here)], capture_output=True, text=True, timeout=300, cwd=here.parents[1],
+        check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ids = [x for x in done.stdout.splitlines() if "::" in x]
+    assert any("test_cuda_differential.py" in x for x in ids), ids
+    offenders = {}
+    for node_id in ids:
+        file, function = node_id.split("::")[:2]
+        peers = _uses_a_peer(here.parents[1] / file, function.split("[")[0])
+        if peers:
+            offenders[node_id] = peers
+    assert offenders == {}

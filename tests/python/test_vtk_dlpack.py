@@ -3,11 +3,8 @@
 import gc
 import weakref
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from vtkmodules import vtkCommonCore as vcc
 
 import tack
 from tack.interop.vtk_dlpack import (
@@ -16,6 +13,11 @@ from tack.interop.vtk_dlpack import (
     supported_device_types,
     vtk_to_dlpack,
 )
+
+# Optional peers: without them the module is skipped, never an error.
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+vcc = pytest.importorskip("vtkmodules.vtkCommonCore")
 
 
 def vtk_address(vtk_array) -> int:

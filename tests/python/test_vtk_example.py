@@ -6,14 +6,18 @@ import subprocess
 import sys
 
 import numpy as np
-from vtkmodules.vtkCommonDataModel import vtkImageData
-from vtkmodules.vtkIOImage import vtkPNGReader
+import pytest
 
 import tack
 from tack.interop.vtk import vtk_to_array
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 sys.path.insert(0, os.path.abspath(EXAMPLES))
+
+# VTK is optional: without it the module is skipped, never an error (the examples
+# below import it too).
+vtkImageData = pytest.importorskip("vtkmodules.vtkCommonDataModel").vtkImageData
+vtkPNGReader = pytest.importorskip("vtkmodules.vtkIOImage").vtkPNGReader
 
 import vtk_interop  # noqa: E402  (from the examples folder, put on the path above)
 import vtk_render  # noqa: E402

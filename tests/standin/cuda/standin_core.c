@@ -285,6 +285,21 @@ cuDriverGetVersion(int *driverVersion)
     return standin_leave(rc, "cuDriverGetVersion", "%s", "");
 }
 
+/* NVRTC opens libcuda.so.1 itself and asks it for its private export tables; where the
+ * stand-in is installed under that name (the GPU check's rehearsal), a missing symbol
+ * crashes NVRTC's compile. The stand-in has no such tables: "not supported" makes
+ * NVRTC go on as it does with no driver. Outside the entry protocol and the log, since
+ * Tack never calls it and NVRTC may call it at any time. */
+STANDIN_EXPORT tcu_result cuGetExportTable(const void **table, const void *id);
+
+STANDIN_EXPORT tcu_result
+cuGetExportTable(const void **table, const void *id)
+{
+    (void)table;
+    (void)id;
+    return TCU_ERROR_NOT_SUPPORTED;
+}
+
 /* ---- devices --------------------------------------------------------------------- */
 
 STANDIN_EXPORT tcu_result
