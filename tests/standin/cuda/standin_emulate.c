@@ -175,13 +175,17 @@ host_text(const char *header, const char *source)
         return NULL;
     }
     int at = snprintf(text, n, "%s\n#line 1 \"module.cu\"\n%s\n", header, source);
-    for (const char *p = strstr(source, ENTRY_MARK); p && at > 0;
+    for (const char *p = strstr(source, ENTRY_MARK); p && at > 0 && (size_t)at < n;
          p = strstr(p + 1, ENTRY_MARK)) {
         const char *name = p + strlen(ENTRY_MARK);
         int len = (int)strcspn(name, "( \n");
         at += snprintf(text + at, n - (size_t)at, "TK_EMU_ENTRY(%.*s)\n", len, name);
     }
-    return at > 0 ? text : (free(text), NULL);
+    if (at <= 0 || (size_t)at >= n) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 /* ---- compiling --------------------------------------------------------------------

@@ -9,6 +9,10 @@
  * image (PTX `.param` declarations, or the CUBIN's .nv.info.<entry> section), so a
  * launch packs exactly the bytes the kernel would see. Fat binaries are refused with
  * CUDA_ERROR_NOT_SUPPORTED: the stand-in does not unpack them.
+ *
+ * A launch runs its entry's CPU twin, or under TACK_STANDIN_EXEC=emulate the module's
+ * CUDA source compiled for the host (standin_emulate.c), given beside the image with
+ * tack_standin_cuda_module_source.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
