@@ -1,9 +1,10 @@
 """Runs a generated CUDA module on the CPU, for tests without a GPU.
 
-The module's source is compiled as host C++ (g++ -std=c++20) after a shim that
-spells CUDA's built-ins for one process: every block of the grid runs in turn, each
-of its threads on its own std::thread, __syncthreads is a std::barrier, the atomics
-are GCC's __atomic built-ins, and dynamic shared memory is one static buffer. The
+The module's source is compiled as host C++ (g++ -std=c++20) after
+tests/standin/cuda/cuda_emulation.hpp, which spells CUDA's built-ins for one process
+(every block of the grid in turn, its threads as real threads, __syncthreads a
+barrier, atomics GCC's __atomic built-ins, one dynamic shared buffer); the stand-in
+driver runs modules the same way under TACK_STANDIN_EXEC=emulate. The
 parameter block, the context record and the reduction partials are packed here
 exactly as docs/kernels.md (*The CUDA module*) tells the launch side to pack them,
 so these tests check that contract and the emitted code's meaning, not the GPU.
@@ -24,140 +25,21 @@ import numpy as np
 
 from tack.kernel.emit_cuda import CTX_SIZE, CudaKernel
 
-SHIM = r"""
-#include <atomic>
-#include <barrier>
-#include <cstring>
-#include <math.h>
-#include <stdint.h>
-#include <thread>
-#include <vector>
-#undef NAN
-#undef HUGE_VAL
-#undef INT64_C
-#undef INT64_MAX
-#undef INT64_MIN
-#undef UINT64_MAX
-/* the module declares its own fixed-width types: keep them apart from libc's */
-#define int8_t tk_int8
-#define int16_t tk_int16
-#define int32_t tk_int32
-#define int64_t tk_int64
-#define uint8_t tk_uint8
-#define uint16_t tk_uint16
-#define uint32_t tk_uint32
-#define uint64_t tk_uint64
-#define __device__
-#define __global__
-#define __forceinline__ inline
-#define __shared__
-struct tk_dim3 { unsigned x, y, z; };
-static tk_dim3 blockIdx, gridDim, blockDim;
-static thread_local tk_dim3 threadIdx;
-static std::barrier<> *tk_emu_barrier;
-static double tk_shm[1 << 16];
-static inline void __syncthreads() { tk_emu_barrier->arrive_and_wait(); }
-static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-template <class T> static inline T tk_emu_cas(T *p, T want, T v) {
-    __atomic_compare_exchange_n(p, &want, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return want;
-}
-static inline int atomicCAS(int *p, int c, int v) { return tk_emu_cas(p, c, v); }
-static inline unsigned atomicCAS(unsigned *p, unsigned c, unsigned v) {
-    return tk_emu_cas(p, c, v);
-}
-static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long c,
-                                           unsigned long long v) {
-    return tk_emu_cas(p, c, v);
-}
-static inline int atomicExch(int *p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
-template <class T> static inline T atomicAdd(T *p, T v) {
-    return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
-}
-static inline float atomicAdd(float *p, float v) {
-    float old = *p, next;
-    do { next = old + v; } while (!__atomic_compare_exchange(p, &old, &next, false,
-                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-    return old;
-}
-static inline double atomicAdd(double *p, double v) {
-    double old = *p, next;
-    do { next = old + v; } while (!__atomic_compare_exchange(p, &old, &next, false,
-                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
-    return old;
-}
-template <class T> static inline T atomicMin(T *p, T v) {
-    T old = *p;
-    while (v < old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
-                                                   __ATOMIC_SEQ_CST)) {}
-    return old;
-}
-template <class T> static inline T atomicMax(T *p, T v) {
-    T old = *p;
-    while (v > old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST,
-                                                   __ATOMIC_SEQ_CST)) {}
-    return old;
-}
-template <class To, class From> static inline To tk_emu_bits(From f) {
-    To t; std::memcpy(&t, &f, sizeof t); return t;
-}
-static inline unsigned __float_as_uint(float f) { return tk_emu_bits<unsigned>(f); }
-static inline float __uint_as_float(unsigned u) { return tk_emu_bits<float>(u); }
-static inline long long __double_as_longlong(double d) { return tk_emu_bits<long long>(d); }
-static inline double __longlong_as_double(long long u) { return tk_emu_bits<double>(u); }
-"""
+ROOT = Path(__file__).resolve().parents[2]
+# CUDA's built-ins for the host, shared with the stand-in driver's emulated launches
+SHIM = (ROOT / "tests" / "standin" / "cuda" / "cuda_emulation.hpp").read_text(encoding="utf-8")
 
-LAUNCHER = r"""
-template <class F> static void tk_emu_grid(int grid, int block, F run) {
-    gridDim = {(unsigned)grid, 1, 1};
-    blockDim = {(unsigned)block, 1, 1};
-    for (int b = 0; b < grid; b++) {
-        blockIdx = {(unsigned)b, 0, 0};
-        std::barrier<> bar(block);
-        tk_emu_barrier = &bar;
-        std::vector<std::thread> threads;
-        for (int t = 0; t < block; t++) {
-            threads.emplace_back([t, &run] { threadIdx = {(unsigned)t, 0, 0}; run(); });
-        }
-        for (auto &th : threads) th.join();
-    }
-}
-static_assert(sizeof(tk_params) == PARAMS_SIZE, "the packed parameter block");
-extern "C" void tk_emu_body(const void *params, void *ctx, int grid, int block) {
-    tk_params p; std::memcpy(&p, params, sizeof p);
-    tk_emu_grid(grid, block, [&] { tack_kernel_body(p, (struct tk_ctx *)ctx); });
-}
-/* One thread (t of block b) of a grid too large to run whole; no barrier. */
-extern "C" void tk_emu_one_thread(const void *params, void *ctx, unsigned grid,
-                                  unsigned block, unsigned b, unsigned t) {
-    tk_params p; std::memcpy(&p, params, sizeof p);
-    gridDim = {grid, 1, 1};
-    blockDim = {block, 1, 1};
-    blockIdx = {b, 0, 0};
-    threadIdx = {t, 0, 0};
-    tack_kernel_body(p, (struct tk_ctx *)ctx);
-}
-"""
-TRIPS = r"""
-extern "C" long long tk_emu_trips(const void *params, void *ctx) {
-    tk_params p; std::memcpy(&p, params, sizeof p);
-    long long n = -7;
-    tk_emu_grid(1, 1, [&] { tack_kernel_trips(p, (struct tk_ctx *)ctx, (tk_int64 *)&n); });
-    return n;
-}
-"""
-RESTRICT = r"""
-extern "C" void tk_emu_body_restrict(const void *params, void *ctx, int grid, int block) {
-    tk_params p; std::memcpy(&p, params, sizeof p);
-    tk_emu_grid(grid, block, [&] { tack_kernel_body_restrict(p, (struct tk_ctx *)ctx); });
-}
-"""
-FINISH = r"""
-extern "C" void tk_emu_finish(const void *params, void *ctx, long long nblocks) {
-    tk_params p; std::memcpy(&p, params, sizeof p);
-    tk_emu_grid(1, 1, [&] { tack_kernel_finish(p, (struct tk_ctx *)ctx, nblocks); });
-}
-"""
+ENTRIES = ("tack_kernel_body", "tack_kernel_body_restrict", "tack_kernel_trips",
+           "tack_kernel_finish")
+
+
+class EmuLaunch(ctypes.Structure):
+    """cuda_emulation.hpp's tk_emu_launch."""
+
+    _fields_ = [("params", ctypes.c_void_p), ("params_nbytes", ctypes.c_size_t),
+                ("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("shared", ctypes.c_size_t)]
+
 
 _BUILT: dict[str, ctypes.CDLL] = {}
 
@@ -170,16 +52,40 @@ FLAGS = ("-O1",)
 # integer overflow"); the launch goes on with the wrapped value.
 CHECKED = ("-O2", "-fsanitize=signed-integer-overflow")
 
+# One thread (t of block b) of a grid too large to run whole, on the calling
+# thread: for kernels without reductions (no barrier, nothing waits for the others).
+ONE_THREAD = r"""
+template <class... A>
+static int tk_emu_one(void (*f)(A...), const tk_emu_launch *l, unsigned b, unsigned t) {
+    size_t end = 0;
+    tk_emu_call<A...> call{f, (const unsigned char *)l->params,
+                           {tk_emu_offset<typename tk_emu_plain<A>::type>(end)..., 0}};
+    if (end != l->params_nbytes) return TK_EMU_BAD_PARAMS;
+    gridDim = {l->grid[0], 1, 1};
+    blockDim = {l->block[0], 1, 1};
+    blockIdx = {b, 0, 0};
+    threadIdx = {t, 0, 0};
+    tk_emu_call<A...>::run(&call);
+    return TK_EMU_OK;
+}
+extern "C" __attribute__((visibility("default"))) int
+tk_emu_one_thread(const tk_emu_launch *l, unsigned b, unsigned t) {
+    return tk_emu_one(tack_kernel_body, l, b, t);
+}
+"""
+
 
 def build(ck: CudaKernel, workdir: Path, flags: tuple[str, ...] = FLAGS) -> ctypes.CDLL:
-    """The module compiled for the host with flags, as a loaded library."""
-    src = SHIM + ck.source + LAUNCHER.replace("PARAMS_SIZE", str(ck.params_size))
-    if "void tack_kernel_trips(" in ck.source:
-        src += TRIPS
-    if "void tack_kernel_finish(" in ck.source:
-        src += FINISH
-    if ck.restrict:
-        src += RESTRICT
+    """The module compiled for the host with flags, as a loaded library with one
+    tk_emu_entry_<name> per entry point (cuda_emulation.hpp's TK_EMU_ENTRY), and
+    tk_emu_one_thread for a parallel kernel."""
+    src = SHIM + ck.source
+    if ck.params_size:
+        src += f"static_assert(sizeof(tk_params) == {ck.params_size});\n"
+    src += "".join(f"TK_EMU_ENTRY({e})\n" for e in ENTRIES
+                   if f'void {e}(' in ck.source)
+    if ck.parallel:
+        src += ONE_THREAD
     key = hashlib.sha256("\0".join((src, *flags)).encode()).hexdigest()[:20]
     if key in _BUILT:
         return _BUILT[key]
@@ -192,6 +98,16 @@ def build(ck: CudaKernel, workdir: Path, flags: tuple[str, ...] = FLAGS) -> ctyp
     lib = ctypes.CDLL(str(so))
     _BUILT[key] = lib
     return lib
+
+
+def call(lib: ctypes.CDLL, entry: str, params: bytes, grid: int = 1, block: int = 1,
+         shared: int = 0) -> None:
+    """Launches entry with the packed parameters, as cuLaunchKernel would."""
+    buf = ctypes.create_string_buffer(params, len(params))
+    launch = EmuLaunch(ctypes.cast(buf, ctypes.c_void_p), len(params), (grid, 1, 1),
+                       (block, 1, 1), shared)
+    rc = getattr(lib, f"tk_emu_entry_{entry}")(ctypes.byref(launch))
+    assert rc == 0, f"{entry}: the emulated launch did not run ({rc})"
 
 
 @dataclass
@@ -231,33 +147,33 @@ class Launch:
         self.params = block or bytes(8)
         assert len(self.params) == ck.params_size
 
-    def ctx_pointer(self) -> ctypes.c_void_p:
-        return ctypes.c_void_p(self.ctx.ctypes.data if self.ck.needs_ctx else None)
+    def head(self) -> bytes:
+        """Every entry's first two parameters: the block, then the record's address."""
+        ctx = self.ctx.ctypes.data if self.ck.needs_ctx else 0
+        return self.params + struct.pack("Q", ctx)
 
     def run(self, lib: ctypes.CDLL, restrict: bool = False) -> Record:
-        buf = ctypes.create_string_buffer(self.params, len(self.params))
         if not self.ck.parallel:
-            lib.tk_emu_body(buf, self.ctx_pointer(), 1, 1)
+            call(lib, "tack_kernel_body", self.head())
         else:
-            body = lib.tk_emu_body_restrict if restrict else lib.tk_emu_body
-            body(buf, self.ctx_pointer(), self.grid, self.block)
-            if hasattr(lib, "tk_emu_finish"):
+            body = "tack_kernel_body_restrict" if restrict else "tack_kernel_body"
+            call(lib, body, self.head(), self.grid, self.block,
+                 self.block * self.ck.partial_size)
+            if hasattr(lib, "tk_emu_entry_tack_kernel_finish"):
                 nblocks = self.grid if self.ck.partial_size else 0
-                lib.tk_emu_finish(buf, self.ctx_pointer(), ctypes.c_longlong(nblocks))
+                call(lib, "tack_kernel_finish", self.head() + struct.pack("q", nblocks))
         return self.record()
 
     def one_thread(self, lib: ctypes.CDLL, b: int, t: int) -> Record:
         """Thread t of block b alone, in this launch's grid (a kernel without
         reductions: nothing waits for the other threads)."""
-        buf = ctypes.create_string_buffer(self.params, len(self.params))
-        lib.tk_emu_one_thread(buf, self.ctx_pointer(), *(ctypes.c_uint(v) for v in (
-            self.grid, self.block, b, t)))
+        buf = ctypes.create_string_buffer(self.head(), len(self.head()))
+        launch = EmuLaunch(ctypes.cast(buf, ctypes.c_void_p), len(buf.raw),
+                           (self.grid, 1, 1), (self.block, 1, 1), 0)
+        rc = lib.tk_emu_one_thread(ctypes.byref(launch), ctypes.c_uint(b),
+                                   ctypes.c_uint(t))
+        assert rc == 0, f"tack_kernel_body: the emulated thread did not run ({rc})"
         return self.record()
-
-    def trips(self, lib: ctypes.CDLL) -> int:
-        buf = ctypes.create_string_buffer(self.params, len(self.params))
-        lib.tk_emu_trips.restype = ctypes.c_longlong
-        return int(lib.tk_emu_trips(buf, self.ctx_pointer()))
 
     def record(self) -> Record:
         failed, _, why, line, axis, name = struct.unpack_from("6i", self.ctx, 0)

@@ -80,7 +80,9 @@ def standin_library() -> Path:
     out_dir = Path(tempfile.mkdtemp(prefix="tack-standin-cuda-"))
     target = out_dir / "libtack_standin_cuda.so"
     cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    header = ROOT / "tests" / "standin" / "cuda" / "cuda_emulation.hpp"
     cmd = [*cc, "-shared", "-fPIC", "-O1", "-g", "-std=c11", "-pthread",
+           f'-DTACK_STANDIN_EMULATION_HEADER="{header}"',
            *map(str, STANDIN_SOURCES), "-o", str(target), "-ldl"]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -42,12 +43,12 @@ BY_DESIGN = (
 def _suite(tmp_path: Path, tests: list[str], driver: str | None,
            **env: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     summary = tmp_path / "differential.json"
-    child = dict(os.environ, TACK_DIFFERENTIAL_JSON=str(summary),
-                 TACK_CACHE_DIR=str(tmp_path / "cache"),
+    child = dict(os.environ)
+    for name in ("TACK_DEBUG", "TACK_CUDA_DRIVER", "TACK_STANDIN_EXEC"):
+        child.pop(name, None)
+    child.update(TACK_DIFFERENTIAL_JSON=str(summary), TACK_CACHE_DIR=str(tmp_path / "cache"),
                  PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
                  **env)
-    child.pop("TACK_DEBUG", None)
-    child.pop("TACK_CUDA_DRIVER", None)
     if driver is not None:
         child["TACK_CUDA_DRIVER"] = driver
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "cuda_differential",
@@ -102,6 +103,16 @@ def test_the_kernel_suite_gives_the_same_results_through_the_standin(tmp_path):
     _check_report(r, report, fewest)
 
 
+@pytest.mark.slow  # once in make test: not again under the sanitizers
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ to compile CUDA modules")
+def test_the_kernel_suite_gives_the_same_results_running_the_cuda_code(tmp_path):
+    # The stand-in runs each launch's generated CUDA module itself, compiled for the
+    # host (TACK_STANDIN_EXEC=emulate): the device code is what is compared.
+    tests, fewest = _kernel_suite()
+    r, report = _suite(tmp_path, tests, driver=_standin(), TACK_STANDIN_EXEC="emulate")
+    _check_report(r, report, fewest)
+
+
 # A kernel test of its own, run with the plugin: two launches, one of each kind.
 PROBE = '''
 import numpy as np
@@ -147,6 +158,41 @@ def test_a_difference_is_caught(tmp_path, kernel):
     assert m["file"].endswith("test_probe.py") and lines[m["line"] - 1] == "@tack.kernel"
     assert lines[m["line"]].startswith(f"def {kernel}(")
     assert "argument 'out'" in m["reason"] and "flat index 0" in m["reason"]
+
+
+# The probe with its CUDA module broken on purpose: the grid-stride loop stops one trip
+# early, so the last trip never runs on the device (the C twin never reads CUDA code).
+BROKEN = '''
+import importlib
+
+emit_cuda = importlib.import_module("tack.kernel.emit_cuda")  # tack.kernel: the decorator
+
+_emit = emit_cuda.emit_cuda
+
+
+def _broken(plan):
+    k = _emit(plan)
+    assert "tk_k < tk_n;" in k.source
+    k.source = k.source.replace("tk_k < tk_n;", "tk_k < tk_n - 1;")
+    return k
+
+
+emit_cuda.emit_cuda = _broken
+''' + PROBE
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no g++ to compile CUDA modules")
+def test_a_broken_cuda_module_is_caught_only_when_its_code_runs(tmp_path):
+    (tmp_path / "test_probe.py").write_text(BROKEN)
+    r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin())
+    assert r.returncode == 0, r.stdout + r.stderr  # the twin computes: no difference
+    assert report["compared"] == 3 and report["mismatches"] == []
+    r, report = _suite(tmp_path, ["test_probe.py"], driver=_standin(),
+                       TACK_STANDIN_EXEC="emulate")
+    assert r.returncode != 0, r.stdout
+    assert {m["kernel"] for m in report["mismatches"]} == {"scale", "count"}
+    last = {"scale": "flat index 99:", "count": "flat index 9:"}  # the trip not run
+    assert all(last[m["kernel"]] in m["reason"] for m in report["mismatches"]), report
 
 
 RETURNS = '''
@@ -320,4 +366,13 @@ def test_exceptions_agree_in_type_and_message_but_a_build_folder_name():
     assert same_exception(a, tack.CompileError("cc failed in /cache/k.tmpXyZ789/k.c"))
     assert not same_exception(a, RuntimeError(str(a)))
     assert not same_exception(IndexError("index 4"), IndexError("index 5"))
+    # a bounds failure: another failing trip may claim the record first on the GPU
+    bounds = ("index {} is out of bounds for axis {} of 'out' with size 8 in kernel 'k' "
+              "(f.py, line 3)")
+    assert same_exception(tack.TackIndexError(bounds.format(8, 0)),
+                          tack.TackIndexError(bounds.format(9, 0)))
+    assert not same_exception(tack.TackIndexError(bounds.format(8, 0)),
+                              tack.TackIndexError(bounds.format(8, 1)))
+    assert not same_exception(tack.TackIndexError(bounds.format(8, 0)),
+                              tack.TackIndexError(bounds.format(9, 0).replace("'out'", "'x'")))
     assert same_exception(None, None) and not same_exception(None, a)

@@ -118,10 +118,13 @@ typedef struct tack_standin_launch {
 } tack_standin_launch;
 typedef int (*tack_standin_twin_fn)(const tack_standin_launch *launch, void *user);
 typedef int (*register_twin_fn)(const char *, tack_standin_twin_fn, void *);
+typedef tcu_result (*module_source_fn)(tcu_module, const char *);
 
 /* The stand-in's twin registry, or NULL on a real driver: looked up once (the
- * process has one driver, never unloaded), so a launch pays no dlopen. */
+ * process has one driver, never unloaded), so a launch pays no dlopen. With it, the
+ * stand-in's receiver of a module's CUDA source (its emulated launches run that). */
 static register_twin_fn standin_twin_registry;
+static module_source_fn standin_module_source;
 static pthread_once_t standin_probe = PTHREAD_ONCE_INIT;
 
 static void
@@ -135,8 +138,10 @@ probe_standin(void)
         return;
     }
     void *sym = dlsym(h, "tack_standin_cuda_register_twin");
+    void *source = dlsym(h, "tack_standin_cuda_module_source");
     dlclose(h);
     memcpy(&standin_twin_registry, &sym, sizeof sym);
+    memcpy(&standin_module_source, &source, sizeof source);
 }
 
 static register_twin_fn
@@ -618,6 +623,17 @@ load_module(tack__cuda_state *s, const char *kernel, const void *image, tcu_modu
     return tack__cuda_check(s, rc, "cuModuleLoadData");
 }
 
+/* Under the stand-in, hands it the CUDA source of k's module, which its emulated
+ * launches (TACK_STANDIN_EXEC=emulate) compile for the host and run. Inside a guard. */
+static tack_status
+give_standin_source(tack__cuda_state *s, const cuda_kernel *k, tcu_module mod)
+{
+    module_source_fn give = standin_register() ? standin_module_source : NULL;
+    return give ? tack__cuda_check(s, give(mod, k->cuda_source),
+                                   "tack_standin_cuda_module_source")
+                : TACK_OK;
+}
+
 /* The module of k on s's context, compiled and loaded at its first launch there.
  * Inside a guard. */
 static tack_status
@@ -664,6 +680,9 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
         if (st == TACK_OK) {
             st = load_module(s, k->pub.name, image, &m->mod);
             loaded = st == TACK_OK;
+        }
+        if (st == TACK_OK) {
+            st = give_standin_source(s, k, m->mod);
         }
         if (st == TACK_OK) {
             st = entry_of(s, m->mod, "tack_kernel_body", k->partial_size, &m->body);

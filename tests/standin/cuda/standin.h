@@ -48,6 +48,8 @@ TCU_TEST_ENTRY_POINTS(STANDIN_DECLARE)
 #undef STANDIN_DECLARE
 STANDIN_EXPORT int tack_standin_cuda_register_twin(const char *entry,
                                                    tack_standin_twin_fn fn, void *user);
+STANDIN_EXPORT int tack_standin_cuda_module_source(struct CUmod_st *module,
+                                                   const char *cuda_source);
 
 /* ---- contexts, streams, events --------------------------------------------------- */
 
@@ -144,6 +146,8 @@ typedef struct standin_state {
     int ndevices;
     int driver_version; /* cuDriverGetVersion: TACK_STANDIN_DRIVER_VERSION, or 13000 */
     bool eager;         /* TACK_STANDIN_ASYNC=eager: run work when queued */
+    bool emulate;       /* TACK_STANDIN_EXEC=emulate: launches run the module's code */
+    bool exec_unknown;  /* TACK_STANDIN_EXEC names no mode: cuInit refuses */
     int log_fd;         /* TACK_STANDIN_LOG, or -1 */
     struct CUctx_st *primary[STANDIN_MAX_DEVICES];
     int primary_retains[STANDIN_MAX_DEVICES];
@@ -227,5 +231,29 @@ void standin_discard_context(struct CUctx_st *ctx);
 /* Runs a queued launch (its CPU twin). False when the twin reports a device fault. */
 bool standin_launch_run(struct standin_launch_op *launch);
 void standin_launch_free(struct standin_launch_op *launch);
+
+/* ---- standin_emulate.c ---------------------------------------------------------- */
+
+/* What an emulated launch runs with (a queued launch, as it reaches its turn). */
+typedef struct standin_launch_args {
+    const char *entry;
+    struct CUctx_st *ctx;
+    struct CUstream_st *stream;
+    unsigned grid[3], block[3];
+    size_t shared; /* dynamic shared memory bytes */
+    const void *params;
+    size_t params_nbytes;
+} standin_launch_args;
+
+/* The host-compiled entry point `entry` of a module with CUDA source `source` (NULL
+ * when the module has none), compiled and loaded on first use; NULL, with the reason
+ * logged, when it cannot be had. */
+void *standin_emulate_entry(const char *source, const char *entry);
+/* Runs an entry of standin_emulate_entry over device memory. False for a device fault
+ * (the reason logged). */
+bool standin_emulate_run(void *fn, const standin_launch_args *args);
+/* In the child of an emulated launch: makes the device pages of every allocation a
+ * launch on stream may use accessible at their device addresses (standin_memory.c). */
+bool standin_expose_launch_memory(struct CUctx_st *ctx, struct CUstream_st *stream);
 
 #endif /* TACK_STANDIN_CUDA_H */

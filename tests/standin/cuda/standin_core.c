@@ -15,6 +15,9 @@
  *   TACK_STANDIN_DRIVER_VERSION=v   what cuDriverGetVersion answers (default 13000,
  *       1000 * major + 10 * minor), to play an older driver; the images it loads
  *       are checked as 13.0's.
+ *   TACK_STANDIN_EXEC=twin|emulate   what computes a launch: its registered CPU twin
+ *       (default), or the module's CUDA source compiled for the host
+ *       (standin_emulate.c); any other value makes cuInit fail.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -85,6 +88,12 @@ configure(void)
     }
     const char *async = getenv("TACK_STANDIN_ASYNC");
     standin.eager = async && strcmp(async, "eager") == 0;
+    /* What computes a launch: a registered CPU twin (the default), or the module's own
+     * CUDA code compiled for the host (standin_emulate.c). */
+    const char *exec = getenv("TACK_STANDIN_EXEC");
+    standin.emulate = exec && strcmp(exec, "emulate") == 0;
+    standin.exec_unknown =
+        exec && *exec && !standin.emulate && strcmp(exec, "twin") != 0;
     const char *devices = getenv("TACK_STANDIN_DEVICES");
     long n = devices ? strtol(devices, NULL, 10) : 1;
     standin.ndevices = n < 0                     ? 0
@@ -253,8 +262,8 @@ cuInit(unsigned int Flags)
 {
     tcu_result rc = standin_enter("cuInit");
     if (rc == TCU_SUCCESS) {
-        if (Flags != 0) {
-            rc = TCU_ERROR_INVALID_VALUE;
+        if (Flags != 0 || standin.exec_unknown) {
+            rc = TCU_ERROR_INVALID_VALUE; /* a misspelt mode must not run twins */
         }
         else if (standin.ndevices == 0) {
             rc = TCU_ERROR_NO_DEVICE;

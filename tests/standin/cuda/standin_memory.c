@@ -205,7 +205,7 @@ standin_alloc_release(standin_alloc *a)
          * inaccessible, so the address is never reused and a host access after the
          * free faults at once. */
         size_t len = align_up(a->nbytes, page_size());
-        (void)madvise(a->alias, len, MADV_DONTNEED);
+        (void)madvise(a->alias, len, MADV_REMOVE);
         (void)mprotect(a->alias, len, PROT_NONE);
         return;
     }
@@ -293,6 +293,45 @@ standin_queued_translate(struct CUctx_st *ctx, struct CUstream_st *stream,
     return r.alias;
 }
 
+/* Opens the device pages of a to what it allows, in the child of an emulated launch
+ * (which may then touch them; the parent's view never changes). */
+static bool
+expose(const standin_alloc *a, const struct CUctx_st *ctx)
+{
+    int prot = PROT_READ | PROT_WRITE;
+    if (a->kind == ALLOC_MANAGED) {
+        return true; /* host memory at its own address, shared with the parent */
+    }
+    if (a->kind == ALLOC_VMM) {
+        unsigned access = a->access[ctx->device];
+        prot = (access & TCU_MEM_ACCESS_FLAGS_PROT_READWRITE) ==
+                       TCU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                   ? PROT_READ | PROT_WRITE
+               : access & TCU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ
+                                                         : PROT_NONE;
+    }
+    size_t page = page_size();
+    uintptr_t lo = a->base / page * page, hi = align_up(a->base + a->nbytes, page);
+    return prot == PROT_NONE || mprotect((void *)lo, hi - lo, prot) == 0;
+}
+
+bool
+standin_expose_launch_memory(struct CUctx_st *ctx, struct CUstream_st *stream)
+{
+    bool ok = true;
+    for (size_t k = 0; k < nallocs && ok; k++) {
+        if (alloc_usable_for(allocs[k], ctx, stream)) {
+            ok = expose(allocs[k], ctx);
+        }
+    }
+    for (size_t k = 0; k < nmappings && ok; k++) {
+        if (alloc_usable_for(mappings[k], ctx, stream)) {
+            ok = expose(mappings[k], ctx);
+        }
+    }
+    return ok;
+}
+
 /* ---- allocation ------------------------------------------------------------------ */
 
 static tcu_result
@@ -372,8 +411,9 @@ static tcu_result
 managed_alloc(struct CUctx_st *ctx, size_t nbytes, tcu_deviceptr *out)
 {
     size_t len = align_up(nbytes, page_size());
+    /* Shared, so that an emulated launch's child writes the parent's bytes. */
     void *m =
-        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
         return TCU_ERROR_OUT_OF_MEMORY;
     }

@@ -9,6 +9,10 @@
  * image (PTX `.param` declarations, or the CUBIN's .nv.info.<entry> section), so a
  * launch packs exactly the bytes the kernel would see. Fat binaries are refused with
  * CUDA_ERROR_NOT_SUPPORTED: the stand-in does not unpack them.
+ *
+ * A launch runs its entry's CPU twin, or under TACK_STANDIN_EXEC=emulate the module's
+ * CUDA source compiled for the host (standin_emulate.c), given beside the image with
+ * tack_standin_cuda_module_source.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -31,6 +35,8 @@ struct CUmod_st {
     bool cubin;
     unsigned char *image; /* a private copy */
     size_t image_nbytes;
+    char *source; /* its CUDA source, for emulated launches
+                     (tack_standin_cuda_module_source) */
     struct CUmod_st *next;
 };
 
@@ -40,6 +46,7 @@ struct CUfunc_st {
     unsigned nparams;
     size_t offset[MAX_PARAMS], size[MAX_PARAMS];
     size_t params_nbytes;
+    void *emulated; /* its host-compiled entry (emulated launches), once looked up */
     struct CUfunc_st *next;
 };
 
@@ -49,7 +56,9 @@ typedef struct standin_launch_op {
     struct CUstream_st *stream; /* the stream it was queued on */
     tack_standin_twin_fn fn;
     void *user;
+    void *emulated; /* instead of fn: the module's own code (standin_emulate.c) */
     unsigned grid[3], block[3];
+    unsigned shared;
     unsigned char *params;
     size_t params_nbytes;
 } standin_launch_op;
@@ -116,6 +125,17 @@ launch_translate(void *launch, uint64_t device_address, size_t nbytes)
 bool
 standin_launch_run(standin_launch_op *l)
 {
+    if (l->emulated) {
+        standin_launch_args a = {.entry = l->entry,
+                                 .ctx = l->ctx,
+                                 .stream = l->stream,
+                                 .grid = {l->grid[0], l->grid[1], l->grid[2]},
+                                 .block = {l->block[0], l->block[1], l->block[2]},
+                                 .shared = l->shared,
+                                 .params = l->params,
+                                 .params_nbytes = l->params_nbytes};
+        return standin_emulate_run(l->emulated, &a);
+    }
     tack_standin_launch launch = {
         .entry = l->entry,
         .grid = {l->grid[0], l->grid[1], l->grid[2]},
@@ -522,8 +542,39 @@ cuModuleUnload(tcu_module hmod)
         m->alive = false; /* launches already queued keep what they need */
         free(m->image);
         m->image = NULL;
+        free(m->source);
+        m->source = NULL;
     }
     return standin_leave(rc, "cuModuleUnload", "module=%p", (void *)hmod);
+}
+
+/* The stand-in's own entry point (standin_twin.h): the CUDA source the module was
+ * built from, for emulated launches. A later call replaces it. */
+STANDIN_EXPORT int
+tack_standin_cuda_module_source(struct CUmod_st *module, const char *cuda_source)
+{
+    tcu_result rc = standin_enter("tack_standin_cuda_module_source");
+    struct CUctx_st *ctx = NULL;
+    struct CUmod_st *m = NULL;
+    char *copy = NULL;
+    if (rc == TCU_SUCCESS) {
+        rc = standin_current(&ctx);
+    }
+    if (rc == TCU_SUCCESS && !cuda_source) {
+        rc = TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS && !(m = known_module(module, ctx))) {
+        rc = TCU_ERROR_INVALID_HANDLE;
+    }
+    if (rc == TCU_SUCCESS && !(copy = strdup(cuda_source))) {
+        rc = TCU_ERROR_OUT_OF_MEMORY;
+    }
+    if (rc == TCU_SUCCESS) {
+        free(m->source);
+        m->source = copy;
+    }
+    return standin_leave(rc, "tack_standin_cuda_module_source", "module=%p, bytes=%zu",
+                         (void *)module, copy ? strlen(copy) : 0);
 }
 
 STANDIN_EXPORT tcu_result
@@ -671,7 +722,7 @@ params_hex(const unsigned char *params, size_t n, char *out, size_t out_nbytes)
 }
 
 static tcu_result
-launch(struct CUctx_st *ctx, const struct CUfunc_st *f, const unsigned grid[3],
+launch(struct CUctx_st *ctx, struct CUfunc_st *f, const unsigned grid[3],
        const unsigned block[3], unsigned shared, tcu_stream hStream,
        void **kernelParams, void **extra, char *hex, size_t hex_nbytes)
 {
@@ -690,9 +741,12 @@ launch(struct CUctx_st *ctx, const struct CUfunc_st *f, const unsigned grid[3],
     if (rc == TCU_SUCCESS) {
         params_hex(params, f->params_nbytes, hex, hex_nbytes);
     }
-    const twin *t = rc == TCU_SUCCESS ? twin_of(f->name) : NULL;
-    if (rc == TCU_SUCCESS && !t) {
-        rc = TCU_ERROR_NOT_SUPPORTED; /* no CPU twin: nothing could compute it */
+    const twin *t = rc == TCU_SUCCESS && !standin.emulate ? twin_of(f->name) : NULL;
+    if (rc == TCU_SUCCESS && standin.emulate && !f->emulated) {
+        f->emulated = standin_emulate_entry(f->mod->source, f->name);
+    }
+    if (rc == TCU_SUCCESS && (standin.emulate ? !f->emulated : !t)) {
+        rc = TCU_ERROR_NOT_SUPPORTED; /* nothing could compute it (reason logged) */
     }
     standin_launch_op *l = NULL;
     standin_op *op = NULL;
@@ -708,8 +762,12 @@ launch(struct CUctx_st *ctx, const struct CUfunc_st *f, const unsigned grid[3],
     }
     l->ctx = ctx;
     l->stream = s;
-    l->fn = t->fn;
-    l->user = t->user;
+    if (t) {
+        l->fn = t->fn;
+        l->user = t->user;
+    }
+    l->emulated = t ? NULL : f->emulated;
+    l->shared = shared;
     memcpy(l->grid, grid, sizeof l->grid);
     memcpy(l->block, block, sizeof l->block);
     l->params = params;

@@ -47,4 +47,16 @@ typedef int (*tack_standin_twin_fn)(const tack_standin_launch *launch, void *use
 int tack_standin_cuda_register_twin(const char *entry, tack_standin_twin_fn fn,
                                     void *user);
 
+/*
+ * Gives the stand-in the CUDA C++ source that `module` (a CUmodule of the current
+ * context, from cuModuleLoadData) was compiled from (copied). Under
+ * TACK_STANDIN_EXEC=emulate the stand-in ignores twins and runs that source instead,
+ * compiled for the host after cuda_emulation.hpp (standin_emulate.c); a launch of a
+ * module without source is then refused with CUDA_ERROR_NOT_SUPPORTED. Returns a
+ * CUresult: 0, CUDA_ERROR_INVALID_HANDLE for an unknown or unloaded module,
+ * CUDA_ERROR_INVALID_VALUE for a NULL source.
+ */
+struct CUmod_st;
+int tack_standin_cuda_module_source(struct CUmod_st *module, const char *cuda_source);
+
 #endif /* TACK_STANDIN_TWIN_H */
