@@ -164,6 +164,12 @@ class Launch:
                 call(lib, "tack_kernel_finish", self.head() + struct.pack("q", nblocks))
         return self.record()
 
+    def trips(self, lib: ctypes.CDLL) -> int:
+        """The module's one-thread tack_kernel_trips: the count it writes."""
+        out = np.full(1, -7, np.int64)
+        call(lib, "tack_kernel_trips", self.head() + struct.pack("Q", out.ctypes.data))
+        return int(out[0])
+
     def one_thread(self, lib: ctypes.CDLL, b: int, t: int) -> Record:
         """Thread t of block b alone, in this launch's grid (a kernel without
         reductions: nothing waits for the other threads)."""

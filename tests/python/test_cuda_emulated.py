@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cuda_emulator import emulate, gxx_available
+from cuda_emulator import Launch, build, emulate, gxx_available
 from test_kernels_reductions import float_bits, highest32, lowest, min_max_cases, min_max_inputs
 
 import tack
@@ -198,11 +198,12 @@ def first_n(out, counts):
         out[i] = i * 2
 
 
-def test_trip_count_read_from_an_element_runs_serially(work):
-    # a prelude that reads an element makes the kernel serial (docs/kernels.md)
+def test_trip_count_read_from_an_element_is_computed_on_the_device(work):
+    # counts is never stored: the prelude may read it and the loop stays parallel
     args = [np.zeros(20, np.int64), np.array([13], np.int64)]
     ck = generate_cuda(first_n, sig(*args), debug=False)
-    assert not ck.parallel and not ck.host_trips
+    assert ck.parallel and not ck.host_trips
+    assert Launch(ck, args, 2, 2).trips(build(ck, work)) == 13
     got, want, *_ = both(first_n, args, work, grid=2, block=2)
     np.testing.assert_array_equal(got[0], want[0])
 

@@ -107,7 +107,8 @@ def test_the_module_computes_and_the_twin_mode_ignores_it(tmp_path):
 
 FAULTS = {
     # every trip reads 16 Mi elements past its own: far outside any allocation
-    "outside-the-memory": ("v_i = (tk_start + tk_k);", "v_i = (tk_start + tk_k) + (1LL << 24);",
+    "outside-the-memory": ("v_i = tk_add(tk_start, tk_k);",
+                           "v_i = tk_add(tk_start, tk_k) + (1LL << 24);",
                            "scale(out, x, 2.0)", "fault: signal 11"),
     # the block's partials written 48 KiB further on: past the 8 KiB the launch asked
     # for, and past anything a block may have
