@@ -133,6 +133,17 @@ struct tack_device {
  * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
 tack_memory_space tack__cuda_pointer_kind(const void *ptr);
 
+/*
+ * Work on dev's own stream bracketed by another library's stream (the Array API's
+ * stream= values for dev's DLPack type; dev NULL is the host): before the work,
+ * tack__stream_follow checks the value (TACK_ERR_DLPACK_INVALID for one that is no
+ * stream there: on the host anything but -1) and makes Tack's stream wait for the
+ * work queued on it so far; after the work, tack__stream_lead makes it wait for
+ * Tack's stream. An event each way, no host wait; -1 orders nothing (device.c).
+ */
+tack_status tack__stream_follow(tack_device *dev, int64_t stream);
+tack_status tack__stream_lead(tack_device *dev, int64_t stream);
+
 /* Whether the device's memory is the CPU's own (host pointers, plain memcpy). */
 static inline bool
 tack__device_is_host(const tack_device *dev)
