@@ -585,6 +585,18 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
                                 dst->nbytes, TACK_COPY_DEVICE_TO_DEVICE);
         return finish_shared(st, dst->buffer, src->buffer);
     }
+    tack_device *dd = dst->buffer->device, *sd = src->buffer->device;
+    tack_status (*peer)(void *, void *, void *, const void *, size_t) =
+        dd->backend == sd->backend && dst->dtype == src->dtype && !on_host(dst)
+            ? TACK__BACKEND_SLOT(dd->backend, copy_peer)
+            : NULL;
+    if (peer) {
+        /* Two devices of one backend (two GPUs): peer to peer, never through the
+         * host. */
+        st = peer(dd->state, dst->buffer->data, sd->state, src->buffer->data,
+                  dst->nbytes);
+        return finish_shared(st, dst->buffer, src->buffer);
+    }
     size_t staging_bytes = nscalars * tack_dtype_get(sinfo->scalar)->itemsize;
     void *staging = tack__alloc(staging_bytes, 0);
     if (!staging) {

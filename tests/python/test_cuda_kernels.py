@@ -409,7 +409,7 @@ def test_a_trip_count_near_int64_max_fills_the_device(tmp_path):
 
 
 def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp_path):
-    # The 63rd entry point resolved is cuOccupancyMaxPotentialBlockSize (the last of
+    # The 65th entry point resolved is cuOccupancyMaxPotentialBlockSize (the last of
     # cuda_abi.h's list): a driver that lacks it leaves launches on a fixed block.
     _run(
         """
@@ -417,7 +417,7 @@ def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp
         v = tack.zeros(n, dtype=tack.f32, device="cuda")
         with open(os.environ["TACK_STANDIN_LOG"]) as f:
             procs = re.findall(r"cuGetProcAddress\\((\\w+),", f.read())
-        assert procs[62] == "cuOccupancyMaxPotentialBlockSize", procs
+        assert procs[64] == "cuOccupancyMaxPotentialBlockSize", procs
         calls()
         radius_squared(v, 64, 64)
         cs = calls()
@@ -429,7 +429,7 @@ def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp
         assert np.array_equal(v.numpy(), c.numpy())
         """,
         tmp_path,
-        TACK_STANDIN_FAIL="cuGetProcAddress:63:500",
+        TACK_STANDIN_FAIL="cuGetProcAddress:65:500",
     )
 
 

@@ -216,3 +216,28 @@ tack__cuda_fill(void *state, void *dst, const void *pattern, size_t pattern_nbyt
     tack__cuda_leave(s, &g);
     return st;
 }
+
+tack_status
+tack__cuda_copy_peer(void *state, void *dst, void *src_state, const void *src,
+                     size_t nbytes)
+{
+    tack__cuda_state *d = state, *s = src_state;
+    if (nbytes == 0) {
+        return TACK_OK;
+    }
+    /* The copy reads the source after its device's queued writes, and the source's
+     * device waits for the copy before anything it queues later (a write, or the
+     * stream-ordered free of the source) can touch that memory. */
+    tack_status st = tack__cuda_handoff(s, d);
+    tack__cuda_guard g;
+    if (st == TACK_OK && (st = tack__cuda_enter(d, &g)) == TACK_OK) {
+        st = tack__cuda_check(
+            d,
+            d->drv->api.cuMemcpyPeerAsync((tcu_deviceptr)(uintptr_t)dst, d->ctx,
+                                          (tcu_deviceptr)(uintptr_t)src, s->ctx, nbytes,
+                                          d->stream),
+            "cuMemcpyPeerAsync");
+        tack__cuda_leave(d, &g);
+    }
+    return st == TACK_OK ? tack__cuda_handoff(d, s) : st;
+}
