@@ -132,6 +132,12 @@ struct tack_backend {
      * the host. */
     tack_status (*copy_peer)(void *state, void *dst, void *src_state, const void *src,
                              size_t nbytes);
+    /* Copies height rows of width bytes, src_pitch bytes apart at src, to rows
+     * dst_pitch apart at dst, both this device's memory, queued in order with the
+     * device's other work (pitches at least width, at most 2**31 - 1). Absent: the
+     * backend copies no strided device memory (tack__array_gather refuses). */
+    tack_status (*copy_2d)(void *state, void *dst, size_t dst_pitch, const void *src,
+                           size_t src_pitch, size_t width, size_t height);
 };
 
 /* The slot of backend b, or NULL when b's table predates it or leaves it empty. */

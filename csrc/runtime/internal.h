@@ -144,6 +144,18 @@ tack_memory_space tack__cuda_pointer_kind(const void *ptr);
 tack_status tack__stream_follow(tack_device *dev, int64_t stream);
 tack_status tack__stream_lead(tack_device *dev, int64_t stream);
 
+/*
+ * A new C-contiguous array on dev holding the strided region at address (dev's
+ * memory: extents, strides in elements of itemsize bytes, validated by the caller),
+ * copied on the device with the backend's copy_2d slot and queued on its stream
+ * (gather.c). Errors: TACK_ERR_UNSUPPORTED without that slot; allocation and copy
+ * errors. Out: *out only on success (a new reference).
+ */
+tack_status tack__array_gather(tack_device *dev, uintptr_t address, tack_dtype dtype,
+                               int32_t ndim, const int64_t *shape,
+                               const int64_t *strides, size_t itemsize,
+                               tack_array **out);
+
 /* Whether the device's memory is the CPU's own (host pointers, plain memcpy). */
 static inline bool
 tack__device_is_host(const tack_device *dev)

@@ -115,6 +115,10 @@ tack_status tack__cuda_fill(void *state, void *dst, const void *pattern,
  * stream handoffs each way (tack__cuda_handoff). */
 tack_status tack__cuda_copy_peer(void *state, void *dst, void *src_state,
                                  const void *src, size_t nbytes);
+/* The backend's copy_2d: cuMemcpy2DAsync on Tack's stream. */
+tack_status tack__cuda_copy_2d(void *state, void *dst, size_t dst_pitch,
+                               const void *src, size_t src_pitch, size_t width,
+                               size_t height);
 
 /* ---- streams (cuda_stream.c) ------------------------------------------------------
  */
