@@ -8,9 +8,13 @@
  * A `stream` key names the stream the producer's writes are queued on: Tack's stream
  * is made to wait for it, as the interface asks of a consumer, without blocking.
  * The memory is CUDA memory, as a kDLCUDA tensor's is: another device gets it only
- * as a copy (copy=True), made on Tack's stream after that wait.
+ * as a copy (copy=True), made on Tack's stream after that wait. Strided memory is
+ * never wrapped: with copy=None or copy=True it is copied into a contiguous array
+ * on the device, as the DLPack import copies a strided kDLCUDA tensor.
  */
 #include "tackpy.h"
+#include <stdlib.h>
+#include <string.h>
 
 /* The object behind the memory, released when the last array over it goes: from any
  * thread, and leaked when Python is already gone. */
@@ -55,11 +59,14 @@ read_shape(tackpy_state *st, PyObject *obj, PyObject *cai, int64_t *shape)
     return ndim;
 }
 
-/* Strides must be absent, None, or the C-contiguous byte strides. */
+/* Reads strides: absent or None mean C-contiguous. Out: *strided, and el[] (the
+ * strides in elements) when the memory is strided; byte strides that are not whole
+ * elements are refused. */
 static int
-check_strides(tackpy_state *st, PyObject *obj, PyObject *cai, int ndim,
-              const int64_t *shape, size_t itemsize)
+read_strides(tackpy_state *st, PyObject *obj, PyObject *cai, int ndim,
+             const int64_t *shape, size_t itemsize, bool *strided, int64_t *el)
 {
+    *strided = false;
     PyObject *v = PyDict_GetItemString(cai, "strides");
     if (!v || v == Py_None) {
         return 0;
@@ -74,15 +81,79 @@ check_strides(tackpy_state *st, PyObject *obj, PyObject *cai, int ndim,
         if (s == -1 && PyErr_Occurred()) {
             return -1;
         }
-        if (shape[k] > 1 && s != expect) {
-            refuse(st, obj,
-                   "describes strided memory, and Tack arrays are C-contiguous: "
-                   "make it contiguous in the producer first");
+        if (s % (long long)itemsize != 0) {
+            refuse(st, obj, "has a stride that is not a whole number of elements");
             return -1;
         }
+        el[k] = s / (long long)itemsize;
+        *strided = *strided || (shape[k] > 1 && s != expect);
         expect *= shape[k];
     }
     return 0;
+}
+
+/* A strided interface as the DLPack tensor it describes, which the DLPack import
+ * validates and copies (gathered on the device); the deleter releases the object. */
+typedef struct strided_tensor {
+    DLManagedTensorVersioned mt;
+    int64_t shape[TACK_MAX_NDIM];
+    int64_t strides[TACK_MAX_NDIM];
+} strided_tensor;
+
+static void
+delete_strided(DLManagedTensorVersioned *mt)
+{
+    release_object(mt->manager_ctx);
+    free(mt); /* the first member of its strided_tensor */
+}
+
+/* Copies strided interface memory on dev (after the interface's stream) to target,
+ * or dev. Returns: new reference, or NULL with an exception. */
+static PyObject *
+import_strided(tackpy_state *st, PyObject *obj, tack_device *dev, void *ptr,
+               tack_dtype dtype, int ndim, const int64_t *shape, const int64_t *el,
+               uintptr_t stream, const tack_dlpack_import_options *opts,
+               tack_device *target)
+{
+    if (opts->copy == TACK_DLPACK_COPY_NEVER) {
+        return refuse(st, obj,
+                      "describes strided memory, and Tack arrays are C-contiguous: "
+                      "pass copy=None or copy=True for a contiguous copy");
+    }
+    strided_tensor *b = calloc(1, sizeof *b);
+    if (!b) {
+        return PyErr_NoMemory();
+    }
+    const tack_dtype_info *info = tack_dtype_get(dtype);
+    b->mt.version.major = 1;
+    b->mt.manager_ctx = obj;
+    b->mt.deleter = delete_strided;
+    b->mt.flags = DLPACK_FLAG_BITMASK_READ_ONLY; /* only read: it is copied */
+    b->mt.dl_tensor.data = ptr;
+    b->mt.dl_tensor.device.device_type = kDLCUDA;
+    b->mt.dl_tensor.device.device_id = tack_device_ordinal(dev);
+    b->mt.dl_tensor.ndim = ndim;
+    b->mt.dl_tensor.dtype.code = info->dlpack_code;
+    b->mt.dl_tensor.dtype.bits = info->dlpack_bits;
+    b->mt.dl_tensor.dtype.lanes = 1;
+    memcpy(b->shape, shape, (size_t)ndim * sizeof *shape);
+    memcpy(b->strides, el, (size_t)ndim * sizeof *el);
+    b->mt.dl_tensor.shape = b->shape;
+    b->mt.dl_tensor.strides = b->strides;
+    tack_dlpack_import_options o = {target ? target : dev, opts->copy, true};
+    tack_array *arr = NULL;
+    tack_status status;
+    Py_INCREF(obj); /* released by the deleter, which the import runs */
+    Py_BEGIN_ALLOW_THREADS
+        status = stream ? tack_device_wait_for_stream(dev, stream) : TACK_OK;
+        if (status == TACK_OK) {
+            status = tack_dlpack_import_versioned(&b->mt, &o, &arr);
+        }
+        else {
+            delete_strided(&b->mt);
+        }
+    Py_END_ALLOW_THREADS
+    return status == TACK_OK ? tackpy_array_wrap(st, arr) : tackpy_raise(st, status);
 }
 
 /* The stream key: absent or None means nothing to wait for. Out: *stream (0: none). */
@@ -196,13 +267,22 @@ from_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
         return NULL;
     }
     uintptr_t stream = 0;
-    if (check_strides(st, obj, cai, ndim, shape, tack_dtype_get(dtype)->itemsize) < 0 ||
+    bool strided = false;
+    int64_t el[TACK_MAX_NDIM];
+    if (read_strides(st, obj, cai, ndim, shape, tack_dtype_get(dtype)->itemsize,
+                     &strided, el) < 0 ||
         read_stream(st, obj, cai, &stream) < 0) {
         return NULL;
     }
     tack_device *dev = import_device(st, given);
     if (!dev) {
         return NULL;
+    }
+    if (strided) {
+        PyObject *copy = import_strided(st, obj, dev, ptr, dtype, ndim, shape, el,
+                                        stream, opts, target);
+        tack_device_release(dev);
+        return copy;
     }
     tack_array *arr = NULL;
     tack_status status;

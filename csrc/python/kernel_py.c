@@ -181,10 +181,12 @@ kernel_dealloc(PyObject *self)
 /* ---- the call ---------------------------------------------------------------------
  */
 
-/* Puts positional and keyword arguments in parameter order. */
+/* Puts positional and keyword arguments in parameter order. The keyword `stream`,
+ * which the front end refuses as a parameter name, is the launch's stream= (Borrowed
+ * in *stream; NULL when not given). */
 static int
 bind(tackpy_Kernel *kp, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-     PyObject **out)
+     PyObject **out, PyObject **stream)
 {
     if (nargs > kp->nparams) {
         PyErr_Format(PyExc_TypeError,
@@ -206,6 +208,11 @@ bind(tackpy_Kernel *kp, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
             }
         }
         /* out[0..nparams) was set above; the analyzer cannot see nparams' bound. */
+        if (k == kp->nparams && !*stream &&
+            PyUnicode_CompareWithASCIIString(kwname, "stream") == 0) {
+            *stream = args[nargs + j];
+            continue;
+        }
         // NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Branch)
         if (k == kp->nparams || out[k]) {
             PyErr_Format(PyExc_TypeError, "kernel '%s' got %s argument '%U'", kp->cname,
@@ -454,8 +461,12 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *bound[TACK_KERNEL_MAX_PARAMS];
     PyObject *const *argv = args;
+    PyObject *stream = NULL;
+    bool on_stream = false;
+    int64_t stream_value = -1;
     if (kwnames || nargs != kp->nparams) {
-        if (bind(kp, args, nargs, kwnames, bound) < 0) {
+        if (bind(kp, args, nargs, kwnames, bound, &stream) < 0 ||
+            tackpy_stream_arg(st, stream, &on_stream, &stream_value) < 0) {
             return NULL;
         }
         argv = bound;
@@ -502,7 +513,10 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
         device = arrays[k] ? tack_array_device(arrays[k]) : NULL;
     }
     Py_BEGIN_ALLOW_THREADS
-        status = tack_kernel_launch_on(device, kernel, targs, flags, &value);
+        status = on_stream
+                     ? tack_kernel_launch_on_stream(device, kernel, targs, flags,
+                                                    stream_value, &value)
+                     : tack_kernel_launch_on(device, kernel, targs, flags, &value);
     Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         return tackpy_raise(st, status);

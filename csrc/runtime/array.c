@@ -585,6 +585,18 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
                                 dst->nbytes, TACK_COPY_DEVICE_TO_DEVICE);
         return finish_shared(st, dst->buffer, src->buffer);
     }
+    tack_device *dd = dst->buffer->device, *sd = src->buffer->device;
+    tack_status (*peer)(void *, void *, void *, const void *, size_t) =
+        dd->backend == sd->backend && dst->dtype == src->dtype && !on_host(dst)
+            ? TACK__BACKEND_SLOT(dd->backend, copy_peer)
+            : NULL;
+    if (peer) {
+        /* Two devices of one backend (two GPUs): peer to peer, never through the
+         * host. */
+        st = peer(dd->state, dst->buffer->data, sd->state, src->buffer->data,
+                  dst->nbytes);
+        return finish_shared(st, dst->buffer, src->buffer);
+    }
     size_t staging_bytes = nscalars * tack_dtype_get(sinfo->scalar)->itemsize;
     void *staging = tack__alloc(staging_bytes, 0);
     if (!staging) {
@@ -634,21 +646,13 @@ tack_array_to_device_on_stream(const tack_array *src, tack_device *dev, int64_t 
         TACK__BACKEND_SLOT(dev->backend, order_tack_after_foreign)) {
         owner = dev;
     }
-    tack_status st =
-        tack__dlpack_stream_check(owner->backend->dlpack_device_type, stream);
-    if (st != TACK_OK || stream == -1) {
-        return st != TACK_OK ? st : tack_array_to_device(src, dev, out);
-    }
-    uintptr_t foreign = (uintptr_t)stream;
-    st = tack_device_wait_for_stream(owner, foreign);
+    tack_status st = tack__stream_follow(owner, stream);
     tack_array *dst = NULL;
     if (st == TACK_OK) {
         st = tack_array_to_device(src, dev, &dst);
     }
-    tack_status (*then)(void *, uintptr_t) =
-        TACK__BACKEND_SLOT(owner->backend, order_foreign_after_tack);
-    if (st == TACK_OK && dst->buffer->device == owner && then) {
-        st = then(owner->state, foreign);
+    if (st == TACK_OK && dst->buffer->device == owner) {
+        st = tack__stream_lead(owner, stream);
     }
     if (st != TACK_OK) {
         tack_array_release(dst);

@@ -124,6 +124,20 @@ struct tack_backend {
     /* Frees what kernel_build made for k. Absent: the backend keeps its kernels for
      * the life of the process (the CPU: shared objects are never unloaded). */
     void (*kernel_release)(tack_kernel *k);
+
+    /* Copies nbytes from src, memory of another device of this backend (src_state),
+     * to dst on the device whose state is given, device to device without the host:
+     * after the work queued on either device so far, and before the work queued on
+     * either later (the source's release included). Absent: such copies go through
+     * the host. */
+    tack_status (*copy_peer)(void *state, void *dst, void *src_state, const void *src,
+                             size_t nbytes);
+    /* Copies height rows of width bytes, src_pitch bytes apart at src, to rows
+     * dst_pitch apart at dst, both this device's memory, queued in order with the
+     * device's other work (pitches at least width, at most 2**31 - 1). Absent: the
+     * backend copies no strided device memory (tack__array_gather refuses). */
+    tack_status (*copy_2d)(void *state, void *dst, size_t dst_pitch, const void *src,
+                           size_t src_pitch, size_t width, size_t height);
 };
 
 /* The slot of backend b, or NULL when b's table predates it or leaves it empty. */

@@ -305,6 +305,25 @@ tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign)
     return order ? order(dev->state, foreign) : TACK_OK;
 }
 
+tack_status
+tack__stream_follow(tack_device *dev, int64_t stream)
+{
+    tack_status st = tack__dlpack_stream_check(
+        dev ? dev->backend->dlpack_device_type : kDLCPU, stream);
+    if (st != TACK_OK || stream == -1) {
+        return st;
+    }
+    return tack_device_wait_for_stream(dev, (uintptr_t)stream);
+}
+
+tack_status
+tack__stream_lead(tack_device *dev, int64_t stream)
+{
+    tack_status (*order)(void *, uintptr_t) =
+        dev ? TACK__BACKEND_SLOT(dev->backend, order_foreign_after_tack) : NULL;
+    return order && stream != -1 ? order(dev->state, (uintptr_t)stream) : TACK_OK;
+}
+
 const char *
 tack_device_driver_path(const tack_device *dev)
 {

@@ -167,13 +167,14 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
             return st;
         }
     }
-    /* On a device with streams the consumer's stream is ordered after the array's
-     * queued work instead of the host waiting (None means the legacy default stream,
-     * 1); -1 asks for no ordering, and the export then waits on the host. */
-    if (TACK__BACKEND_SLOT(own->backend, order_foreign_after_tack) &&
-        (!req->has_stream || req->stream != -1)) {
+    /* On a device with streams a stream the consumer names is ordered after the
+     * array's queued work instead of the host waiting. None (the consumer did not
+     * think about streams) and -1 (no ordering asked) make the export wait on the
+     * host (share): the consumer may then read on any stream. */
+    if (TACK__BACKEND_SLOT(own->backend, order_foreign_after_tack) && req->has_stream &&
+        req->stream != -1) {
         o.has_stream = true;
-        o.stream = req->has_stream ? (uintptr_t)req->stream : 1u;
+        o.stream = (uintptr_t)req->stream;
     }
     bool v = false;
     if (req->has_max_version) {

@@ -400,16 +400,13 @@ copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
     return TACK_OK;
 }
 
-/* A copy of device memory: wrap it on its own device, then copy through the host. */
+/* A copy of device memory on dev, made on the memory's own device (device to device:
+ * a contiguous tensor wrapped and copied, a strided one gathered) and moved to dev
+ * from there. It is complete when this returns: the producer's memory goes next. */
 static tack_status
 copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
             tack_array **out)
 {
-    if (!lay->contiguous) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
-                          "a strided DLPack tensor in device memory cannot be copied: "
-                          "make it contiguous in the producer first");
-    }
     tack_device *own = NULL;
     const device_row *row = find_device((int32_t)t->device.device_type);
     tack_status st = open_tensor_device(
@@ -418,11 +415,22 @@ copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
         return st;
     }
     tack_array *view = NULL;
-    st = tack_array_wrap_memory(own, (void *)lay->address, lay->dtype, t->ndim,
-                                t->shape, false, NULL, NULL, &view);
+    st = lay->contiguous
+             ? tack_array_wrap_memory(own, (void *)lay->address, lay->dtype, t->ndim,
+                                      t->shape, false, NULL, NULL, &view)
+             : tack__array_gather(own, lay->address, lay->dtype, t->ndim, t->shape,
+                                  t->strides, lay->itemsize, &view);
+    if (st == TACK_OK && !lay->contiguous) {
+        st = tack_device_synchronize(own); /* a wrap's copy waits by itself */
+    }
     tack_device_release(own);
     if (st != TACK_OK) {
+        tack_array_release(view);
         return st;
+    }
+    if (!lay->contiguous && view->buffer->device == dev) {
+        *out = view; /* already the copy */
+        return TACK_OK;
     }
     st = tack_array_to_device(view, dev, out);
     tack_array_release(view);
@@ -432,15 +440,16 @@ copy_device(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
 /*
  * A copy of the tensor on dev. Managed memory is host-readable, but the producer's
  * pending writes were ordered before the device's stream, not before the host: a
- * contiguous copy is made on that stream (device to device where it can), and a
- * strided one is read by the host only once that stream has drained.
+ * copy is made on that stream (device to device, gathered when strided), and only a
+ * strided copy for the host is read by the host, once that stream has drained.
  */
 static tack_status
 copy_tensor(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
             tack_array **out)
 {
     const device_row *row = find_device((int32_t)t->device.device_type);
-    if (!lay->host_readable || (!row->host_memory && lay->contiguous)) {
+    if (!lay->host_readable ||
+        (!row->host_memory && (lay->contiguous || !tack__device_is_host(dev)))) {
         return copy_device(t, lay, dev, out);
     }
     if (!row->host_memory) {

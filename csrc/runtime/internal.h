@@ -133,6 +133,29 @@ struct tack_device {
  * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
 tack_memory_space tack__cuda_pointer_kind(const void *ptr);
 
+/*
+ * Work on dev's own stream bracketed by another library's stream (the Array API's
+ * stream= values for dev's DLPack type; dev NULL is the host): before the work,
+ * tack__stream_follow checks the value (TACK_ERR_DLPACK_INVALID for one that is no
+ * stream there: on the host anything but -1) and makes Tack's stream wait for the
+ * work queued on it so far; after the work, tack__stream_lead makes it wait for
+ * Tack's stream. An event each way, no host wait; -1 orders nothing (device.c).
+ */
+tack_status tack__stream_follow(tack_device *dev, int64_t stream);
+tack_status tack__stream_lead(tack_device *dev, int64_t stream);
+
+/*
+ * A new C-contiguous array on dev holding the strided region at address (dev's
+ * memory: extents, strides in elements of itemsize bytes, validated by the caller),
+ * copied on the device with the backend's copy_2d slot and queued on its stream
+ * (gather.c). Errors: TACK_ERR_UNSUPPORTED without that slot; allocation and copy
+ * errors. Out: *out only on success (a new reference).
+ */
+tack_status tack__array_gather(tack_device *dev, uintptr_t address, tack_dtype dtype,
+                               int32_t ndim, const int64_t *shape,
+                               const int64_t *strides, size_t itemsize,
+                               tack_array **out);
+
 /* Whether the device's memory is the CPU's own (host pointers, plain memcpy). */
 static inline bool
 tack__device_is_host(const tack_device *dev)

@@ -123,6 +123,19 @@ tack_kernel_launch_on(tack_device *device, tack_kernel *k, const tack_kernel_arg
 }
 
 tack_status
+tack_kernel_launch_on_stream(tack_device *device, tack_kernel *k,
+                             const tack_kernel_arg *args, unsigned flags,
+                             int64_t stream, tack_kernel_value *result)
+{
+    TACK__CHECK_ARG(k);
+    tack_status st = tack__stream_follow(device, stream);
+    if (st == TACK_OK) {
+        st = tack_kernel_launch_on(device, k, args, flags, result);
+    }
+    return st == TACK_OK ? tack__stream_lead(device, stream) : st;
+}
+
+tack_status
 tack_kernel_launch_ex(tack_kernel *k, const tack_kernel_arg *args, unsigned flags,
                       tack_kernel_value *result)
 {

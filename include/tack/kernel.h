@@ -308,6 +308,21 @@ TACK_API tack_status tack_kernel_launch_on(tack_device *device, tack_kernel *k,
                                            const tack_kernel_arg *args, unsigned flags,
                                            tack_kernel_value *result);
 
+/*
+ * tack_kernel_launch_on ordered against another library's stream, which takes
+ * DLPack's values for the device (tack_array_to_device_on_stream's): -1 orders
+ * nothing; on CUDA 1 is the legacy default stream, 2 the per-thread default stream
+ * and a larger value a CUstream of the device's context. Tack's stream waits for the
+ * work queued on `stream` so far, the launch is queued, and `stream` waits for the
+ * launch (an event each way: the host does not block). On the CPU (or device NULL)
+ * only -1 is accepted. Errors: TACK_ERR_DLPACK_INVALID for a value that is no stream
+ * of the device, before anything is queued; those of tack_kernel_launch_on.
+ */
+TACK_API tack_status tack_kernel_launch_on_stream(tack_device *device, tack_kernel *k,
+                                                  const tack_kernel_arg *args,
+                                                  unsigned flags, int64_t stream,
+                                                  tack_kernel_value *result);
+
 /* The DLPack device type of the backend a kernel belongs to (kDLCPU = 1 ...); 0 for
  * NULL. */
 TACK_API int tack_kernel_dlpack_type(const tack_kernel *k);

@@ -23,6 +23,8 @@ typedef CUuuid tcu_uuid;
 typedef CUmemLocation tcu_mem_location;
 typedef CUmemAllocationProp tcu_mem_allocation_prop;
 typedef CUmemAccessDesc tcu_mem_access_desc;
+typedef CUmemorytype tcu_memorytype;
+typedef CUDA_MEMCPY2D tcu_memcpy2d;
 #define TCU_ABI_TYPES_FROM_CUDA_H 1
 
 #include "../../csrc/backends/cuda/cuda_abi.h"

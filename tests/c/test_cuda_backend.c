@@ -136,7 +136,7 @@ TACK_TEST(cuda_dlpack_stream_rules)
     CHECK_OK(tack_array_zeros(cpu, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &h));
     tack_dlpack_export_options o;
     CHECK_OK(prepare_stream(g, false, 0, &o));
-    CHECK(o.has_stream && o.stream == 1); /* None: the legacy default stream */
+    CHECK(!o.has_stream); /* None: the host waits (share), as for -1 */
     CHECK_OK(prepare_stream(g, true, 2, &o));
     CHECK(o.has_stream && o.stream == 2);
     CHECK_OK(prepare_stream(g, true, -1, &o));

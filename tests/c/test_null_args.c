@@ -338,6 +338,15 @@ TACK_TEST(null_args_kernel_launch)
     out[3] = 0;
     CHECK_OK(tack_kernel_launch_on(NULL, k, args, 0, NULL)); /* no device: fine */
     CHECK_EQ_DBL(out[3], 6.0);
+    CHECK_INVALID(tack_kernel_launch_on_stream(NULL, NULL, args, 0, -1, &result));
+    CHECK_INVALID(tack_kernel_launch_on_stream(NULL, k, NULL, 0, -1, &result));
+    out[3] = 0;
+    /* The host has no streams: only -1, and a refused stream runs nothing. */
+    CHECK_STATUS(tack_kernel_launch_on_stream(NULL, k, args, 0, 1, NULL),
+                 TACK_ERR_DLPACK_INVALID);
+    CHECK_EQ_DBL(out[3], 0.0);
+    CHECK_OK(tack_kernel_launch_on_stream(NULL, k, args, 0, -1, NULL));
+    CHECK_EQ_DBL(out[3], 6.0);
     tack_kernel_release(NULL);
     CHECK_EQ_INT(tack_kernel_dlpack_type(NULL), 0);
 }

@@ -54,6 +54,23 @@ def tack_stream():
     with open(_log) as f:
         m = re.search(r"cuStreamCreate\\(flags=1, stream=(0x[0-9a-f]+)\\) -> 0", f.read())
     return int(m.group(1), 16)
+
+def assert_between_streams(cs, s, op):
+    # The calls cs queued op on Tack's stream between foreign stream s's work:
+    # Tack's stream waited for s, op was queued, then s waited for Tack's stream;
+    # events only, the host never waited.
+    ns = names(cs)
+    assert "cuStreamSynchronize" not in ns, ns
+    rec = [c for c in cs if c[0] == "cuEventRecord"]
+    wait = [c for c in cs if c[0] == "cuStreamWaitEvent"]
+    assert len(rec) == 2 and len(wait) == 2, cs
+    assert f"stream={s:#x}" in rec[0][1], cs
+    assert f"stream={tack_stream():#x}" in wait[0][1], cs
+    assert f"stream={tack_stream():#x}" in rec[1][1], cs
+    assert f"stream={s:#x}" in wait[1][1], cs
+    k = ns.index(op)
+    assert ns.index("cuStreamWaitEvent") < k < len(ns) - ns[::-1].index("cuEventRecord")
+    assert all(c[2] == 0 for c in cs), cs
 """
 
 

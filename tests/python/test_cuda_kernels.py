@@ -194,6 +194,65 @@ def test_kernels_on_cuda_arrays_give_the_cpus_results(tmp_path):
     )
 
 
+@pytest.mark.parametrize("stream", ["1", "2", "foreign_stream()"])
+def test_a_launch_on_a_given_stream_follows_it_and_is_followed_by_it(tmp_path, stream):
+    from cuda_helpers import FOREIGN_STREAM
+
+    _run(
+        FOREIGN_STREAM
+        + f"""
+        import ctypes
+        n = 1000
+        x = tack.zeros(n, device="cuda")
+        out = tack.zeros(n, device="cuda")
+        x.device.synchronize()                      # the zeros are written
+        s = {stream}
+        pending_fill(x.ptr, n, 0x40E00000, s)       # 7.0f, queued on s
+        calls()
+        saxpy(out, np.float32(2.0), x, x, stream=s)
+        cs = calls()
+        # Tack's stream waits for s, the launch is queued; then s waits for it.
+        assert_between_streams(cs, s, "cuLaunchKernel")
+        launch = [c for c in cs if c[0] == "cuLaunchKernel"][0]
+        assert f"stream={{tack_stream():#x}}" in launch[1], launch
+        # Work queued on s after the launch sees what it wrote.
+        host = (ctypes.c_float * n)()
+        assert _drv.cuMemcpyDtoHAsync_v2(host, ctypes.c_ulonglong(out.ptr),
+                                         ctypes.c_size_t(4 * n),
+                                         ctypes.c_void_p(s)) == 0
+        assert _drv.cuStreamSynchronize(ctypes.c_void_p(s)) == 0
+        assert set(host) == {{21.0}}, set(host)
+        assert (out.numpy() == 21).all()
+        """,
+        tmp_path,
+    )
+
+
+def test_a_launch_refuses_the_streams_to_device_refuses(tmp_path):
+    _run(
+        """
+        x = tack.full(8, 1.0, device="cuda")
+        out = tack.zeros(8, device="cuda")
+        for bad in (0, -2, 3, "1", 1.0):
+            calls()
+            try:
+                saxpy(out, 1.0, x, x, stream=bad)
+            except ValueError as e:
+                assert isinstance(e, BufferError), type(e)
+            else:
+                raise AssertionError(f"stream={bad!r} was accepted")
+            assert "cuLaunchKernel" not in names(calls())
+        for s in (None, -1):
+            calls()
+            saxpy(out, 1.0, x, x, stream=s)
+            ns = names(calls())
+            assert "cuStreamWaitEvent" not in ns and "cuEventRecord" not in ns, ns
+        assert (out.numpy() == 2).all()
+        """,
+        tmp_path,
+    )
+
+
 def test_a_launch_is_queued_on_tacks_stream_and_a_host_read_waits_for_it(tmp_path):
     _run(
         """
@@ -350,7 +409,7 @@ def test_a_trip_count_near_int64_max_fills_the_device(tmp_path):
 
 
 def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp_path):
-    # The 63rd entry point resolved is cuOccupancyMaxPotentialBlockSize (the last of
+    # The 65th entry point resolved is cuOccupancyMaxPotentialBlockSize (the last of
     # cuda_abi.h's list): a driver that lacks it leaves launches on a fixed block.
     _run(
         """
@@ -358,7 +417,7 @@ def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp
         v = tack.zeros(n, dtype=tack.f32, device="cuda")
         with open(os.environ["TACK_STANDIN_LOG"]) as f:
             procs = re.findall(r"cuGetProcAddress\\((\\w+),", f.read())
-        assert procs[62] == "cuOccupancyMaxPotentialBlockSize", procs
+        assert procs[64] == "cuOccupancyMaxPotentialBlockSize", procs
         calls()
         radius_squared(v, 64, 64)
         cs = calls()
@@ -370,7 +429,7 @@ def test_without_the_occupancy_api_blocks_are_256_threads_filling_the_device(tmp
         assert np.array_equal(v.numpy(), c.numpy())
         """,
         tmp_path,
-        TACK_STANDIN_FAIL="cuGetProcAddress:63:500",
+        TACK_STANDIN_FAIL="cuGetProcAddress:65:500",
     )
 
 

@@ -201,20 +201,8 @@ def test_to_device_copies_after_the_given_streams_work(tmp_path, stream):
         pending_fill(a.ptr, 8, 0x40E00000, s)  # 7.0f, queued on s
         calls()
         b = a.to_device("cuda", stream=s)
-        cs = calls()
-        ns = names(cs)
-        assert "cuStreamSynchronize" not in ns, ns  # ordered, not waited for
-        rec = [c for c in cs if c[0] == "cuEventRecord"]
-        wait = [c for c in cs if c[0] == "cuStreamWaitEvent"]
         # Tack's stream waits for s, then copies; then s waits for the copy.
-        assert len(rec) == 2 and len(wait) == 2, cs
-        assert f"stream={{s:#x}}" in rec[0][1], cs
-        assert f"stream={{tack_stream():#x}}" in wait[0][1], cs
-        assert f"stream={{tack_stream():#x}}" in rec[1][1], cs
-        assert f"stream={{s:#x}}" in wait[1][1], cs
-        k = ns.index("cuMemcpyDtoDAsync")
-        assert ns.index("cuStreamWaitEvent") < k < len(ns) - ns[::-1].index("cuEventRecord")
-        assert all(c[2] == 0 for c in cs), cs
+        assert_between_streams(calls(), s, "cuMemcpyDtoDAsync")
         assert (b.numpy() == 7).all(), b.numpy()
         # To the host: the copy follows s as well.
         pending_fill(a.ptr, 8, 0x41000000, s)  # 8.0f
@@ -242,6 +230,46 @@ def test_to_device_to_another_gpu_follows_the_sources_stream(tmp_path):
         b = a.to_device("cuda:1", stream=s)
         assert b.device == tack.device("cuda", 1)
         assert (b.numpy() == 7).all(), b.numpy()
+        """,
+        tmp_path,
+        TACK_STANDIN_DEVICES="2",
+    )
+
+
+def test_copies_between_two_gpus_go_peer_to_peer_never_through_the_host(tmp_path):
+    run(
+        """
+        import re
+        a = tack.array(np.arange(1000, dtype=np.float32), device="cuda:0")
+        b = tack.zeros(1000, device="cuda:1")
+        with open(_log) as f:
+            s0, s1 = (int(m, 16) for m in
+                      re.findall(r"cuStreamCreate\\(flags=1, stream=(0x[0-9a-f]+)\\)",
+                                 f.read()))
+        for copy in (lambda: a.to_device("cuda:1"), lambda: tack.copyto(b, a)):
+            a.fill(5)                   # queued on cuda:0: the copy must follow it
+            calls()
+            c = copy()
+            cs = [x for x in calls() if not x[0].startswith("cuCtx")]
+            ns = [x[0] for x in cs]
+            assert not [n for n in ns if "HtoD" in n or "DtoH" in n], ns  # no host
+            assert "cuStreamSynchronize" not in ns, ns                     # queued
+            i = ns.index("cuMemcpyPeerAsync")
+            assert f"stream={s1:#x}" in cs[i][1] and "n=4000" in cs[i][1], cs[i]
+            # cuda:1's stream waits for cuda:0's work before the copy, and cuda:0's
+            # stream (where the source is written and freed) waits for the copy.
+            before = [x for x in cs[:i] if x[0] in ("cuEventRecord", "cuStreamWaitEvent")]
+            after = [x for x in cs[i:] if x[0] in ("cuEventRecord", "cuStreamWaitEvent")]
+            assert [x[0] for x in before] == ["cuEventRecord", "cuStreamWaitEvent"], cs
+            assert f"stream={s0:#x}" in before[0][1] and f"stream={s1:#x}" in before[1][1]
+            assert [x[0] for x in after] == ["cuEventRecord", "cuStreamWaitEvent"], cs
+            assert f"stream={s1:#x}" in after[0][1] and f"stream={s0:#x}" in after[1][1]
+            assert all(x[2] == 0 for x in cs), cs
+            a.fill(6)                   # after the copy on cuda:0's stream
+            out = (c if c is not None else b).numpy()
+            assert (out == 5).all(), out
+        del a                           # freed on cuda:0's stream, after the copy
+        assert (b.numpy() == 5).all()
         """,
         tmp_path,
         TACK_STANDIN_DEVICES="2",

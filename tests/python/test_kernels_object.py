@@ -147,3 +147,29 @@ def test_repr_names_the_kernel_and_whether_its_loop_runs_in_parallel():
     assert Kernel("k", (), (), fill.compile, parallel=0).parallel is False
     with pytest.raises(TypeError):
         Kernel("k", (), (), fill.compile, None, True)  # parallel is keyword-only
+
+
+def test_stream_is_the_launchs_keyword_not_a_parameter_name():
+    # A call's stream= orders the launch against another library's stream
+    # (docs/kernels.md, Launching on CUDA); a parameter of that name could never be
+    # passed by keyword, so it is refused where the kernel is defined.
+    with pytest.raises(tack.KernelError, match="'stream' is reserved"):
+        @tack.kernel
+        def scale(out, stream):
+            for i in range(out.shape[0]):
+                out[i] = out[i] * stream
+
+
+def test_a_cpu_launch_takes_only_the_streams_that_order_nothing():
+    out = tack.zeros(4)
+    fill(out, 2.0, stream=None)
+    fill(out, 3.0, stream=-1)
+    fill(out=out, v=4.0, stream=-1)
+    assert np.array_equal(out.numpy(), np.full(4, 4.0))
+    for bad in (1, 2, 0, "1", 1.0):
+        with pytest.raises(tack.DLPackError) as e:
+            fill(out, 5.0, stream=bad)
+        assert isinstance(e.value, BufferError)
+    assert np.array_equal(out.numpy(), np.full(4, 4.0))  # nothing ran
+    with pytest.raises(TypeError, match="unexpected keyword argument 'streams'"):
+        fill(out, 1.0, streams=1)

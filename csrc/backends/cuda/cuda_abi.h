@@ -165,6 +165,7 @@ typedef int tcu_mem_handle_type;
 typedef int tcu_mem_access_flags;
 typedef int tcu_granularity_flags;
 typedef int tcu_proc_address_query_result;
+typedef int tcu_memorytype;
 #endif
 
 typedef int tcu_device;
@@ -176,6 +177,7 @@ typedef struct CUevent_st *tcu_event;
 typedef struct CUmod_st *tcu_module;
 typedef struct CUfunc_st *tcu_function;
 typedef struct CUctxCreateParams_st tcu_ctx_create_params; /* only ever NULL here */
+typedef struct CUarray_st *tcu_array;                      /* only ever NULL here */
 
 #ifndef TCU_ABI_TYPES_FROM_CUDA_H
 typedef struct tcu_uuid {
@@ -204,7 +206,32 @@ typedef struct tcu_mem_access_desc {
     tcu_mem_location location;
     tcu_mem_access_flags flags;
 } tcu_mem_access_desc;
+
+/* CUDA_MEMCPY2D: Height rows of WidthInBytes bytes, each side's rows Pitch bytes
+ * apart, starting at row Y, byte XInBytes of it. */
+typedef struct tcu_memcpy2d {
+    size_t srcXInBytes;
+    size_t srcY;
+    tcu_memorytype srcMemoryType;
+    const void *srcHost;
+    tcu_deviceptr srcDevice;
+    tcu_array srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes;
+    size_t dstY;
+    tcu_memorytype dstMemoryType;
+    void *dstHost;
+    tcu_deviceptr dstDevice;
+    tcu_array dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes;
+    size_t Height;
+} tcu_memcpy2d;
 #endif
+
+/* The largest pitch of a 2-D copy (CU_DEVICE_ATTRIBUTE_MAX_PITCH, the same on every
+ * GPU the driver supports). */
+#define TCU_MAX_PITCH ((size_t)2147483647)
 
 /* ---- function types, one per entry point ------------------------------------------
  */
@@ -269,6 +296,13 @@ typedef tcu_result tcu_fn_cuMemcpyDtoHAsync(void *dstHost, tcu_deviceptr srcDevi
 typedef tcu_result tcu_fn_cuMemcpyDtoDAsync(tcu_deviceptr dstDevice,
                                             tcu_deviceptr srcDevice, size_t ByteCount,
                                             tcu_stream hStream);
+typedef tcu_result tcu_fn_cuMemcpyPeerAsync(tcu_deviceptr dstDevice,
+                                            tcu_context dstContext,
+                                            tcu_deviceptr srcDevice,
+                                            tcu_context srcContext, size_t ByteCount,
+                                            tcu_stream hStream);
+typedef tcu_result tcu_fn_cuMemcpy2DAsync(const tcu_memcpy2d *pCopy,
+                                          tcu_stream hStream);
 typedef tcu_result tcu_fn_cuMemsetD8Async(tcu_deviceptr dstDevice, unsigned char uc,
                                           size_t N, tcu_stream hStream);
 typedef tcu_result tcu_fn_cuMemsetD16Async(tcu_deviceptr dstDevice, unsigned short us,
@@ -327,8 +361,9 @@ typedef tcu_result tcu_fn_cuOccupancyMaxPotentialBlockSize(
  * newer driver never hands back a changed signature. Each pinned version is the newest
  * ABI of that entry point at or below CUDA 13.0 (cudaTypedefs.h's
  * PFN_<name>_v<version>), except cuCtxGetDevice and cuCtxSynchronize, pinned to the
- * forms that act on the current context. Append only: the order is the order of the
- * backend's function table.
+ * forms that act on the current context. New entries go at the end, before the
+ * optional cuOccupancyMaxPotentialBlockSize: the order is the order of the backend's
+ * function table.
  */
 #define TCU_ENTRY_POINTS(X)                                                  \
     X(cuGetProcAddress, cuGetProcAddress_v2, 12000)                          \
@@ -393,6 +428,8 @@ typedef tcu_result tcu_fn_cuOccupancyMaxPotentialBlockSize(
     X(cuModuleUnload, cuModuleUnload, 2000)                                  \
     X(cuModuleGetFunction, cuModuleGetFunction, 2000)                        \
     X(cuLaunchKernel, cuLaunchKernel, 4000)                                  \
+    X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, 4000)                            \
+    X(cuMemcpy2DAsync, cuMemcpy2DAsync_v2, 3020)                             \
     X(cuOccupancyMaxPotentialBlockSize, cuOccupancyMaxPotentialBlockSize, 6050)
 
 /* Entry points only the tests use, in the same form: the stand-in implements them and

@@ -29,4 +29,6 @@ const tack_backend tack__backend_cuda = {
     .driver_path = tack__cuda_driver_path,
     .kernel_build = tack__cuda_kernel_build,
     .kernel_launch = tack__cuda_kernel_launch,
+    .copy_peer = tack__cuda_copy_peer,
+    .copy_2d = tack__cuda_copy_2d,
 };

@@ -111,6 +111,14 @@ tack_status tack__cuda_copy(void *state, void *dst, const void *src, size_t nbyt
                             tack_copy_kind kind);
 tack_status tack__cuda_fill(void *state, void *dst, const void *pattern,
                             size_t pattern_nbytes, size_t count);
+/* The backend's copy_peer: cuMemcpyPeerAsync on the destination's stream, between
+ * stream handoffs each way (tack__cuda_handoff). */
+tack_status tack__cuda_copy_peer(void *state, void *dst, void *src_state,
+                                 const void *src, size_t nbytes);
+/* The backend's copy_2d: cuMemcpy2DAsync on Tack's stream. */
+tack_status tack__cuda_copy_2d(void *state, void *dst, size_t dst_pitch,
+                               const void *src, size_t src_pitch, size_t width,
+                               size_t height);
 
 /* ---- streams (cuda_stream.c) ------------------------------------------------------
  */
@@ -121,6 +129,10 @@ tack_status tack__cuda_order_foreign_after_tack(void *state, uintptr_t foreign);
 tack_status tack__cuda_order_tack_after_foreign(void *state, uintptr_t foreign);
 /* Inside a guard: event record on `first`, wait on `then`. */
 tack_status tack__cuda_order(tack__cuda_state *s, tcu_stream first, tcu_stream then);
+/* Outside any guard: the stream of device `then` waits for the work queued so far on
+ * the stream of device `first` (another device: an event of first's context
+ * recorded there, waited for in then's context). */
+tack_status tack__cuda_handoff(tack__cuda_state *first, tack__cuda_state *then);
 
 /* ---- exportable memory (cuda_vmm.c) -----------------------------------------------
  */

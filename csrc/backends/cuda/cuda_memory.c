@@ -216,3 +216,53 @@ tack__cuda_fill(void *state, void *dst, const void *pattern, size_t pattern_nbyt
     tack__cuda_leave(s, &g);
     return st;
 }
+
+tack_status
+tack__cuda_copy_peer(void *state, void *dst, void *src_state, const void *src,
+                     size_t nbytes)
+{
+    tack__cuda_state *d = state, *s = src_state;
+    if (nbytes == 0) {
+        return TACK_OK;
+    }
+    /* The copy reads the source after its device's queued writes, and the source's
+     * device waits for the copy before anything it queues later (a write, or the
+     * stream-ordered free of the source) can touch that memory. */
+    tack_status st = tack__cuda_handoff(s, d);
+    tack__cuda_guard g;
+    if (st == TACK_OK && (st = tack__cuda_enter(d, &g)) == TACK_OK) {
+        st = tack__cuda_check(
+            d,
+            d->drv->api.cuMemcpyPeerAsync((tcu_deviceptr)(uintptr_t)dst, d->ctx,
+                                          (tcu_deviceptr)(uintptr_t)src, s->ctx, nbytes,
+                                          d->stream),
+            "cuMemcpyPeerAsync");
+        tack__cuda_leave(d, &g);
+    }
+    return st == TACK_OK ? tack__cuda_handoff(d, s) : st;
+}
+
+tack_status
+tack__cuda_copy_2d(void *state, void *dst, size_t dst_pitch, const void *src,
+                   size_t src_pitch, size_t width, size_t height)
+{
+    tack__cuda_state *s = state;
+    tcu_memcpy2d c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = TCU_MEMORYTYPE_DEVICE; /* managed memory is device memory too */
+    c.srcDevice = (tcu_deviceptr)(uintptr_t)src;
+    c.srcPitch = src_pitch;
+    c.dstMemoryType = TCU_MEMORYTYPE_DEVICE;
+    c.dstDevice = (tcu_deviceptr)(uintptr_t)dst;
+    c.dstPitch = dst_pitch;
+    c.WidthInBytes = width;
+    c.Height = height;
+    tack__cuda_guard g;
+    tack_status st = tack__cuda_enter(s, &g);
+    if (st == TACK_OK) {
+        st = tack__cuda_check(s, s->drv->api.cuMemcpy2DAsync(&c, s->stream),
+                              "cuMemcpy2DAsync");
+        tack__cuda_leave(s, &g);
+    }
+    return st;
+}

@@ -60,6 +60,30 @@ tack__cuda_order(tack__cuda_state *s, tcu_stream first, tcu_stream then)
     return st;
 }
 
+tack_status
+tack__cuda_handoff(tack__cuda_state *first, tack__cuda_state *then)
+{
+    /* Each call in the context its stream belongs to; first's handoff lock keeps its
+     * event from being recorded again before then's wait has captured it. */
+    pthread_mutex_lock(&first->handoff_lock);
+    tack__cuda_guard g;
+    tack_status st = tack__cuda_enter(first, &g);
+    if (st == TACK_OK) {
+        st = tack__cuda_check(
+            first, first->drv->api.cuEventRecord(first->handoff, first->stream),
+            "cuEventRecord");
+        tack__cuda_leave(first, &g);
+    }
+    if (st == TACK_OK && (st = tack__cuda_enter(then, &g)) == TACK_OK) {
+        st = tack__cuda_check(
+            then, then->drv->api.cuStreamWaitEvent(then->stream, first->handoff, 0),
+            "cuStreamWaitEvent");
+        tack__cuda_leave(then, &g);
+    }
+    pthread_mutex_unlock(&first->handoff_lock);
+    return st;
+}
+
 static tack_status
 order_guarded(void *state, uintptr_t foreign, bool foreign_waits)
 {

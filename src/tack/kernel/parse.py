@@ -131,6 +131,10 @@ class _Parser:
                     raise self.error(node, f"'{self.name}' is annotated -> None but "
                                      "returns a value; drop the annotation")
         self.params = [p.arg for p in a.args]
+        if not self.func and "stream" in self.params:
+            raise self.error(
+                fdef, "the parameter name 'stream' is reserved: a call's stream= is "
+                "the launch's stream (docs/kernels.md); rename the parameter")
         for stmt in ast.walk(fdef):
             if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

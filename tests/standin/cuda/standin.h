@@ -179,6 +179,9 @@ tcu_result standin_current(struct CUctx_st **out);
  */
 tcu_result standin_stream(struct CUctx_st *ctx, tcu_stream handle,
                           struct CUstream_st **out);
+/* A context handle looked up among those ever made (an unknown pointer is never
+ * dereferenced), or NULL. */
+struct CUctx_st *standin_known_context(tcu_context handle);
 /* Marks ctx unusable: every later call on it returns rc (a sticky error). */
 void standin_poison(struct CUctx_st *ctx, tcu_result rc);
 struct CUstream_st *standin_stream_new(struct CUctx_st *ctx, unsigned flags);

@@ -213,8 +213,8 @@ standin_device_ok(tcu_device dev)
 
 /* Looks a context handle up among those ever made: an unknown pointer is never
  * dereferenced. */
-static struct CUctx_st *
-known_context(tcu_context handle)
+struct CUctx_st *
+standin_known_context(tcu_context handle)
 {
     for (struct CUctx_st *c = standin.contexts; c; c = c->next) {
         if (c == handle) {
@@ -587,7 +587,7 @@ cuCtxDestroy_v2(tcu_context ctx)
 {
     tcu_result rc = standin_enter("cuCtxDestroy");
     if (rc == TCU_SUCCESS) {
-        struct CUctx_st *c = known_context(ctx);
+        struct CUctx_st *c = standin_known_context(ctx);
         if (!c || !c->alive || c->primary) {
             /* Unknown, destroyed, or primary (those are released instead). */
             rc = TCU_ERROR_INVALID_CONTEXT;
@@ -624,7 +624,7 @@ cuCtxSetCurrent(tcu_context ctx)
 {
     tcu_result rc = standin_enter("cuCtxSetCurrent");
     if (rc == TCU_SUCCESS) {
-        struct CUctx_st *c = ctx ? known_context(ctx) : NULL;
+        struct CUctx_st *c = ctx ? standin_known_context(ctx) : NULL;
         if (ctx && (!c || !c->alive)) {
             rc = TCU_ERROR_INVALID_CONTEXT;
         }
@@ -648,7 +648,7 @@ cuCtxPushCurrent_v2(tcu_context ctx)
 {
     tcu_result rc = standin_enter("cuCtxPushCurrent");
     if (rc == TCU_SUCCESS) {
-        struct CUctx_st *c = known_context(ctx);
+        struct CUctx_st *c = standin_known_context(ctx);
         if (!c || !c->alive) {
             rc = TCU_ERROR_INVALID_CONTEXT;
         }
