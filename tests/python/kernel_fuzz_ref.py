@@ -24,6 +24,7 @@ import ctypes
 import ctypes.util
 import math as _math
 import operator
+import sys
 from typing import Any
 
 import numpy as np
@@ -423,10 +424,18 @@ def reference_module(source: str, filename: str, model: Model) -> dict[str, Any]
     dropped (math and tack are the namespace's own)."""
     tree = ast.parse(source, filename)
     tree.body = [s for s in tree.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
-    tree = ast.fix_missing_locations(_Rewrite().visit(tree))
+    # a long chain (the sum of 512 reductions) nests once per operator, as it does
+    # for the kernel compiler (tack.kernel's _deep_recursion)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    try:
+        tree = ast.fix_missing_locations(_Rewrite().visit(tree))
+        code = compile(tree, filename, "exec")
+    finally:
+        sys.setrecursionlimit(limit)
     ns: dict[str, Any] = {"math": RefMath(), "tack": RefTack(), **make_ops(model),
                           **make_builtins(model)}
-    exec(compile(tree, filename, "exec"), ns)  # noqa: S102  (the fuzzer's own source)
+    exec(code, ns)  # noqa: S102  (the fuzzer's own source)
     return ns
 
 
