@@ -290,6 +290,10 @@ struct tack_kernel {
     const unsigned char *param_stored;
     int result_kind; /* a tack_kernel_result_kind */
     void *impl;      /* the backend's own part (the CPU: tack__cpu_kernel) */
+    /* Borrowed: the backend's; the files of funcs from other modules, which a
+     * failure's line word names (TACK_KERNEL_LINE_FILE_SHIFT); nfiles may be 0. */
+    const char *const *files;
+    int nfiles;
 };
 
 /* The CPU backend's part of a kernel (jit.c builds it, launch.c runs it). */

@@ -253,6 +253,11 @@ tack__kernel_optional(tack__cpu_kernel *k, void *handle)
     memcpy(&k->finish, &finish, sizeof finish);
     k->pub.nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
     k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
+    k->pub.files = dlsym(handle, "tack_kernel_files");
+    for (k->pub.nfiles = 0; k->pub.files && k->pub.files[k->pub.nfiles] &&
+                            k->pub.nfiles < TACK_KERNEL_MAX_FILES;
+         k->pub.nfiles++) {
+    }
     k->pub.param_stored = dlsym(handle, "tack_kernel_param_stored");
     const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
     const int *kind = dlsym(handle, "tack_kernel_result_kind");
@@ -294,17 +299,23 @@ record_failure(tack_kernel_ctx *ctx, int why, int line, int axis, int64_t index,
 tack_status
 tack__kernel_failure_status(const tack_kernel *k, const tack__kernel_failure *f)
 {
+    /* the line word: a func's file above the shift (kernel.h) */
+    int line = (int)((unsigned)f->line & ((1u << TACK_KERNEL_LINE_FILE_SHIFT) - 1));
+    int file = (int)((unsigned)f->line >> TACK_KERNEL_LINE_FILE_SHIFT);
+    const char *filename = file > 0 && file <= k->nfiles && k->files[file - 1]
+                               ? k->files[file - 1]
+                               : k->filename;
     if (f->why == TACK_KERNEL_FAIL_ZERO_DIVISION) {
         return tack__fail(TACK_ERR_ZERO_DIVISION,
                           "integer division or modulo by zero in kernel '%s' (%s, "
                           "line %d)",
-                          k->name, k->filename, f->line);
+                          k->name, filename, line);
     }
     return tack__fail(TACK_ERR_INDEX,
                       "index %lld is out of bounds for axis %d of '%s' with size %lld "
                       "in kernel '%s' (%s, line %d)",
                       (long long)f->index, f->axis, f->name ? f->name : "?",
-                      (long long)f->extent, k->name, k->filename, f->line);
+                      (long long)f->extent, k->name, filename, line);
 }
 
 /* A launch record over kernel's parameter block, ready to run. */

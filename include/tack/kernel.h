@@ -81,6 +81,13 @@ extern "C" {
  * backend alike: the kernel compiler refuses a kernel whose reductions need more
  * (KernelError), and a loaded kernel that declares more is refused. */
 #define TACK_KERNEL_MAX_PARTIAL_SIZE 4096
+/* A failure's line (tack_kernel_ctx's fail, a CUDA failure record): the source line
+ * in the low bits and, from this bit up, the 1-based index of the file in the
+ * kernel's file table when the failing code is a func's from another module (0: the
+ * kernel's own file). The CPU's table is `const char *const tack_kernel_files[]`
+ * (NULL-terminated, optional); a CUDA module's is the first entries of its names. */
+#define TACK_KERNEL_LINE_FILE_SHIFT 24
+#define TACK_KERNEL_MAX_FILES 127
 
 /* One launch argument, as a C host or the dispatcher gives it (the runtime packs
  * them into the kernel's parameter block). Arrays fill data and shape (Borrowed:

@@ -10,6 +10,7 @@ import os
 import shlex
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -184,11 +185,21 @@ def doubled(a, i):
 @tack.func
 def broken(a, i):
     return a[i] + not_a_number
+
+
+@tack.func
+def past_the_end(a, i):
+    return a[i + 1]
+
+
+@tack.func
+def ratio(a, i):
+    return int(a[i]) // (i - 2)
 '''
 
 CALLER_FILE = '''
 import tack
-from {funcs} import broken, doubled
+from {funcs} import broken, doubled, past_the_end, ratio
 
 
 @tack.kernel
@@ -201,6 +212,18 @@ def twice(a, out):
 def uses_broken(a, out):
     for i in range(out.shape[0]):
         out[i] = broken(a, i)
+
+
+@tack.kernel(debug=True)
+def reads_past(a, out):
+    for i in range(out.shape[0]):
+        out[i] = past_the_end(a, i)
+
+
+@tack.kernel(debug=True)
+def divides(a, out):
+    for i in range(out.shape[0]):
+        out[i] = float(ratio(a, i))
 '''
 
 
@@ -240,6 +263,41 @@ def test_func_of_another_file_keeps_its_file_in_errors_and_line_directives(
     out = tack.zeros(3, dtype=tack.f64)
     caller.twice(tack.array(np.arange(3.0)), out)
     assert out.numpy().tolist() == [0.0, 2.0, 4.0]
+
+
+def test_debug_errors_inside_a_func_of_another_file_name_that_file(tmp_path,
+                                                                  monkeypatch):
+    caller, funcs_file, _ = import_pair(tmp_path, monkeypatch)
+    a, out = tack.array(np.arange(4.0)), tack.zeros(4, dtype=tack.f64)
+    with pytest.raises(IndexError) as info:
+        caller.reads_past(a, out)
+    assert f"({funcs_file}, line 18)" in str(info.value), info.value
+    with pytest.raises(ZeroDivisionError) as info:
+        caller.divides(a, out)
+    assert f"({funcs_file}, line 23)" in str(info.value), info.value
+
+
+def test_debug_errors_inside_a_func_of_another_file_on_cuda(tmp_path):
+    from cuda_helpers import run, standin_for_kernels
+
+    standin_for_kernels()
+    (tmp_path / "funcs_cuda.py").write_text(FUNCS_FILE)
+    (tmp_path / "caller_cuda.py").write_text(CALLER_FILE.format(funcs="funcs_cuda"))
+    funcs_file = str(tmp_path / "funcs_cuda.py")
+    run(textwrap.dedent(f"""
+        sys.path.insert(0, {str(tmp_path)!r})
+        from caller_cuda import divides, reads_past
+        for kernel, error, line in ((reads_past, IndexError, 18),
+                                    (divides, ZeroDivisionError, 23)):
+            a = tack.array(np.arange(4.0), device="cuda")
+            out = tack.zeros(4, dtype=tack.f64, device="cuda")
+            try:
+                kernel(a, out)
+            except error as e:
+                assert "({funcs_file}, line " + str(line) + ")" in str(e), e
+            else:
+                raise AssertionError("no error")
+        """), tmp_path, TACK_CACHE_DIR=str(tmp_path / "cache"))
 
 
 def test_compiler_messages_for_a_func_of_another_file_name_that_file(

@@ -330,6 +330,9 @@ tack__cuda_kernel_build(const tack_backend *self, const char *name,
     pthread_mutex_init(&k->lock, NULL);
     k->pub = *cpu;
     k->pub.backend = self;
+    /* the module's file table is the first of its names (kernel.h) */
+    k->pub.files = (const char *const *)k->names;
+    k->pub.nfiles = k->nnames;
     k->pub.impl = k;
     *out = &k->pub;
     return TACK_OK;

@@ -402,6 +402,9 @@ class CEmitter:
             out.append(header("atomics_cpu.h"))
         if p.result_kind:
             out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
+        if p.files:  # the files a failure's line word names (lower.FILE_SHIFT)
+            names = ", ".join(c_string(f) for f in p.files)
+            out.append(f"TK_EXPORT const char *const tack_kernel_files[] = {{{names}, 0}};")
         if p.reductions:
             fields = " ".join(f"{self.VTYPE[r.ty]} {r.name};" for r in p.reductions)
             out.append(f"typedef struct {{ {fields} }} tk_red;")

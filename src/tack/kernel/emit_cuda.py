@@ -153,7 +153,9 @@ class CudaEmitter(CEmitter):
 
     def __init__(self, plan: lir.Plan) -> None:
         super().__init__(plan)
-        self.names: list[str] = []
+        # the files a failure's line word names come first: file k (1-based) is
+        # names[k - 1], as tack_kernel_files[k - 1] is on the CPU
+        self.names: list[str] = list(plan.files)
 
     # ---- spelling ---------------------------------------------------------------------
 

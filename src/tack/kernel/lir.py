@@ -399,3 +399,6 @@ class Plan:
     # ones after folding the partials): its kind (kernel.h's TACK_KERNEL_RESULT_*)
     result: SetResult | None = None
     result_kind: int = 0
+    # the files of funcs from other modules, which a debug-mode failure's line word
+    # names by 1-based index (lower.FILE_SHIFT)
+    files: list[str] = field(default_factory=list)

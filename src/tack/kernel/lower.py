@@ -75,9 +75,18 @@ def size_name(name: str) -> str:
     return f"{arr_name(name)}_size"
 
 
+# A debug-mode failure's line word: the line, and above FILE_SHIFT the 1-based index
+# of its file in Plan.files when the code is a func's from another file (0: the
+# kernel's own file). kernel.h's TACK_KERNEL_LINE_FILE_SHIFT.
+FILE_SHIFT = 24
+MAX_FILES = 127  # kernel.h's TACK_KERNEL_MAX_FILES
+
+
 class Lowering:
-    def __init__(self, tk: TypedKernel) -> None:
+    def __init__(self, tk: TypedKernel, files: list[str] | None = None) -> None:
         self.tk = tk
+        # the other files of the kernel's funcs, shared by the kernel and its funcs
+        self.files: list[str] = [] if files is None else files
         self.debug = tk.debug
         self.counter = 0
         self.uses_half = False
@@ -89,6 +98,19 @@ class Lowering:
         them)."""
         self.uses_half = True
         return lir.Helper(name, args)
+
+    def line_word(self, line: int) -> lir.Lit:
+        """The line of a failure as the launch reads it back (FILE_SHIFT)."""
+        filename = self.tk.ir.filename
+        if self.kernel_file is None or filename == self.kernel_file:
+            return lir.Lit(line, INT)
+        if filename not in self.files:
+            if len(self.files) == MAX_FILES:
+                return lir.Lit(line, INT)  # named by the kernel's file, as before
+            self.files.append(filename)
+        return lir.Lit(line + (self.files.index(filename) + 1 << FILE_SHIFT), INT)
+
+    kernel_file: str | None = None  # set on a func's lowering: the kernel's file
 
     def fresh(self, stem: str) -> str:
         n = self.counter
@@ -156,7 +178,7 @@ class Lowering:
     def checks(self, e: ir.Element) -> lir.Expr:
         arr = self.tk.arrays[e.array]
         name = lir.Str(e.array)
-        line = lir.Lit(e.line, INT)
+        line = self.line_word(e.line)
         parts: list[lir.Expr] = [
             lir.Helper("ok", [CTX, self.ex(i, INT), lir.Ref(ext_name(e.array, axis)),
                               lir.Lit(axis, INT), name, line])
@@ -338,7 +360,7 @@ class Lowering:
             if t == INT:
                 fn = "floordiv" if op == "//" else "mod"
                 if self.debug:
-                    return lir.Helper(fn + "_d", [CTX, a, b, lir.Lit(e.line, INT)])
+                    return lir.Helper(fn + "_d", [CTX, a, b, self.line_word(e.line)])
                 return lir.Helper(fn, [a, b])
             fn = "ffloordiv" if op == "//" else "fmod"
             return lir.Helper(fn + ("f" if t == F32 else ""), [a, b])
@@ -653,12 +675,14 @@ class Lowering:
         plan.param_key = self.param_key()
         plan.param_stored = [p in self.tk.ir.stored for p in self.tk.ir.params]
         for tf in self.tk.funcs.values():
-            sub = Lowering(tf)
+            sub = Lowering(tf, self.files)
+            sub.kernel_file = self.tk.ir.filename
             plan.functions.append(sub.function())
             self.uses_half |= sub.uses_half
         plan.result, plan.result_kind = self.result()
         plan.reductions = self.reductions() if plan.parallel else []
         plan.uses_half = self.uses_half
+        plan.files = self.files
         plan.uses_atomics = any(isinstance(s, ir.Atomic) for tk in [self.tk, *(
             self.tk.funcs.values())] for s in ir.walk(tk.body))
         return plan
