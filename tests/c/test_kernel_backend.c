@@ -178,7 +178,8 @@ TACK_TEST(a_backend_without_kernel_slots_is_unsupported)
         CHECK(strstr(tack_last_error(), slotless[b]->name) != NULL);
         CHECK(strstr(tack_last_error(), "mykernel") != NULL);
         /* a kernel object of such a backend cannot launch either */
-        tack_kernel orphan = {slotless[b], "orphan", "t.py", 0, NULL, NULL, 0, NULL};
+        tack_kernel orphan = {
+            .backend = slotless[b], .name = "orphan", .filename = "t.py"};
         CHECK_STATUS(tack_kernel_launch(&orphan, NULL), TACK_ERR_UNSUPPORTED);
         CHECK(strstr(tack_last_error(), slotless[b]->name) != NULL);
         tack_kernel_release(&orphan); /* no release slot: nothing happens */
