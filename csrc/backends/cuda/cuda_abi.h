@@ -23,35 +23,60 @@
 
 /* ---- result codes (the subset Tack maps or the stand-in returns) ---------------- */
 
-#define TCU_RESULT_LIST(X)                \
-    X(SUCCESS, 0)                         \
-    X(ERROR_INVALID_VALUE, 1)             \
-    X(ERROR_OUT_OF_MEMORY, 2)             \
-    X(ERROR_NOT_INITIALIZED, 3)           \
-    X(ERROR_DEINITIALIZED, 4)             \
-    X(ERROR_STUB_LIBRARY, 34)             \
-    X(ERROR_NO_DEVICE, 100)               \
-    X(ERROR_INVALID_DEVICE, 101)          \
-    X(ERROR_INVALID_IMAGE, 200)           \
-    X(ERROR_INVALID_CONTEXT, 201)         \
-    X(ERROR_ALREADY_MAPPED, 208)          \
-    X(ERROR_NO_BINARY_FOR_GPU, 209)       \
-    X(ERROR_NOT_MAPPED, 211)              \
-    X(ERROR_INVALID_PTX, 218)             \
-    X(ERROR_UNSUPPORTED_PTX_VERSION, 222) \
-    X(ERROR_OPERATING_SYSTEM, 304)        \
-    X(ERROR_INVALID_HANDLE, 400)          \
-    X(ERROR_ILLEGAL_STATE, 401)           \
-    X(ERROR_NOT_FOUND, 500)               \
-    X(ERROR_NOT_READY, 600)               \
-    X(ERROR_ILLEGAL_ADDRESS, 700)         \
-    X(ERROR_LAUNCH_OUT_OF_RESOURCES, 701) \
-    X(ERROR_PRIMARY_CONTEXT_ACTIVE, 708)  \
-    X(ERROR_CONTEXT_IS_DESTROYED, 709)    \
-    X(ERROR_LAUNCH_FAILED, 719)           \
-    X(ERROR_NOT_PERMITTED, 800)           \
-    X(ERROR_NOT_SUPPORTED, 801)           \
+#define TCU_RESULT_LIST(X)                       \
+    X(SUCCESS, 0)                                \
+    X(ERROR_INVALID_VALUE, 1)                    \
+    X(ERROR_OUT_OF_MEMORY, 2)                    \
+    X(ERROR_NOT_INITIALIZED, 3)                  \
+    X(ERROR_DEINITIALIZED, 4)                    \
+    X(ERROR_STUB_LIBRARY, 34)                    \
+    X(ERROR_NO_DEVICE, 100)                      \
+    X(ERROR_INVALID_DEVICE, 101)                 \
+    X(ERROR_INVALID_IMAGE, 200)                  \
+    X(ERROR_INVALID_CONTEXT, 201)                \
+    X(ERROR_ALREADY_MAPPED, 208)                 \
+    X(ERROR_NO_BINARY_FOR_GPU, 209)              \
+    X(ERROR_NOT_MAPPED, 211)                     \
+    X(ERROR_INVALID_PTX, 218)                    \
+    X(ERROR_UNSUPPORTED_PTX_VERSION, 222)        \
+    X(ERROR_CONTAINED, 226)                      \
+    X(ERROR_OPERATING_SYSTEM, 304)               \
+    X(ERROR_INVALID_HANDLE, 400)                 \
+    X(ERROR_ILLEGAL_STATE, 401)                  \
+    X(ERROR_NOT_FOUND, 500)                      \
+    X(ERROR_NOT_READY, 600)                      \
+    X(ERROR_ILLEGAL_ADDRESS, 700)                \
+    X(ERROR_LAUNCH_OUT_OF_RESOURCES, 701)        \
+    X(ERROR_LAUNCH_TIMEOUT, 702)                 \
+    X(ERROR_PRIMARY_CONTEXT_ACTIVE, 708)         \
+    X(ERROR_CONTEXT_IS_DESTROYED, 709)           \
+    X(ERROR_ASSERT, 710)                         \
+    X(ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712) \
+    X(ERROR_HOST_MEMORY_NOT_REGISTERED, 713)     \
+    X(ERROR_HARDWARE_STACK_ERROR, 714)           \
+    X(ERROR_ILLEGAL_INSTRUCTION, 715)            \
+    X(ERROR_MISALIGNED_ADDRESS, 716)             \
+    X(ERROR_INVALID_ADDRESS_SPACE, 717)          \
+    X(ERROR_INVALID_PC, 718)                     \
+    X(ERROR_LAUNCH_FAILED, 719)                  \
+    X(ERROR_NOT_PERMITTED, 800)                  \
+    X(ERROR_NOT_SUPPORTED, 801)                  \
     X(ERROR_UNKNOWN, 999)
+
+/* The sticky errors: cuda.h documents each as leaving the process "in an inconsistent
+ * state": every later call on the context returns it, and only a new process can use
+ * the device again. */
+#define TCU_STICKY_RESULT_LIST(X)  \
+    X(ERROR_CONTAINED)             \
+    X(ERROR_ILLEGAL_ADDRESS)       \
+    X(ERROR_LAUNCH_TIMEOUT)        \
+    X(ERROR_ASSERT)                \
+    X(ERROR_HARDWARE_STACK_ERROR)  \
+    X(ERROR_ILLEGAL_INSTRUCTION)   \
+    X(ERROR_MISALIGNED_ADDRESS)    \
+    X(ERROR_INVALID_ADDRESS_SPACE) \
+    X(ERROR_INVALID_PC)            \
+    X(ERROR_LAUNCH_FAILED)
 
 /* ---- device attributes --------------------------------------------------------- */
 
@@ -205,6 +230,15 @@ typedef struct tcu_mem_access_desc {
     tcu_mem_access_flags flags;
 } tcu_mem_access_desc;
 #endif
+
+/* Whether rc is one of TCU_STICKY_RESULT_LIST. */
+static inline int
+tcu_is_sticky(tcu_result rc)
+{
+#define TCU_X_(name) (int)rc == TCU_##name ||
+    return TCU_STICKY_RESULT_LIST(TCU_X_) 0;
+#undef TCU_X_
+}
 
 /* ---- function types, one per entry point ------------------------------------------
  */

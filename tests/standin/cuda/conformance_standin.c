@@ -245,6 +245,20 @@ CASE_ENV(standin_fault_injection, STANDIN,
     EXPECT_RC(cu.cuMemAlloc(&p, 64), TCU_ERROR_ILLEGAL_ADDRESS); /* now sticky */
 }
 
+/* Every sticky code poisons the context when injected, as a real one would; others
+ * (712 here) fail the one call. */
+CASE_ENV(standin_injected_sticky_errors_poison, STANDIN,
+         "TACK_STANDIN_FAIL=cuMemAlloc:1:712,cuMemAlloc:3:226")
+{
+    primary_current();
+    tcu_deviceptr p = 0;
+    EXPECT_RC(cu.cuMemAlloc(&p, 64), TCU_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    OK(cu.cuMemAlloc(&p, 64)); /* not sticky */
+    EXPECT_RC(cu.cuMemAlloc(&p, 64), TCU_ERROR_CONTAINED);
+    EXPECT_RC(cu.cuStreamSynchronize(NULL), TCU_ERROR_CONTAINED); /* now sticky */
+    EXPECT(tcu_is_sticky(TCU_ERROR_LAUNCH_TIMEOUT) && tcu_is_sticky(TCU_ERROR_ASSERT));
+}
+
 CASE_ENV(standin_call_log, STANDIN, "TACK_STANDIN_LOG=@tempfile")
 {
     primary_current();

@@ -5,8 +5,9 @@
  * Environment (read once, at the first call):
  *   TACK_STANDIN_FAIL=name:k[:code][,name:k[:code]...]  the k-th call (from 1) of entry
  *       point `name` (its base name, e.g. cuMemAllocAsync) returns `code` (default 2,
- *       CUDA_ERROR_OUT_OF_MEMORY) without doing anything. A code of 700 (illegal
- *       address) also poisons the calling thread's context, as a real fault would.
+ *       CUDA_ERROR_OUT_OF_MEMORY) without doing anything. A sticky code (700, 702,
+ *       710, 714-719, 226: TCU_STICKY_RESULT_LIST) also poisons the calling thread's
+ *       context, as a real fault would.
  *   TACK_STANDIN_LOG=path   appends one line per call: "name(arguments) -> result".
  *   TACK_STANDIN_ASYNC=eager   runs queued work as soon as it is queued (for debugging;
  *       the default defers it to the next synchronization point).
@@ -103,12 +104,16 @@ configure(void)
 static tcu_result
 injected(const char *name)
 {
+    /* Every entry for the name counts every call, so two entries for one entry point
+     * each fire at their own k-th call. */
+    tcu_result rc = TCU_SUCCESS;
     for (int k = 0; k < nfaults; k++) {
-        if (strcmp(faults[k].name, name) == 0 && ++faults[k].calls == faults[k].at) {
-            return faults[k].code;
+        if (strcmp(faults[k].name, name) == 0 && ++faults[k].calls == faults[k].at &&
+            rc == TCU_SUCCESS) {
+            rc = faults[k].code;
         }
     }
-    return TCU_SUCCESS;
+    return rc;
 }
 
 static _Thread_local struct CUctx_st *ctx_stack[32];
@@ -123,7 +128,7 @@ standin_enter(const char *name)
     }
     tcu_result rc = injected(name);
     if (rc != TCU_SUCCESS) {
-        if (rc == TCU_ERROR_ILLEGAL_ADDRESS && ctx_depth > 0) {
+        if (tcu_is_sticky(rc) && ctx_depth > 0) {
             standin_poison(ctx_stack[ctx_depth - 1], rc);
         }
         return rc;
