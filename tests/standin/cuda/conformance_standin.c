@@ -4,6 +4,7 @@
  * reads stale bytes, freed memory stays recognisable, fault injection and the call log.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <pthread.h>
@@ -257,6 +258,51 @@ CASE_ENV(standin_injected_sticky_errors_poison, STANDIN,
     EXPECT_RC(cu.cuMemAlloc(&p, 64), TCU_ERROR_CONTAINED);
     EXPECT_RC(cu.cuStreamSynchronize(NULL), TCU_ERROR_CONTAINED); /* now sticky */
     EXPECT(tcu_is_sticky(TCU_ERROR_LAUNCH_TIMEOUT) && tcu_is_sticky(TCU_ERROR_ASSERT));
+}
+
+/* After the driver's teardown every call but the version and error-name queries is
+ * DEINITIALIZED, cuInit included; handles made before stay refused, never followed. */
+CASE(standin_calls_after_teardown_are_deinitialized, STANDIN)
+{
+    primary_current();
+    tcu_deviceptr p = alloc(64);
+    tcu_stream s = NULL;
+    OK(cu.cuStreamCreate(&s, TCU_STREAM_NON_BLOCKING));
+    unsigned char buf[64] = {0};
+    OK(cu.cuMemcpyHtoDAsync(p, buf, sizeof buf, s)); /* queued, never run */
+    void (*teardown)(void) = NULL;
+    void *sym = dlsym(cu.lib, "tack_standin_cuda_teardown");
+    EXPECT(sym != NULL);
+    memcpy(&teardown, &sym, sizeof sym);
+    teardown();
+    tcu_context ctx = NULL;
+    EXPECT_RC(cu.cuCtxGetCurrent(&ctx), TCU_ERROR_DEINITIALIZED);
+    EXPECT_RC(cu.cuStreamSynchronize(s), TCU_ERROR_DEINITIALIZED);
+    EXPECT_RC(cu.cuMemFreeAsync(p, s), TCU_ERROR_DEINITIALIZED);
+    EXPECT_RC(cu.cuMemFree(p), TCU_ERROR_DEINITIALIZED);
+    EXPECT_RC(cu.cuInit(0), TCU_ERROR_DEINITIALIZED);
+    int version = 0;
+    OK(cu.cuDriverGetVersion(&version));
+    const char *name = NULL;
+    OK(cu.cuGetErrorName(TCU_ERROR_DEINITIALIZED, &name));
+    EXPECT(name && strcmp(name, "CUDA_ERROR_DEINITIALIZED") == 0);
+}
+
+/* Registered before cuInit, so it runs after the driver's own exit handler. */
+static void
+after_driver_exit(void)
+{
+    tcu_deviceptr p = 0;
+    _exit(cu.cuMemAlloc(&p, 64) == TCU_ERROR_DEINITIALIZED ? 0 : 7);
+}
+
+/* At exit the driver shuts down after the exit handlers registered before it ran:
+ * one registered earlier (a library's cleanup) meets a dead driver. */
+CASE(standin_driver_is_torn_down_at_exit, STANDIN)
+{
+    EXPECT(atexit(after_driver_exit) == 0);
+    primary_current();
+    (void)alloc(64);
 }
 
 CASE_ENV(standin_call_log, STANDIN, "TACK_STANDIN_LOG=@tempfile")

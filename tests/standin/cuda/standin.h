@@ -21,6 +21,7 @@
 #define TACK_STANDIN_CUDA_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +49,9 @@ TCU_TEST_ENTRY_POINTS(STANDIN_DECLARE)
 #undef STANDIN_DECLARE
 STANDIN_EXPORT int tack_standin_cuda_register_twin(const char *entry,
                                                    tack_standin_twin_fn fn, void *user);
+/* Tears the driver down now, as it is at process exit (docs/cuda.md): every later
+ * call returns CUDA_ERROR_DEINITIALIZED. A test hook: not part of the CUDA API. */
+STANDIN_EXPORT void tack_standin_cuda_teardown(void);
 
 /* ---- contexts, streams, events --------------------------------------------------- */
 
@@ -141,6 +145,10 @@ typedef struct standin_op {
 typedef struct standin_state {
     bool initialized;
     pid_t init_pid; /* the process that called cuInit */
+    /* The driver has been torn down (process exit, or tack_standin_cuda_teardown):
+     * every later call but the version and error-name queries is DEINITIALIZED. Set
+     * without the lock at exit, so it is atomic. */
+    _Atomic bool torn_down;
     int ndevices;
     int driver_version; /* cuDriverGetVersion: TACK_STANDIN_DRIVER_VERSION, or 13000 */
     bool eager;         /* TACK_STANDIN_ASYNC=eager: run work when queued */

@@ -137,6 +137,9 @@ standin_enter(const char *name)
                    strcmp(name, "cuGetErrorName") == 0 ||
                    strcmp(name, "cuGetErrorString") == 0 ||
                    strcmp(name, "cuGetProcAddress") == 0;
+    if (atomic_load(&standin.torn_down) && !anytime) {
+        return TCU_ERROR_DEINITIALIZED;
+    }
     /* A child forked after cuInit cannot use the driver, not even to initialize it
      * again: CUDA is not fork-safe, and a test that forks must exec (or fork before
      * initializing) as it would have to on a GPU. */
@@ -251,7 +254,27 @@ context_kill(struct CUctx_st *c)
     /* It may stay on some thread's stack: every call through it then fails. */
 }
 
-/* ---- initialization and versions ------------------------------------------------- */
+/* ---- initialization, teardown and versions ------------------------------------ */
+
+/* At exit other threads may still be inside the stand-in, holding its lock: only the
+ * flag is set, and their next call sees it. */
+static void
+teardown_at_exit(void)
+{
+    atomic_store(&standin.torn_down, true);
+}
+
+STANDIN_EXPORT void
+tack_standin_cuda_teardown(void)
+{
+    (void)standin_enter("tack_standin_cuda_teardown");
+    /* What the driver owned goes with it: no queued work runs any more. */
+    for (struct CUctx_st *c = standin.contexts; c; c = c->next) {
+        standin_discard_context(c);
+    }
+    atomic_store(&standin.torn_down, true);
+    (void)standin_leave(TCU_SUCCESS, "tack_standin_cuda_teardown", "%s", "");
+}
 
 STANDIN_EXPORT tcu_result
 cuInit(unsigned int Flags)
@@ -269,6 +292,9 @@ cuInit(unsigned int Flags)
             if (rc == TCU_SUCCESS && !standin.initialized) {
                 standin.initialized = true;
                 standin.init_pid = getpid();
+                /* The driver shuts down at exit, after the exit handlers registered
+                 * before this one: a release from any of them meets a dead driver. */
+                (void)atexit(teardown_at_exit);
             }
         }
     }
