@@ -155,7 +155,14 @@
     X(GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, 1)          \
     X(GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, 2)    \
     X(MEM_ATTACH_GLOBAL, 1)                          \
-    X(MEM_ATTACH_HOST, 2)
+    X(MEM_ATTACH_HOST, 2)                            \
+    X(MEMHOSTALLOC_PORTABLE, 1)                      \
+    X(MEMHOSTALLOC_DEVICEMAP, 2)                     \
+    X(MEMHOSTALLOC_WRITECOMBINED, 4)                 \
+    X(MEMHOSTREGISTER_PORTABLE, 1)                   \
+    X(MEMHOSTREGISTER_DEVICEMAP, 2)                  \
+    X(MEMHOSTREGISTER_IOMEMORY, 4)                   \
+    X(MEMHOSTREGISTER_READ_ONLY, 8)
 
 enum {
 #define TCU_X_(name, value) TCU_##name = value,
@@ -289,6 +296,12 @@ typedef tcu_result tcu_fn_cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize,
 typedef tcu_result tcu_fn_cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream);
 typedef tcu_result tcu_fn_cuMemAllocManaged(tcu_deviceptr *dptr, size_t bytesize,
                                             unsigned int flags);
+typedef tcu_result tcu_fn_cuMemHostAlloc(void **pp, size_t bytesize,
+                                         unsigned int Flags);
+typedef tcu_result tcu_fn_cuMemFreeHost(void *p);
+typedef tcu_result tcu_fn_cuMemHostRegister(void *p, size_t bytesize,
+                                            unsigned int Flags);
+typedef tcu_result tcu_fn_cuMemHostUnregister(void *p);
 typedef tcu_result tcu_fn_cuMemcpyHtoD(tcu_deviceptr dstDevice, const void *srcHost,
                                        size_t ByteCount);
 typedef tcu_result tcu_fn_cuMemcpyDtoH(void *dstHost, tcu_deviceptr srcDevice,
@@ -431,8 +444,14 @@ typedef tcu_result tcu_fn_cuOccupancyMaxPotentialBlockSize(
 
 /* Entry points only the tests use, in the same form: the stand-in implements them and
  * the conformance suite resolves them, the backend never does. cuMemAllocManaged makes
- * the managed memory a kDLCUDAManaged producer hands to Tack. */
-#define TCU_TEST_ENTRY_POINTS(X) X(cuMemAllocManaged, cuMemAllocManaged, 6000)
+ * the managed memory a kDLCUDAManaged producer hands to Tack; the cuMemHost* calls
+ * make the page-locked host memory of a kDLCUDAHost producer. */
+#define TCU_TEST_ENTRY_POINTS(X)                     \
+    X(cuMemAllocManaged, cuMemAllocManaged, 6000)    \
+    X(cuMemHostAlloc, cuMemHostAlloc, 2020)          \
+    X(cuMemFreeHost, cuMemFreeHost, 2000)            \
+    X(cuMemHostRegister, cuMemHostRegister_v2, 6050) \
+    X(cuMemHostUnregister, cuMemHostUnregister, 4000)
 
 /* The oldest driver the backend accepts (cuDriverGetVersion's encoding, 1000 * major +
  * 10 * minor). cuCtxCreate, which only tests use (to make a non-primary context), needs

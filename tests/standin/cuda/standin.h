@@ -90,7 +90,13 @@ struct CUevent_st {
 
 /* ---- memory ---------------------------------------------------------------------- */
 
-enum standin_alloc_kind { ALLOC_PLAIN, ALLOC_ASYNC, ALLOC_VMM, ALLOC_MANAGED };
+enum standin_alloc_kind {
+    ALLOC_PLAIN,
+    ALLOC_ASYNC,
+    ALLOC_VMM,
+    ALLOC_MANAGED,
+    ALLOC_PINNED /* page-locked host memory (standin_host.c) */
+};
 
 /* One device allocation (cuMemAlloc, cuMemAllocAsync), one VMM mapping, or one managed
  * allocation (cuMemAllocManaged: host memory the host may read and write, alias ==
@@ -103,6 +109,7 @@ typedef struct standin_alloc {
     int device;
     enum standin_alloc_kind kind;
     bool freed;
+    bool host_owned;   /* ALLOC_PINNED: from cuMemHostAlloc (else registered) */
     bool free_pending; /* a cuMemFreeAsync is queued: no new work may use it */
     struct CUstream_st *free_stream; /* the stream that free is queued on */
     uint64_t buffer_id;
@@ -204,6 +211,9 @@ standin_alloc *standin_alloc_find(uintptr_t addr);
 /* True when [p, p + nbytes) overlaps the device view (a device address used as host).
  */
 bool standin_in_device_view(const void *p, size_t nbytes);
+/* The newest live managed or page-locked range overlapping [p, p + nbytes), or NULL.
+ */
+const standin_alloc *standin_host_overlapping(const void *p, size_t nbytes);
 /* Marks an allocation freed and gives its pages back. */
 void standin_alloc_release(standin_alloc *a);
 /* Host view of an address for the CPU twin of a launch queued on stream (see

@@ -138,7 +138,7 @@ standin_alloc *
 standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *where,
                   struct CUctx_st *ctx, enum standin_alloc_kind kind)
 {
-    bool vmm = kind == ALLOC_VMM || kind == ALLOC_MANAGED; /* outside the pool */
+    bool vmm = kind != ALLOC_PLAIN && kind != ALLOC_ASYNC; /* outside the pool */
     if (!(vmm ? grow(&mappings, &mappings_cap, nmappings)
               : grow(&allocs, &allocs_cap, nallocs))) {
         return NULL;
@@ -192,6 +192,20 @@ standin_alloc_find(uintptr_t addr)
     return found;
 }
 
+const standin_alloc *
+standin_host_overlapping(const void *p, size_t nbytes)
+{
+    uintptr_t lo = (uintptr_t)p;
+    for (size_t k = 0; k < nmappings; k++) {
+        const standin_alloc *m = mappings[k];
+        bool host = m->kind == ALLOC_PINNED || m->kind == ALLOC_MANAGED;
+        if (host && !m->freed && m->base < lo + nbytes && lo < m->base + m->nbytes) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
 void
 standin_alloc_release(standin_alloc *a)
 {
@@ -200,7 +214,10 @@ standin_alloc_release(standin_alloc *a)
     if (a->kind == ALLOC_VMM) {
         return; /* the VMM code unmaps */
     }
-    if (a->kind == ALLOC_MANAGED) {
+    if (a->kind == ALLOC_PINNED && !a->host_owned) {
+        return; /* registered memory is the caller's */
+    }
+    if (a->kind == ALLOC_MANAGED || a->kind == ALLOC_PINNED) {
         /* Stricter: the pages are given back but the range stays reserved and becomes
          * inaccessible, so the address is never reused and a host access after the
          * free faults at once. */
@@ -233,6 +250,10 @@ alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx,
     }
     if (a->ctx && !a->ctx->alive) {
         return false; /* a destroyed context takes its allocations with it */
+    }
+    if (a->kind == ALLOC_PINNED) {
+        return false; /* host memory: stricter than unified addressing (standin_host.c)
+                       */
     }
     /* Stricter than the driver, which with unified addressing copies from another
      * device's memory too: Tack must never hand one device's pointer to another.
@@ -704,6 +725,12 @@ cuMemsetD32Async(tcu_deviceptr dstDevice, unsigned int ui, size_t N, tcu_stream 
 
 /* ---- pointer attributes ---------------------------------------------------------- */
 
+static bool
+host_reachable(const standin_alloc *a)
+{
+    return a->kind == ALLOC_MANAGED || a->kind == ALLOC_PINNED;
+}
+
 /* Writes one attribute of a (possibly NULL: not a CUDA pointer) allocation. The value
  * types are those the driver documents: CUcontext, unsigned int, CUdeviceptr, void *,
  * unsigned long long, bool, int. */
@@ -720,7 +747,9 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
     case TCU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
         /* Managed memory reads as device memory, as on Linux (the runtime documents
          * that either DEVICE or HOST may come back; IS_MANAGED is what tells). */
-        unsigned v = a ? TCU_MEMORYTYPE_DEVICE : 0;
+        unsigned v = !a                        ? 0
+                     : a->kind == ALLOC_PINNED ? TCU_MEMORYTYPE_HOST
+                                               : TCU_MEMORYTYPE_DEVICE;
         memcpy(data, &v, sizeof v);
         return TCU_SUCCESS;
     }
@@ -730,12 +759,12 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
         return TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_HOST_POINTER: {
-        /* Managed memory is reached from the host at the same address; device memory
-         * has no host address. */
-        bool managed = a && a->kind == ALLOC_MANAGED;
-        void *v = managed ? (void *)(uintptr_t)ptr : NULL;
+        /* Managed and pinned memory are reached from the host at the same address;
+         * device memory has no host address. */
+        bool host = a && host_reachable(a);
+        void *v = host ? (void *)(uintptr_t)ptr : NULL;
         memcpy(data, &v, sizeof v);
-        return a && !managed ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
+        return a && !host ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_BUFFER_ID: {
         unsigned long long v = a ? a->buffer_id : 0;
@@ -825,7 +854,7 @@ cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attrib
                     rc = TCU_ERROR_INVALID_VALUE;
                 }
                 else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER &&
-                         !(a && a->kind == ALLOC_MANAGED)) {
+                         !(a && host_reachable(a))) {
                     void *none = NULL;
                     memcpy(data[k], &none, sizeof(void *));
                 }
