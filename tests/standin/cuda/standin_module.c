@@ -52,6 +52,7 @@ typedef struct standin_launch_op {
     unsigned grid[3], block[3];
     unsigned char *params;
     size_t params_nbytes;
+    const standin_stamp *use; /* while it runs: where it was queued */
 } standin_launch_op;
 
 typedef struct twin {
@@ -110,12 +111,13 @@ static void *
 launch_translate(void *launch, uint64_t device_address, size_t nbytes)
 {
     const standin_launch_op *l = launch;
-    return standin_queued_translate(l->ctx, l->stream, device_address, nbytes);
+    return standin_queued_translate(l->ctx, l->use, device_address, nbytes);
 }
 
 bool
-standin_launch_run(standin_launch_op *l)
+standin_launch_run(standin_launch_op *l, const standin_stamp *use)
 {
+    l->use = use;
     tack_standin_launch launch = {
         .entry = l->entry,
         .grid = {l->grid[0], l->grid[1], l->grid[2]},
