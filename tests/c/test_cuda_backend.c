@@ -7,9 +7,11 @@
  * Each test runs in its own process, so each one opens the driver afresh and may set
  * the stand-in's environment (fault injection) before it does.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cuda_test_util.h"
@@ -178,6 +180,54 @@ TACK_TEST(cuda_release_from_another_thread)
     tack_array *b = NULL;
     CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &b));
     tack_array_release(b);
+}
+
+/* The stand-in's test hook that tears the driver down as process exit does. */
+static void
+teardown_driver(void)
+{
+    void *lib = dlopen(TACK_TEST_STANDIN_CUDA, RTLD_NOW | RTLD_NOLOAD);
+    CHECK(lib != NULL);
+    void *sym = dlsym(lib, "tack_standin_cuda_teardown");
+    CHECK(sym != NULL);
+    void (*teardown)(void) = NULL;
+    memcpy(&teardown, &sym, sizeof sym);
+    teardown();
+    dlclose(lib);
+}
+
+/* Arrays outliving the driver (released at exit, after its teardown): every release
+ * leaks the device memory without a driver call that could crash, frees Tack's own
+ * records once (ASan and valgrind watch), closes the exported descriptor, and a new
+ * allocation says the driver is gone. */
+TACK_TEST(cuda_release_after_driver_teardown)
+{
+    tack_device *dev = open_standin(NULL);
+    int64_t shape[1] = {64};
+    tack_array *plain = NULL, *exportable = NULL, *exported = NULL, *none = NULL;
+    CHECK_OK(
+        tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &plain));
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape,
+                              TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE,
+                              &exportable));
+    CHECK_OK(
+        tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &exported));
+    tack_exported_memory m;
+    CHECK_OK(tack_array_export_memory(exportable, &m));
+    DLManagedTensor *mt = NULL;
+    CHECK_OK(tack_dlpack_export_legacy(exported, NULL, &mt));
+    tack_array_release(exported); /* the capsule holds the last reference */
+    teardown_driver();
+    CHECK_STATUS(
+        tack_array_empty(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &none),
+        TACK_ERR_DEVICE_UNAVAILABLE);
+    CHECK(strstr(tack_last_error(), "shutting down") != NULL);
+    CHECK(none == NULL);
+    tack_array_release(plain);
+    tack_array_release(exportable);
+    CHECK(fcntl((int)m.handle, F_GETFD) == -1); /* Tack's descriptor, closed */
+    mt->deleter(mt);
+    tack_device_release(dev);
 }
 
 TACK_TEST(cuda_missing_driver_names_the_path)

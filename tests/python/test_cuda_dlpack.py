@@ -35,6 +35,32 @@ def test_export_orders_the_consumer_stream_without_blocking(tmp_path, stream):
     )
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_new_memory_reaches_the_consumers_stream_in_stream_order(tmp_path, ordered):
+    # Tack allocates in stream order on its own stream; a consumer writing on its
+    # stream is ordered after the allocation by __dlpack__(stream=s). A consumer that
+    # took the bare pointer without it races the allocation: the stand-in faults.
+    result = run(
+        FOREIGN_STREAM
+        + f"""
+        a = tack.empty(8, dtype=tack.f32, device="cuda")   # queued on Tack's stream
+        s = foreign_stream()
+        if {ordered}:
+            cap = a.__dlpack__(stream=s)
+        pending_fill(a.ptr, 8, 0x40E00000, s)            # 7.0f, on the consumer's
+        assert _drv.cuStreamSynchronize(ctypes.c_void_p(s)) == 0
+        assert (a.numpy() == 7).all()
+        """,
+        tmp_path,
+        check=ordered,
+    )
+    if not ordered:
+        assert result.returncode != 0
+        assert "AssertionError" in result.stderr, result.stderr
+        log = (tmp_path / "driver.log").read_text()
+        assert "cuStreamSynchronize(stream=0x" in log and ") -> 700" in log, log[-500:]
+
+
 @pytest.mark.parametrize("stream", ["-1", "None"])
 def test_stream_none_and_minus_one_wait_on_the_host(tmp_path, stream):
     # None is what a consumer passes when it did not think about streams: the host

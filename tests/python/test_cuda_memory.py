@@ -173,6 +173,33 @@ def test_arrays_alive_at_interpreter_exit_do_not_crash(tmp_path):
                 and not line.endswith("-> 0")], log[-20:]
 
 
+def test_arrays_released_after_the_driver_is_torn_down(tmp_path):
+    # The driver goes first (as it does when another library's exit handler or a
+    # daemon thread releases an array late): every release meets
+    # CUDA_ERROR_DEINITIALIZED and leaks the memory without a crash, a free, or a
+    # message.
+    result = run(
+        """
+        import atexit, ctypes
+        keep = [tack.zeros(10, device="cuda"), tack.empty(4, device="cuda",
+                                                          exportable=True)]
+        exported = keep[0].__dlpack__(stream=1)   # never consumed
+        view = keep[0].reshape((2, 5))
+        handle = keep[1].export_memory().handle
+        teardown = ctypes.CDLL(os.environ["TACK_CUDA_DRIVER"]).tack_standin_cuda_teardown
+        atexit.register(teardown)                 # runs before the arrays go
+        """,
+        tmp_path,
+    )
+    assert result.returncode == 0 and not result.stderr, result.stderr
+    log = (tmp_path / "driver.log").read_text().splitlines()
+    torn = log.index("tack_standin_cuda_teardown() -> 0")
+    after = [line for line in log[torn + 1:] if not line.startswith("cuGetError")]
+    # at least one attempt per buffer (the plain one, the exportable one), each
+    # stopped at its first call
+    assert len(after) >= 2 and set(after) == {"cuCtxGetCurrent() -> 4"}, after
+
+
 def test_freeing_an_exported_buffer_first_waits_for_the_default_stream(tmp_path):
     run(
         """

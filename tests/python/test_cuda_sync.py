@@ -4,6 +4,7 @@ tack.synchronize(), and sticky driver errors."""
 
 from __future__ import annotations
 
+import pytest
 from cuda_helpers import run
 
 
@@ -103,6 +104,52 @@ def test_sticky_error_makes_the_device_unusable_with_a_clear_error(tmp_path):
         """,
         tmp_path,
         TACK_STANDIN_FAIL="cuStreamSynchronize:1:700",
+    )
+
+
+# Every error cuda.h documents as leaving the process "in an inconsistent state":
+# an illegal address, a launch timeout, a device assert, a contained error, the
+# hardware stack, illegal instruction, misaligned address, address space and PC
+# errors, and a failed launch.
+STICKY = [700, 702, 710, 226, 714, 715, 716, 717, 718, 719]
+
+
+@pytest.mark.parametrize("code", STICKY)
+def test_every_sticky_error_makes_the_device_unusable(tmp_path, code):
+    run(
+        f"""
+        a = tack.zeros(8, device="cuda")
+        for attempt in range(2):
+            try:
+                if attempt == 0:
+                    a.numpy()                  # the first sync meets the fault
+                else:
+                    tack.zeros(8, device="cuda")
+            except RuntimeError as e:
+                assert "unusable" in str(e) and "({code})" in str(e), str(e)
+            else:
+                raise AssertionError(f"attempt {{attempt}} used a poisoned context")
+        """,
+        tmp_path,
+        TACK_STANDIN_FAIL=f"cuStreamSynchronize:1:{code}",
+    )
+
+
+@pytest.mark.parametrize("code", [701, 712, 713])
+def test_other_launch_and_host_memory_errors_are_not_sticky(tmp_path, code):
+    run(
+        f"""
+        a = tack.zeros(8, device="cuda")
+        try:
+            a.numpy()
+        except RuntimeError as e:
+            assert "unusable" not in str(e) and "({code})" in str(e), str(e)
+        else:
+            raise AssertionError("the injected failure was not reported")
+        assert (a.numpy() == 0).all()          # the device still works
+        """,
+        tmp_path,
+        TACK_STANDIN_FAIL=f"cuStreamSynchronize:1:{code}",
     )
 
 

@@ -23,35 +23,60 @@
 
 /* ---- result codes (the subset Tack maps or the stand-in returns) ---------------- */
 
-#define TCU_RESULT_LIST(X)                \
-    X(SUCCESS, 0)                         \
-    X(ERROR_INVALID_VALUE, 1)             \
-    X(ERROR_OUT_OF_MEMORY, 2)             \
-    X(ERROR_NOT_INITIALIZED, 3)           \
-    X(ERROR_DEINITIALIZED, 4)             \
-    X(ERROR_STUB_LIBRARY, 34)             \
-    X(ERROR_NO_DEVICE, 100)               \
-    X(ERROR_INVALID_DEVICE, 101)          \
-    X(ERROR_INVALID_IMAGE, 200)           \
-    X(ERROR_INVALID_CONTEXT, 201)         \
-    X(ERROR_ALREADY_MAPPED, 208)          \
-    X(ERROR_NO_BINARY_FOR_GPU, 209)       \
-    X(ERROR_NOT_MAPPED, 211)              \
-    X(ERROR_INVALID_PTX, 218)             \
-    X(ERROR_UNSUPPORTED_PTX_VERSION, 222) \
-    X(ERROR_OPERATING_SYSTEM, 304)        \
-    X(ERROR_INVALID_HANDLE, 400)          \
-    X(ERROR_ILLEGAL_STATE, 401)           \
-    X(ERROR_NOT_FOUND, 500)               \
-    X(ERROR_NOT_READY, 600)               \
-    X(ERROR_ILLEGAL_ADDRESS, 700)         \
-    X(ERROR_LAUNCH_OUT_OF_RESOURCES, 701) \
-    X(ERROR_PRIMARY_CONTEXT_ACTIVE, 708)  \
-    X(ERROR_CONTEXT_IS_DESTROYED, 709)    \
-    X(ERROR_LAUNCH_FAILED, 719)           \
-    X(ERROR_NOT_PERMITTED, 800)           \
-    X(ERROR_NOT_SUPPORTED, 801)           \
+#define TCU_RESULT_LIST(X)                       \
+    X(SUCCESS, 0)                                \
+    X(ERROR_INVALID_VALUE, 1)                    \
+    X(ERROR_OUT_OF_MEMORY, 2)                    \
+    X(ERROR_NOT_INITIALIZED, 3)                  \
+    X(ERROR_DEINITIALIZED, 4)                    \
+    X(ERROR_STUB_LIBRARY, 34)                    \
+    X(ERROR_NO_DEVICE, 100)                      \
+    X(ERROR_INVALID_DEVICE, 101)                 \
+    X(ERROR_INVALID_IMAGE, 200)                  \
+    X(ERROR_INVALID_CONTEXT, 201)                \
+    X(ERROR_ALREADY_MAPPED, 208)                 \
+    X(ERROR_NO_BINARY_FOR_GPU, 209)              \
+    X(ERROR_NOT_MAPPED, 211)                     \
+    X(ERROR_INVALID_PTX, 218)                    \
+    X(ERROR_UNSUPPORTED_PTX_VERSION, 222)        \
+    X(ERROR_CONTAINED, 226)                      \
+    X(ERROR_OPERATING_SYSTEM, 304)               \
+    X(ERROR_INVALID_HANDLE, 400)                 \
+    X(ERROR_ILLEGAL_STATE, 401)                  \
+    X(ERROR_NOT_FOUND, 500)                      \
+    X(ERROR_NOT_READY, 600)                      \
+    X(ERROR_ILLEGAL_ADDRESS, 700)                \
+    X(ERROR_LAUNCH_OUT_OF_RESOURCES, 701)        \
+    X(ERROR_LAUNCH_TIMEOUT, 702)                 \
+    X(ERROR_PRIMARY_CONTEXT_ACTIVE, 708)         \
+    X(ERROR_CONTEXT_IS_DESTROYED, 709)           \
+    X(ERROR_ASSERT, 710)                         \
+    X(ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712) \
+    X(ERROR_HOST_MEMORY_NOT_REGISTERED, 713)     \
+    X(ERROR_HARDWARE_STACK_ERROR, 714)           \
+    X(ERROR_ILLEGAL_INSTRUCTION, 715)            \
+    X(ERROR_MISALIGNED_ADDRESS, 716)             \
+    X(ERROR_INVALID_ADDRESS_SPACE, 717)          \
+    X(ERROR_INVALID_PC, 718)                     \
+    X(ERROR_LAUNCH_FAILED, 719)                  \
+    X(ERROR_NOT_PERMITTED, 800)                  \
+    X(ERROR_NOT_SUPPORTED, 801)                  \
     X(ERROR_UNKNOWN, 999)
+
+/* The sticky errors: cuda.h documents each as leaving the process "in an inconsistent
+ * state": every later call on the context returns it, and only a new process can use
+ * the device again. */
+#define TCU_STICKY_RESULT_LIST(X)  \
+    X(ERROR_CONTAINED)             \
+    X(ERROR_ILLEGAL_ADDRESS)       \
+    X(ERROR_LAUNCH_TIMEOUT)        \
+    X(ERROR_ASSERT)                \
+    X(ERROR_HARDWARE_STACK_ERROR)  \
+    X(ERROR_ILLEGAL_INSTRUCTION)   \
+    X(ERROR_MISALIGNED_ADDRESS)    \
+    X(ERROR_INVALID_ADDRESS_SPACE) \
+    X(ERROR_INVALID_PC)            \
+    X(ERROR_LAUNCH_FAILED)
 
 /* ---- device attributes --------------------------------------------------------- */
 
@@ -130,7 +155,14 @@
     X(GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, 1)          \
     X(GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, 2)    \
     X(MEM_ATTACH_GLOBAL, 1)                          \
-    X(MEM_ATTACH_HOST, 2)
+    X(MEM_ATTACH_HOST, 2)                            \
+    X(MEMHOSTALLOC_PORTABLE, 1)                      \
+    X(MEMHOSTALLOC_DEVICEMAP, 2)                     \
+    X(MEMHOSTALLOC_WRITECOMBINED, 4)                 \
+    X(MEMHOSTREGISTER_PORTABLE, 1)                   \
+    X(MEMHOSTREGISTER_DEVICEMAP, 2)                  \
+    X(MEMHOSTREGISTER_IOMEMORY, 4)                   \
+    X(MEMHOSTREGISTER_READ_ONLY, 8)
 
 enum {
 #define TCU_X_(name, value) TCU_##name = value,
@@ -233,6 +265,15 @@ typedef struct tcu_memcpy2d {
  * GPU the driver supports). */
 #define TCU_MAX_PITCH ((size_t)2147483647)
 
+/* Whether rc is one of TCU_STICKY_RESULT_LIST. */
+static inline int
+tcu_is_sticky(tcu_result rc)
+{
+#define TCU_X_(name) (int)rc == TCU_##name ||
+    return TCU_STICKY_RESULT_LIST(TCU_X_) 0;
+#undef TCU_X_
+}
+
 /* ---- function types, one per entry point ------------------------------------------
  */
 
@@ -282,6 +323,12 @@ typedef tcu_result tcu_fn_cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize,
 typedef tcu_result tcu_fn_cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream);
 typedef tcu_result tcu_fn_cuMemAllocManaged(tcu_deviceptr *dptr, size_t bytesize,
                                             unsigned int flags);
+typedef tcu_result tcu_fn_cuMemHostAlloc(void **pp, size_t bytesize,
+                                         unsigned int Flags);
+typedef tcu_result tcu_fn_cuMemFreeHost(void *p);
+typedef tcu_result tcu_fn_cuMemHostRegister(void *p, size_t bytesize,
+                                            unsigned int Flags);
+typedef tcu_result tcu_fn_cuMemHostUnregister(void *p);
 typedef tcu_result tcu_fn_cuMemcpyHtoD(tcu_deviceptr dstDevice, const void *srcHost,
                                        size_t ByteCount);
 typedef tcu_result tcu_fn_cuMemcpyDtoH(void *dstHost, tcu_deviceptr srcDevice,
@@ -434,8 +481,14 @@ typedef tcu_result tcu_fn_cuOccupancyMaxPotentialBlockSize(
 
 /* Entry points only the tests use, in the same form: the stand-in implements them and
  * the conformance suite resolves them, the backend never does. cuMemAllocManaged makes
- * the managed memory a kDLCUDAManaged producer hands to Tack. */
-#define TCU_TEST_ENTRY_POINTS(X) X(cuMemAllocManaged, cuMemAllocManaged, 6000)
+ * the managed memory a kDLCUDAManaged producer hands to Tack; the cuMemHost* calls
+ * make the page-locked host memory of a kDLCUDAHost producer. */
+#define TCU_TEST_ENTRY_POINTS(X)                     \
+    X(cuMemAllocManaged, cuMemAllocManaged, 6000)    \
+    X(cuMemHostAlloc, cuMemHostAlloc, 2020)          \
+    X(cuMemFreeHost, cuMemFreeHost, 2000)            \
+    X(cuMemHostRegister, cuMemHostRegister_v2, 6050) \
+    X(cuMemHostUnregister, cuMemHostUnregister, 4000)
 
 /* The oldest driver the backend accepts (cuDriverGetVersion's encoding, 1000 * major +
  * 10 * minor). cuCtxCreate, which only tests use (to make a non-primary context), needs

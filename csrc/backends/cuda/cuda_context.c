@@ -16,15 +16,6 @@
 
 #include "cuda_internal.h"
 
-/* The errors after which the context is unusable for the rest of the process (the
- * driver's "sticky" errors: every later call on the context returns them). */
-static bool
-is_sticky(tcu_result rc)
-{
-    return rc == TCU_ERROR_ILLEGAL_ADDRESS || rc == TCU_ERROR_LAUNCH_FAILED ||
-           (rc >= 714 && rc <= 719); /* hardware stack, illegal/misaligned access */
-}
-
 static tack_status
 sticky_failure(tack__cuda_state *s, tcu_result rc, const char *call)
 {
@@ -47,7 +38,7 @@ tack__cuda_check(tack__cuda_state *s, tcu_result rc, const char *call)
     if (rc == TCU_SUCCESS) {
         return TACK_OK;
     }
-    if (is_sticky(rc)) {
+    if (tcu_is_sticky(rc)) {
         tcu_result none = TCU_SUCCESS;
         atomic_compare_exchange_strong(&s->sticky, &none, rc);
         return sticky_failure(s, rc, call);

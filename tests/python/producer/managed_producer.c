@@ -5,10 +5,12 @@
  * It is a CUDA library of its own, as PyTorch or CuPy would be: it opens the driver
  * named by TACK_CUDA_DRIVER (the strict stand-in) or libcuda.so.1, works in each
  * device's primary context, allocates with cuMemAllocManaged (or cuMemAlloc, for
- * ordinary device memory), writes on a stream of its own, and hands the memory out as
+ * ordinary device memory, or cuMemHostAlloc, for page-locked host memory), writes on
+ * a stream of its own, and hands the memory out as
  * kDLCUDAManaged (or any other device type) DLPack capsules, legacy or versioned,
  * whose deleter frees the memory through the driver and counts its calls. Managed
- * memory is reachable from the host, so Python fills it through the address.
+ * and pinned memory are reachable from the host, so Python fills them through the
+ * address.
  *
  * The driver's types are declared here, independent of Tack's own transcription.
  */
@@ -30,6 +32,7 @@ typedef void *CUcontext, *CUstream, *CUevent;
 
 #define MAX_DEVICES 8
 #define CU_MEM_ATTACH_GLOBAL 1u
+#define CU_MEMHOSTALLOC_PORTABLE 1u
 #define CU_STREAM_NON_BLOCKING 1u
 #define CU_EVENT_DISABLE_TIMING 2u
 
@@ -48,6 +51,8 @@ static struct {
     CUresult (*event_record)(CUevent, CUstream);
     CUresult (*stream_wait)(CUstream, CUevent, unsigned);
     CUresult (*stream_sync)(CUstream);
+    CUresult (*host_alloc)(void **, size_t, unsigned);
+    CUresult (*free_host)(void *);
 } cu;
 
 /* Per device: the primary context, the producer's own stream and one event. */
@@ -88,7 +93,9 @@ load_driver(void)
                                         "cuEventCreate",
                                         "cuEventRecord",
                                         "cuStreamWaitEvent",
-                                        "cuStreamSynchronize"};
+                                        "cuStreamSynchronize",
+                                        "cuMemHostAlloc",
+                                        "cuMemFreeHost"};
     void *found[sizeof names / sizeof names[0]];
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         found[k] = dlsym(lib, names[k]);
@@ -154,28 +161,35 @@ leave_with(CUresult rc, const char *call)
     Py_RETURN_NONE;
 }
 
-/* alloc(nbytes, ordinal=0, managed=True) -> address */
+/* alloc(nbytes, ordinal=0, managed=True, *, pinned=False) -> address: managed memory,
+ * ordinary device memory, or (pinned) page-locked host memory from cuMemHostAlloc. */
 static PyObject *
 alloc(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kw[] = {"nbytes", "ordinal", "managed", NULL};
+    static char *kw[] = {"nbytes", "ordinal", "managed", "pinned", NULL};
     Py_ssize_t nbytes;
-    int ordinal = 0, managed = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|ip", kw, &nbytes, &ordinal,
-                                     &managed) ||
+    int ordinal = 0, managed = 1, pinned = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n|ip$p", kw, &nbytes, &ordinal,
+                                     &managed, &pinned) ||
         enter(ordinal) < 0) {
         return NULL;
     }
     CUdeviceptr p = 0;
-    CUresult rc = managed ? cu.alloc_managed(&p, (size_t)nbytes, CU_MEM_ATTACH_GLOBAL)
-                          : cu.alloc(&p, (size_t)nbytes);
+    void *host = NULL;
+    CUresult rc = pinned
+                      ? cu.host_alloc(&host, (size_t)nbytes, CU_MEMHOSTALLOC_PORTABLE)
+                  : managed ? cu.alloc_managed(&p, (size_t)nbytes, CU_MEM_ATTACH_GLOBAL)
+                            : cu.alloc(&p, (size_t)nbytes);
     leave();
     if (rc) {
-        driver_error(managed ? "cuMemAllocManaged" : "cuMemAlloc", rc);
+        driver_error(pinned    ? "cuMemHostAlloc"
+                     : managed ? "cuMemAllocManaged"
+                               : "cuMemAlloc",
+                     rc);
         return NULL;
     }
-    return PyLong_FromUnsignedLongLong(p);
+    return PyLong_FromUnsignedLongLong(pinned ? (CUdeviceptr)(uintptr_t)host : p);
 }
 
 /* write_async(address, nwords, value, ordinal=0): a 32-bit fill queued on the
@@ -254,6 +268,7 @@ typedef struct {
     int64_t shape[8], strides[8];
     CUdeviceptr address;
     int ordinal;
+    int pinned; /* cuMemHostAlloc memory: freed with cuMemFreeHost */
 } Block;
 
 static void
@@ -261,7 +276,8 @@ release(Block *b)
 {
     atomic_fetch_add(&deleted, 1);
     if (cu.push(contexts[b->ordinal]) == 0) {
-        (void)cu.free(b->address);
+        (void)(b->pinned ? cu.free_host((void *)(uintptr_t)b->address)
+                         : cu.free(b->address));
         leave();
     }
     free(b);
@@ -315,20 +331,21 @@ read_extents(PyObject *seq, int64_t *out)
 }
 
 /* capsule(address, shape, *, strides=None, versioned=True, device_type=13,
- *         device_id=0, ordinal=0)
- * -> a float32 tensor over address, which its deleter frees (allocated on ordinal). */
+ *         device_id=0, ordinal=0, pinned=False)
+ * -> a float32 tensor over address, which its deleter frees (allocated on ordinal;
+ * with cuMemFreeHost when pinned). */
 static PyObject *
 capsule(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kw[] = {"address",     "shape",     "strides", "versioned",
-                         "device_type", "device_id", "ordinal", NULL};
+    static char *kw[] = {"address",   "shape",   "strides", "versioned", "device_type",
+                         "device_id", "ordinal", "pinned",  NULL};
     unsigned long long address;
     PyObject *shape_obj, *strides_obj = Py_None;
-    int versioned = 1, device_type = 13, device_id = 0, ordinal = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KO|$Opiii", kw, &address,
+    int versioned = 1, device_type = 13, device_id = 0, ordinal = 0, pinned = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "KO|$Opiiip", kw, &address,
                                      &shape_obj, &strides_obj, &versioned, &device_type,
-                                     &device_id, &ordinal)) {
+                                     &device_id, &ordinal, &pinned)) {
         return NULL;
     }
     if (ordinal < 0 || ordinal >= MAX_DEVICES || !contexts[ordinal]) {
@@ -350,6 +367,7 @@ capsule(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     b->address = address;
     b->ordinal = ordinal;
+    b->pinned = pinned;
     Tensor t;
     memset(&t, 0, sizeof t);
     t.data = (void *)(uintptr_t)address;

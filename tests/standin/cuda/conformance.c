@@ -13,8 +13,9 @@ the driver
  * version cuda_abi.h pins, exactly as Tack's backend does. Each case runs in its own
  * process (the parent never touches the driver), so one crash fails one case. The cases
  * are in conformance_driver.c (documented behaviour without kernels),
- * conformance_kernels.c (modules and launches), conformance_managed.c (managed memory)
- * and conformance_standin.c (the stand-in's own strictness).
+ * conformance_kernels.c (modules and launches), conformance_managed.c (managed memory),
+ * conformance_host.c (page-locked host memory) and conformance_standin.c (the
+ * stand-in's own strictness).
  *
  * Marks:
  *   UNVERIFIED   the result the documentation implies, not yet confirmed on hardware;

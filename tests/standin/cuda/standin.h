@@ -6,10 +6,14 @@
  * handed out, is PROT_NONE for the life of the process, so a host dereference of a
  * device pointer faults at once; the alias is read-write and only the stand-in touches
  * it.
- * - Addresses come from bump allocators and are never reused, so a stale pointer is
- *   always recognised as freed. New memory is filled with 0xA5.
+ * - Pool addresses are reused once freed (as the driver's pools reuse them), and each
+ *   allocation is a record of its own, so work queued for the old one still faults.
+ *   Other addresses come from bump allocators. New memory is filled with 0xA5.
  * - Asynchronous work (copies, memsets, launches, frees) is queued per stream and only
  *   runs at a synchronization point, so a missing synchronization reads stale bytes.
+ *   Which work is ordered before which is tracked across streams (standin_order.c),
+ *   so memory used on a stream not ordered after its stream-ordered allocation, or
+ *   racing its stream-ordered free, faults.
  * - Every call is checked as the driver documents it, and where the documentation
  *   leaves room the stand-in takes the stricter reading (marked "stricter" in
  * comments).
@@ -21,6 +25,7 @@
 #define TACK_STANDIN_CUDA_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,10 +55,43 @@ STANDIN_EXPORT int tack_standin_cuda_register_twin(const char *entry,
                                                    tack_standin_twin_fn fn, void *user);
 STANDIN_EXPORT int tack_standin_cuda_module_source(struct CUmod_st *module,
                                                    const char *cuda_source);
+/* Tears the driver down now, as it is at process exit (docs/cuda.md): every later
+ * call returns CUDA_ERROR_DEINITIALIZED. A test hook: not part of the CUDA API. */
+STANDIN_EXPORT void tack_standin_cuda_teardown(void);
 
 /* ---- contexts, streams, events --------------------------------------------------- */
 
 struct standin_op;
+
+/* ---- ordering across streams (standin_order.c) ---------------------------------- */
+
+/* For each stream, the newest sequence number of its work certain to run first. */
+typedef struct standin_clock {
+    struct standin_tick {
+        struct CUstream_st *stream;
+        uint64_t seq;
+    } * ticks;
+    size_t n, cap;
+    bool everything; /* out of memory while growing: ordered after everything */
+} standin_clock;
+
+/* Where a queued operation stands: its stream, its sequence number, and what it is
+ * ordered after on other streams. */
+typedef struct standin_stamp {
+    struct CUstream_st *stream;
+    uint64_t seq;
+    standin_clock after;
+} standin_stamp;
+
+uint64_t standin_clock_get(const standin_clock *c, const struct CUstream_st *s);
+/* Raises c's entry for s to at least seq. */
+void standin_clock_tick(standin_clock *c, struct CUstream_st *s, uint64_t seq);
+void standin_clock_merge(standin_clock *into, const standin_clock *from);
+void standin_clock_copy(standin_clock *to, const standin_clock *from);
+void standin_clock_free(standin_clock *c);
+/* Whether the operation stamped `use` is certain to run after s's work up to seq. */
+bool standin_ordered_after(const standin_stamp *use, const struct CUstream_st *s,
+                           uint64_t seq);
 
 struct CUctx_st {
     int device;
@@ -73,7 +111,8 @@ struct CUstream_st {
     pthread_t owner;
     struct standin_op *head, *tail; /* pending work, oldest first */
     uint64_t last_seq;              /* sequence number of the newest queued operation */
-    int queries; /* cuStreamQuery calls that found this queue pending */
+    int queries;         /* cuStreamQuery calls that found this queue pending */
+    standin_clock clock; /* what the next operation queued here is ordered after */
     struct CUstream_st *next;
 };
 
@@ -82,27 +121,43 @@ struct CUevent_st {
     bool alive;
     struct CUstream_st *stream; /* where it was last recorded; NULL if never */
     uint64_t seq;               /* complete once `stream` ran past this sequence */
+    standin_clock clock;        /* what a wait on it orders after, `stream` included */
     int queries;
     struct CUevent_st *next;
 };
 
 /* ---- memory ---------------------------------------------------------------------- */
 
-enum standin_alloc_kind { ALLOC_PLAIN, ALLOC_ASYNC, ALLOC_VMM, ALLOC_MANAGED };
+enum standin_alloc_kind {
+    ALLOC_PLAIN,
+    ALLOC_ASYNC,
+    ALLOC_VMM,
+    ALLOC_MANAGED,
+    ALLOC_PINNED /* page-locked host memory (standin_host.c) */
+};
 
 /* One device allocation (cuMemAlloc, cuMemAllocAsync), one VMM mapping, or one managed
  * allocation (cuMemAllocManaged: host memory the host may read and write, alias ==
- * base). Kept after it is freed, so a later use is recognised as a use after free. */
+ * base). Kept after it is freed, so a later use is recognised as a use after free,
+ * and work queued for it still knows it when a new allocation reuses its address. */
 typedef struct standin_alloc {
     uintptr_t base;
     size_t nbytes;
+    size_t capacity;                  /* pool blocks: the bytes reserved at base */
+    struct standin_alloc *older;      /* the previous allocation at this block */
+    uint64_t born;                    /* the newest sequence number when it was made */
+    struct CUstream_st *alloc_stream; /* cuMemAllocAsync: usable in its stream order */
+    uint64_t alloc_seq;               /* ... after this operation of alloc_stream */
+    uint64_t ready_at;    /* 0, or the newest sequence number when alloc_seq ran */
     unsigned char *alias; /* where the stand-in reads and writes these bytes */
     struct CUctx_st *ctx;
     int device;
     enum standin_alloc_kind kind;
     bool freed;
+    bool host_owned;   /* ALLOC_PINNED: from cuMemHostAlloc (else registered) */
     bool free_pending; /* a cuMemFreeAsync is queued: no new work may use it */
     struct CUstream_st *free_stream; /* the stream that free is queued on */
+    const standin_stamp *free_stamp; /* the queued free's stamp; NULL once gone */
     uint64_t buffer_id;
     struct standin_vmm_handle *vmm; /* ALLOC_VMM: the physical allocation mapped */
     uintptr_t reservation;          /* ALLOC_VMM: start of the reserved range */
@@ -120,7 +175,15 @@ typedef struct standin_range {
 
 /* ---- queued operations ----------------------------------------------------------- */
 
-enum standin_op_kind { OP_COPY, OP_MEMSET, OP_WAIT, OP_FREE, OP_LAUNCH, OP_FAULT };
+enum standin_op_kind {
+    OP_COPY,
+    OP_MEMSET,
+    OP_WAIT,
+    OP_FREE,
+    OP_LAUNCH,
+    OP_FAULT,
+    OP_ALLOC /* a cuMemAllocAsync: the memory is usable after it in stream order */
+};
 
 typedef struct standin_op {
     enum standin_op_kind kind;
@@ -133,8 +196,11 @@ typedef struct standin_op {
     size_t count;
     struct CUstream_st *wait_stream; /* OP_WAIT: run wait_stream up to wait_seq */
     uint64_t wait_seq;
-    standin_alloc *alloc;             /* OP_FREE */
+    standin_alloc *alloc;     /* OP_FREE, OP_ALLOC */
+    standin_alloc *dst_alloc; /* OP_COPY, OP_MEMSET: the device sides, or NULL */
+    standin_alloc *src_alloc;
     struct standin_launch_op *launch; /* OP_LAUNCH, owned by the op */
+    standin_stamp stamp;              /* set when queued, for work that uses memory */
     struct standin_op *next;
 } standin_op;
 
@@ -143,6 +209,10 @@ typedef struct standin_op {
 typedef struct standin_state {
     bool initialized;
     pid_t init_pid; /* the process that called cuInit */
+    /* The driver has been torn down (process exit, or tack_standin_cuda_teardown):
+     * every later call but the version and error-name queries is DEINITIALIZED. Set
+     * without the lock at exit, so it is atomic. */
+    _Atomic bool torn_down;
     int ndevices;
     int driver_version; /* cuDriverGetVersion: TACK_STANDIN_DRIVER_VERSION, or 13000 */
     bool eager;         /* TACK_STANDIN_ASYNC=eager: run work when queued */
@@ -203,12 +273,18 @@ standin_alloc *standin_alloc_find(uintptr_t addr);
 /* True when [p, p + nbytes) overlaps the device view (a device address used as host).
  */
 bool standin_in_device_view(const void *p, size_t nbytes);
+/* The newest live managed or page-locked range overlapping [p, p + nbytes), or NULL.
+ */
+const standin_alloc *standin_host_overlapping(const void *p, size_t nbytes);
 /* Marks an allocation freed and gives its pages back. */
 void standin_alloc_release(standin_alloc *a);
-/* Host view of an address for the CPU twin of a launch queued on stream (see
- * standin_twin.h), or NULL. */
-void *standin_queued_translate(struct CUctx_st *ctx, struct CUstream_st *stream,
+/* Host view of an address for the CPU twin of a launch stamped `use` (see
+ * standin_twin.h), or NULL: not one live allocation the launch may use. */
+void *standin_queued_translate(struct CUctx_st *ctx, const standin_stamp *use,
                                uint64_t device_address, size_t nbytes);
+/* Whether queued work stamped `use` may touch a (an allocation it named when queued)
+ * now that it runs: not freed, not racing a free, ordered after its allocation. */
+bool standin_use_ok(const standin_alloc *a, const standin_stamp *use);
 /* Takes size bytes of the VMM address range, aligned; addresses are never reused. */
 tcu_result standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out);
 /* Adds an allocation (pool) or mapping (VMM) to the table. NULL when out of memory. */
@@ -231,8 +307,9 @@ void standin_discard_context(struct CUctx_st *ctx);
 
 /* ---- standin_module.c ------------------------------------------------------------ */
 
-/* Runs a queued launch (its CPU twin). False when the twin reports a device fault. */
-bool standin_launch_run(struct standin_launch_op *launch);
+/* Runs a queued launch (its CPU twin), stamped `use`. False when the twin reports a
+ * device fault. */
+bool standin_launch_run(struct standin_launch_op *launch, const standin_stamp *use);
 void standin_launch_free(struct standin_launch_op *launch);
 
 /* ---- standin_emulate.c ---------------------------------------------------------- */
@@ -241,7 +318,7 @@ void standin_launch_free(struct standin_launch_op *launch);
 typedef struct standin_launch_args {
     const char *entry;
     struct CUctx_st *ctx;
-    struct CUstream_st *stream;
+    const standin_stamp *use; /* where the launch was queued (standin_use_ok) */
     unsigned grid[3], block[3];
     size_t shared; /* dynamic shared memory bytes */
     const void *params;
@@ -256,7 +333,8 @@ void *standin_emulate_entry(const char *source, const char *entry);
  * (the reason logged). */
 bool standin_emulate_run(void *fn, const standin_launch_args *args);
 /* In the child of an emulated launch: makes the device pages of every allocation a
- * launch on stream may use accessible at their device addresses (standin_memory.c). */
-bool standin_expose_launch_memory(struct CUctx_st *ctx, struct CUstream_st *stream);
+ * launch stamped `use` may use accessible at their device addresses
+ * (standin_memory.c). */
+bool standin_expose_launch_memory(struct CUctx_st *ctx, const standin_stamp *use);
 
 #endif /* TACK_STANDIN_CUDA_H */

@@ -5,8 +5,9 @@
  * Environment (read once, at the first call):
  *   TACK_STANDIN_FAIL=name:k[:code][,name:k[:code]...]  the k-th call (from 1) of entry
  *       point `name` (its base name, e.g. cuMemAllocAsync) returns `code` (default 2,
- *       CUDA_ERROR_OUT_OF_MEMORY) without doing anything. A code of 700 (illegal
- *       address) also poisons the calling thread's context, as a real fault would.
+ *       CUDA_ERROR_OUT_OF_MEMORY) without doing anything. A sticky code (700, 702,
+ *       710, 714-719, 226: TCU_STICKY_RESULT_LIST) also poisons the calling thread's
+ *       context, as a real fault would.
  *   TACK_STANDIN_LOG=path   appends one line per call: "name(arguments) -> result".
  *   TACK_STANDIN_ASYNC=eager   runs queued work as soon as it is queued (for debugging;
  *       the default defers it to the next synchronization point).
@@ -112,12 +113,16 @@ configure(void)
 static tcu_result
 injected(const char *name)
 {
+    /* Every entry for the name counts every call, so two entries for one entry point
+     * each fire at their own k-th call. */
+    tcu_result rc = TCU_SUCCESS;
     for (int k = 0; k < nfaults; k++) {
-        if (strcmp(faults[k].name, name) == 0 && ++faults[k].calls == faults[k].at) {
-            return faults[k].code;
+        if (strcmp(faults[k].name, name) == 0 && ++faults[k].calls == faults[k].at &&
+            rc == TCU_SUCCESS) {
+            rc = faults[k].code;
         }
     }
-    return TCU_SUCCESS;
+    return rc;
 }
 
 static _Thread_local struct CUctx_st *ctx_stack[32];
@@ -132,7 +137,7 @@ standin_enter(const char *name)
     }
     tcu_result rc = injected(name);
     if (rc != TCU_SUCCESS) {
-        if (rc == TCU_ERROR_ILLEGAL_ADDRESS && ctx_depth > 0) {
+        if (tcu_is_sticky(rc) && ctx_depth > 0) {
             standin_poison(ctx_stack[ctx_depth - 1], rc);
         }
         return rc;
@@ -141,6 +146,9 @@ standin_enter(const char *name)
                    strcmp(name, "cuGetErrorName") == 0 ||
                    strcmp(name, "cuGetErrorString") == 0 ||
                    strcmp(name, "cuGetProcAddress") == 0;
+    if (atomic_load(&standin.torn_down) && !anytime) {
+        return TCU_ERROR_DEINITIALIZED;
+    }
     /* A child forked after cuInit cannot use the driver, not even to initialize it
      * again: CUDA is not fork-safe, and a test that forks must exec (or fork before
      * initializing) as it would have to on a GPU. */
@@ -255,7 +263,27 @@ context_kill(struct CUctx_st *c)
     /* It may stay on some thread's stack: every call through it then fails. */
 }
 
-/* ---- initialization and versions ------------------------------------------------- */
+/* ---- initialization, teardown and versions ------------------------------------ */
+
+/* At exit other threads may still be inside the stand-in, holding its lock: only the
+ * flag is set, and their next call sees it. */
+static void
+teardown_at_exit(void)
+{
+    atomic_store(&standin.torn_down, true);
+}
+
+STANDIN_EXPORT void
+tack_standin_cuda_teardown(void)
+{
+    (void)standin_enter("tack_standin_cuda_teardown");
+    /* What the driver owned goes with it: no queued work runs any more. */
+    for (struct CUctx_st *c = standin.contexts; c; c = c->next) {
+        standin_discard_context(c);
+    }
+    atomic_store(&standin.torn_down, true);
+    (void)standin_leave(TCU_SUCCESS, "tack_standin_cuda_teardown", "%s", "");
+}
 
 STANDIN_EXPORT tcu_result
 cuInit(unsigned int Flags)
@@ -273,6 +301,9 @@ cuInit(unsigned int Flags)
             if (rc == TCU_SUCCESS && !standin.initialized) {
                 standin.initialized = true;
                 standin.init_pid = getpid();
+                /* The driver shuts down at exit, after the exit handlers registered
+                 * before this one: a release from any of them meets a dead driver. */
+                (void)atexit(teardown_at_exit);
             }
         }
     }

@@ -331,7 +331,7 @@ static void __attribute__((noreturn)) child(void *fn, const standin_launch_args 
     const char *t = getenv("TACK_STANDIN_EMULATE_TIMEOUT");
     long seconds = t ? strtol(t, NULL, 10) : 0;
     alarm((unsigned)(seconds > 0 ? seconds : DEFAULT_TIMEOUT));
-    if (!standin_expose_launch_memory(a->ctx, a->stream)) {
+    if (!standin_expose_launch_memory(a->ctx, a->use)) {
         _exit(6);
     }
     emu_launch l = {.params = a->params,

@@ -1,6 +1,7 @@
 /*
  * standin_memory.c: device memory of the stand-in driver: the two views of one memfd,
- * the bump allocator, range checks, copies, memsets and pointer attributes.
+ * the pool allocator (bump, and reuse of freed blocks), range checks, copies, memsets
+ * and pointer attributes.
  *
  * Layout of the device address space (reserved once, at cuInit):
  *
@@ -24,13 +25,14 @@
 static unsigned char *view;  /* device addresses start here */
 static unsigned char *alias; /* the pool's bytes, as the stand-in sees them */
 static size_t pool_nbytes;
-static size_t pool_cursor; /* next free offset: never moves back */
+static size_t pool_cursor; /* next unused offset: never moves back */
 static int pool_fd = -1;
 static size_t vmm_cursor; /* next free offset in the VMM range */
 
-/* Every pool allocation in address order (the bump allocator appends in order), and
- * every allocation outside the pool, VMM mappings and managed memory (few; searched
- * linearly). Both keep freed entries. */
+/* Every pool block in address order (the bump allocator appends in order), each with
+ * its newest allocation (older ones hang off it, `older`), and every allocation
+ * outside the pool, VMM mappings, managed and pinned memory (few; searched linearly).
+ * Both keep freed entries: a freed block waits there for a fitting allocation. */
 static standin_alloc **allocs;
 static size_t nallocs, allocs_cap;
 static standin_alloc **mappings;
@@ -138,7 +140,7 @@ standin_alloc *
 standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *where,
                   struct CUctx_st *ctx, enum standin_alloc_kind kind)
 {
-    bool vmm = kind == ALLOC_VMM || kind == ALLOC_MANAGED; /* outside the pool */
+    bool vmm = kind != ALLOC_PLAIN && kind != ALLOC_ASYNC; /* outside the pool */
     if (!(vmm ? grow(&mappings, &mappings_cap, nmappings)
               : grow(&allocs, &allocs_cap, nallocs))) {
         return NULL;
@@ -153,6 +155,8 @@ standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *where,
     a->ctx = ctx;
     a->device = ctx ? ctx->device : 0;
     a->kind = kind;
+    a->capacity = nbytes;
+    a->born = standin.next_seq;
     a->buffer_id = ++standin.next_buffer_id;
     if (vmm) {
         mappings[nmappings++] = a;
@@ -192,15 +196,33 @@ standin_alloc_find(uintptr_t addr)
     return found;
 }
 
+const standin_alloc *
+standin_host_overlapping(const void *p, size_t nbytes)
+{
+    uintptr_t lo = (uintptr_t)p;
+    for (size_t k = 0; k < nmappings; k++) {
+        const standin_alloc *m = mappings[k];
+        bool host = m->kind == ALLOC_PINNED || m->kind == ALLOC_MANAGED;
+        if (host && !m->freed && m->base < lo + nbytes && lo < m->base + m->nbytes) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
 void
 standin_alloc_release(standin_alloc *a)
 {
     a->freed = true;
     a->free_pending = false;
+    a->free_stamp = NULL;
     if (a->kind == ALLOC_VMM) {
         return; /* the VMM code unmaps */
     }
-    if (a->kind == ALLOC_MANAGED) {
+    if (a->kind == ALLOC_PINNED && !a->host_owned) {
+        return; /* registered memory is the caller's */
+    }
+    if (a->kind == ALLOC_MANAGED || a->kind == ALLOC_PINNED) {
         /* Stricter: the pages are given back but the range stays reserved and becomes
          * inaccessible, so the address is never reused and a host access after the
          * free faults at once. */
@@ -219,20 +241,12 @@ standin_alloc_release(standin_alloc *a)
     }
 }
 
-/* queued_on: the stream of work already queued (NULL for new work). Queued work may
- * still use memory whose stream-ordered free (cuMemFreeAsync) was queued behind it
- * on the same stream (the free runs after it); new work may not, and neither may
- * work on another stream while the free is pending: on the driver that free can
- * happen while the work runs. */
+/* Whether a is memory ctx's device may use. */
 static bool
-alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx,
-                 const struct CUstream_st *queued_on)
+device_memory_of(const standin_alloc *a, const struct CUctx_st *ctx)
 {
-    if (a->freed || (a->free_pending && (!queued_on || a->free_stream != queued_on))) {
-        return false;
-    }
-    if (a->ctx && !a->ctx->alive) {
-        return false; /* a destroyed context takes its allocations with it */
+    if (a->kind == ALLOC_PINNED) {
+        return false; /* host memory (standin_host.c) */
     }
     /* Stricter than the driver, which with unified addressing copies from another
      * device's memory too: Tack must never hand one device's pointer to another.
@@ -240,18 +254,53 @@ alloc_usable_for(const standin_alloc *a, const struct CUctx_st *ctx,
     return a->kind == ALLOC_MANAGED || a->device == ctx->device;
 }
 
+/* Whether new work of ctx may name a: live, with no stream-ordered free queued. */
 static bool
 alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
 {
-    return alloc_usable_for(a, ctx, NULL);
+    if (a->freed || a->free_pending) {
+        return false;
+    }
+    if (a->ctx && !a->ctx->alive) {
+        return false; /* a destroyed context takes its allocations with it */
+    }
+    return device_memory_of(a, ctx);
 }
 
+/* Queued work may still use memory whose stream-ordered free was queued after it on
+ * its own stream, or on a stream ordered after it (the free runs after it). A free
+ * that can run first is a race on the driver; so is work on memory from
+ * cuMemAllocAsync that is not ordered after the allocation: on its stream, on a
+ * stream that waited for it, or queued once the host had waited for it. */
+bool
+standin_use_ok(const standin_alloc *a, const standin_stamp *use)
+{
+    if (a->freed || (a->ctx && !a->ctx->alive)) {
+        return false;
+    }
+    if (a->born >= use->seq) {
+        return false; /* made after the work was queued: it named an older one */
+    }
+    if (a->alloc_stream && !(a->ready_at && a->ready_at < use->seq) &&
+        !standin_ordered_after(use, a->alloc_stream, a->alloc_seq)) {
+        return false;
+    }
+    if (a->free_pending) {
+        const standin_stamp *f = a->free_stamp;
+        return f && (f->stream == use->stream ||
+                     standin_clock_get(&f->after, use->stream) >= use->seq);
+    }
+    return true;
+}
+
+/* use: the stamp of queued work that runs now, or NULL for new work. */
 static tcu_result
 range_of(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
-         const struct CUstream_st *queued_on, standin_range *out)
+         const standin_stamp *use, standin_range *out)
 {
     standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
-    if (!a || !alloc_usable_for(a, ctx, queued_on)) {
+    if (!a || !(use ? standin_use_ok(a, use) && device_memory_of(a, ctx)
+                    : alloc_usable(a, ctx))) {
         return TCU_ERROR_INVALID_VALUE;
     }
     size_t offset = (size_t)((uintptr_t)ptr - a->base);
@@ -277,15 +326,15 @@ standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, boo
     return range_of(ctx, ptr, nbytes, write, NULL, out);
 }
 
-/* Runs when a launch queued on stream executes: an argument released right after the
- * call (its cuMemFreeAsync queued behind the launch on that stream) is still the
- * launch's memory. */
+/* Runs when a launch executes: an argument released right after the call (its
+ * cuMemFreeAsync queued behind the launch on that stream) is still the launch's
+ * memory. */
 void *
-standin_queued_translate(struct CUctx_st *ctx, struct CUstream_st *stream,
+standin_queued_translate(struct CUctx_st *ctx, const standin_stamp *use,
                          uint64_t device_address, size_t nbytes)
 {
     standin_range r;
-    if (range_of(ctx, (tcu_deviceptr)device_address, nbytes, true, stream, &r) !=
+    if (range_of(ctx, (tcu_deviceptr)device_address, nbytes, true, use, &r) !=
             TCU_SUCCESS ||
         r.faults) {
         return NULL;
@@ -316,16 +365,16 @@ expose(const standin_alloc *a, const struct CUctx_st *ctx)
 }
 
 bool
-standin_expose_launch_memory(struct CUctx_st *ctx, struct CUstream_st *stream)
+standin_expose_launch_memory(struct CUctx_st *ctx, const standin_stamp *use)
 {
     bool ok = true;
     for (size_t k = 0; k < nallocs && ok; k++) {
-        if (alloc_usable_for(allocs[k], ctx, stream)) {
+        if (standin_use_ok(allocs[k], use) && device_memory_of(allocs[k], ctx)) {
             ok = expose(allocs[k], ctx);
         }
     }
     for (size_t k = 0; k < nmappings && ok; k++) {
-        if (alloc_usable_for(mappings[k], ctx, stream)) {
+        if (standin_use_ok(mappings[k], use) && device_memory_of(mappings[k], ctx)) {
             ok = expose(mappings[k], ctx);
         }
     }
@@ -334,27 +383,69 @@ standin_expose_launch_memory(struct CUctx_st *ctx, struct CUstream_st *stream)
 
 /* ---- allocation ------------------------------------------------------------------ */
 
+/* The freed pool block a new allocation of nbytes reuses, or NULL: the smallest whose
+ * capacity fits it without being twice as large, the lowest address among equals, so
+ * a test may rely on which address comes back. Its index in allocs is *at. */
+static standin_alloc *
+reusable_block(size_t nbytes, size_t *at)
+{
+    size_t need = align_up(nbytes, STANDIN_ALLOC_ALIGN);
+    standin_alloc *best = NULL;
+    for (size_t k = 0; k < nallocs; k++) {
+        standin_alloc *b = allocs[k];
+        if (b->freed && b->capacity >= need && b->capacity / 2 < need &&
+            (!best || b->capacity < best->capacity)) {
+            best = b;
+            *at = k;
+        }
+    }
+    return best;
+}
+
 static tcu_result
 pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
-           tcu_deviceptr *out)
+           standin_alloc **out)
 {
     if (nbytes == 0) {
         return TCU_ERROR_INVALID_VALUE;
     }
-    size_t off = align_up(pool_cursor, STANDIN_ALLOC_ALIGN);
-    if (off > pool_nbytes || nbytes > pool_nbytes - off) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+    size_t k = 0;
+    standin_alloc *old = reusable_block(nbytes, &k);
+    standin_alloc *a = NULL;
+    if (old) {
+        /* A new record at the old address: work still queued for the old allocation
+         * holds the old record, which stays freed. */
+        if (!(a = calloc(1, sizeof *a))) {
+            return TCU_ERROR_OUT_OF_MEMORY;
+        }
+        *a = (standin_alloc){.base = old->base,
+                             .nbytes = nbytes,
+                             .capacity = old->capacity,
+                             .older = old,
+                             .born = standin.next_seq,
+                             .alias = old->alias,
+                             .ctx = ctx,
+                             .device = ctx->device,
+                             .kind = kind,
+                             .buffer_id = ++standin.next_buffer_id};
+        allocs[k] = a;
     }
-    standin_alloc *a =
-        standin_alloc_add((uintptr_t)(view + off), nbytes, alias + off, ctx, kind);
-    if (!a) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+    else {
+        size_t off = align_up(pool_cursor, STANDIN_ALLOC_ALIGN);
+        if (off > pool_nbytes || nbytes > pool_nbytes - off) {
+            return TCU_ERROR_OUT_OF_MEMORY;
+        }
+        a = standin_alloc_add((uintptr_t)(view + off), nbytes, alias + off, ctx, kind);
+        if (!a) {
+            return TCU_ERROR_OUT_OF_MEMORY;
+        }
+        a->capacity = align_up(nbytes, STANDIN_ALLOC_ALIGN);
+        /* A gap of one alignment unit after each block: an overrun never lands in
+         * the next allocation. */
+        pool_cursor = off + a->capacity + STANDIN_ALLOC_ALIGN;
     }
-    /* A gap of one alignment unit after each allocation: an overrun never lands in
-     * the next allocation. */
-    pool_cursor = off + nbytes + STANDIN_ALLOC_ALIGN;
     memset(a->alias, STANDIN_FILL, nbytes);
-    *out = (tcu_deviceptr)a->base;
+    *out = a;
     return TCU_SUCCESS;
 }
 
@@ -367,11 +458,13 @@ cuMemAlloc_v2(tcu_deviceptr *dptr, size_t bytesize)
     if (rc == TCU_SUCCESS) {
         rc = standin_current(&ctx);
     }
+    standin_alloc *a = NULL;
     if (rc == TCU_SUCCESS) {
         rc =
-            dptr ? pool_alloc(ctx, bytesize, ALLOC_PLAIN, &p) : TCU_ERROR_INVALID_VALUE;
+            dptr ? pool_alloc(ctx, bytesize, ALLOC_PLAIN, &a) : TCU_ERROR_INVALID_VALUE;
     }
     if (rc == TCU_SUCCESS) {
+        p = (tcu_deviceptr)a->base;
         *dptr = p;
     }
     return standin_leave(rc, "cuMemAlloc", "bytes=%zu, ptr=0x%llx", bytesize, p);
@@ -390,14 +483,27 @@ cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize, tcu_stream hStream)
     if (rc == TCU_SUCCESS) {
         rc = standin_stream(ctx, hStream, &s);
     }
-    if (rc == TCU_SUCCESS) {
-        /* The memory is usable at once here; the driver makes it usable in stream
-         * order, which the stand-in does not model (docs/cuda.md). */
-        rc =
-            dptr ? pool_alloc(ctx, bytesize, ALLOC_ASYNC, &p) : TCU_ERROR_INVALID_VALUE;
+    standin_alloc *a = NULL;
+    standin_op *op = NULL;
+    if (rc == TCU_SUCCESS && !(op = standin_op_new(OP_ALLOC))) {
+        rc = TCU_ERROR_OUT_OF_MEMORY;
     }
     if (rc == TCU_SUCCESS) {
+        rc =
+            dptr ? pool_alloc(ctx, bytesize, ALLOC_ASYNC, &a) : TCU_ERROR_INVALID_VALUE;
+    }
+    if (rc == TCU_SUCCESS) {
+        /* Usable in stream order: after this operation of s, on s or on a stream
+         * ordered after it, or anywhere once the host waited for it. */
+        op->alloc = a;
+        standin_enqueue(s, op);
+        a->alloc_stream = s;
+        a->alloc_seq = op->seq;
+        p = (tcu_deviceptr)a->base;
         *dptr = p;
+    }
+    else {
+        free(op);
     }
     return standin_leave(rc, "cuMemAllocAsync", "bytes=%zu, stream=%p, ptr=0x%llx",
                          bytesize, (void *)hStream, p);
@@ -510,6 +616,7 @@ cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream)
         a->free_stream = s;
         op->alloc = a;
         standin_enqueue(s, op);
+        a->free_stamp = &op->stamp; /* what the free is ordered after */
     }
     return standin_leave(rc, "cuMemFreeAsync", "ptr=0x%llx, stream=%p", dptr,
                          (void *)hStream);
@@ -599,6 +706,8 @@ queue_transfer(struct CUctx_st *ctx, const transfer *t)
     }
     op->dst = to;
     op->src = from;
+    op->dst_alloc = dst.alloc; /* checked again when the work runs */
+    op->src_alloc = src.alloc;
     op->nbytes = nbytes;
     op->pattern = t->pattern;
     op->width = t->width;
@@ -744,6 +853,12 @@ cuMemsetD32Async(tcu_deviceptr dstDevice, unsigned int ui, size_t N, tcu_stream 
 
 /* ---- pointer attributes ---------------------------------------------------------- */
 
+static bool
+host_reachable(const standin_alloc *a)
+{
+    return a->kind == ALLOC_MANAGED || a->kind == ALLOC_PINNED;
+}
+
 /* Writes one attribute of a (possibly NULL: not a CUDA pointer) allocation. The value
  * types are those the driver documents: CUcontext, unsigned int, CUdeviceptr, void *,
  * unsigned long long, bool, int. */
@@ -760,7 +875,9 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
     case TCU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
         /* Managed memory reads as device memory, as on Linux (the runtime documents
          * that either DEVICE or HOST may come back; IS_MANAGED is what tells). */
-        unsigned v = a ? TCU_MEMORYTYPE_DEVICE : 0;
+        unsigned v = !a                        ? 0
+                     : a->kind == ALLOC_PINNED ? TCU_MEMORYTYPE_HOST
+                                               : TCU_MEMORYTYPE_DEVICE;
         memcpy(data, &v, sizeof v);
         return TCU_SUCCESS;
     }
@@ -770,12 +887,12 @@ write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_devicept
         return TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_HOST_POINTER: {
-        /* Managed memory is reached from the host at the same address; device memory
-         * has no host address. */
-        bool managed = a && a->kind == ALLOC_MANAGED;
-        void *v = managed ? (void *)(uintptr_t)ptr : NULL;
+        /* Managed and pinned memory are reached from the host at the same address;
+         * device memory has no host address. */
+        bool host = a && host_reachable(a);
+        void *v = host ? (void *)(uintptr_t)ptr : NULL;
         memcpy(data, &v, sizeof v);
-        return a && !managed ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
+        return a && !host ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
     }
     case TCU_POINTER_ATTRIBUTE_BUFFER_ID: {
         unsigned long long v = a ? a->buffer_id : 0;
@@ -865,7 +982,7 @@ cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attrib
                     rc = TCU_ERROR_INVALID_VALUE;
                 }
                 else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER &&
-                         !(a && a->kind == ALLOC_MANAGED)) {
+                         !(a && host_reachable(a))) {
                     void *none = NULL;
                     memcpy(data[k], &none, sizeof(void *));
                 }

@@ -61,6 +61,7 @@ typedef struct standin_launch_op {
     unsigned shared;
     unsigned char *params;
     size_t params_nbytes;
+    const standin_stamp *use; /* while it runs: where it was queued */
 } standin_launch_op;
 
 typedef struct twin {
@@ -119,16 +120,17 @@ static void *
 launch_translate(void *launch, uint64_t device_address, size_t nbytes)
 {
     const standin_launch_op *l = launch;
-    return standin_queued_translate(l->ctx, l->stream, device_address, nbytes);
+    return standin_queued_translate(l->ctx, l->use, device_address, nbytes);
 }
 
 bool
-standin_launch_run(standin_launch_op *l)
+standin_launch_run(standin_launch_op *l, const standin_stamp *use)
 {
+    l->use = use;
     if (l->emulated) {
         standin_launch_args a = {.entry = l->entry,
                                  .ctx = l->ctx,
-                                 .stream = l->stream,
+                                 .use = use,
                                  .grid = {l->grid[0], l->grid[1], l->grid[2]},
                                  .block = {l->block[0], l->block[1], l->block[2]},
                                  .shared = l->shared,

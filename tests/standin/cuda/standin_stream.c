@@ -95,6 +95,10 @@ op_free(standin_op *op)
     if (op->kind == OP_LAUNCH) {
         standin_launch_free(op->launch);
     }
+    if (op->kind == OP_FREE && op->alloc->free_stamp == &op->stamp) {
+        op->alloc->free_stamp = NULL; /* dropped unrun (a dead context) */
+    }
+    standin_clock_free(&op->stamp.after);
     free(op);
 }
 
@@ -134,6 +138,8 @@ wait_on(struct CUstream_st *s, struct CUstream_st *t)
     w->wait_stream = t;
     w->wait_seq = t->last_seq;
     append(s, w);
+    standin_clock_merge(&s->clock, &t->clock);
+    standin_clock_tick(&s->clock, t, w->wait_seq);
 }
 
 /* The legacy stream's implicit synchronization with the blocking streams. */
@@ -158,6 +164,12 @@ standin_enqueue(struct CUstream_st *s, standin_op *op)
 {
     implicit_waits(s);
     append(s, op);
+    if (op->kind != OP_WAIT && op->kind != OP_ALLOC) {
+        /* Work that uses memory remembers what it is ordered after. */
+        op->stamp.stream = s;
+        op->stamp.seq = op->seq;
+        standin_clock_copy(&op->stamp.after, &s->clock);
+    }
     if (standin.eager) {
         standin_run_until(s, s->last_seq);
     }
@@ -173,20 +185,42 @@ fill(unsigned char *dst, uint32_t pattern, unsigned width, size_t count)
     }
 }
 
+/* Whether the memory a copy, memset or free names may be touched now (see
+ * standin_use_ok): on the driver, the other outcomes are a race or a use after free. */
+static bool
+uses_ok(const standin_op *op)
+{
+    const standin_alloc *a = op->kind == OP_FREE ? op->alloc : op->dst_alloc;
+    return (!a || standin_use_ok(a, &op->stamp)) &&
+           (!op->src_alloc || standin_use_ok(op->src_alloc, &op->stamp));
+}
+
 static void
 execute(struct CUstream_st *s, standin_op *op)
 {
+    bool ok = true;
     switch (op->kind) {
-    case OP_COPY: memmove(op->dst, op->src, op->nbytes); break;
-    case OP_MEMSET: fill(op->dst, op->pattern, op->width, op->count); break;
-    case OP_WAIT: standin_run_until(op->wait_stream, op->wait_seq); break;
-    case OP_FREE: standin_alloc_release(op->alloc); break;
-    case OP_LAUNCH:
-        if (!standin_launch_run(op->launch)) {
-            standin_poison(s->ctx, TCU_ERROR_ILLEGAL_ADDRESS);
+    case OP_COPY:
+        if ((ok = uses_ok(op))) {
+            memmove(op->dst, op->src, op->nbytes);
         }
         break;
-    case OP_FAULT: standin_poison(s->ctx, TCU_ERROR_ILLEGAL_ADDRESS); break;
+    case OP_MEMSET:
+        if ((ok = uses_ok(op))) {
+            fill(op->dst, op->pattern, op->width, op->count);
+        }
+        break;
+    case OP_WAIT: standin_run_until(op->wait_stream, op->wait_seq); break;
+    case OP_FREE:
+        ok = uses_ok(op);
+        standin_alloc_release(op->alloc);
+        break;
+    case OP_LAUNCH: ok = standin_launch_run(op->launch, &op->stamp); break;
+    case OP_FAULT: ok = false; break;
+    case OP_ALLOC: op->alloc->ready_at = standin.next_seq; break;
+    }
+    if (!ok) {
+        standin_poison(s->ctx, TCU_ERROR_ILLEGAL_ADDRESS);
     }
 }
 
@@ -379,6 +413,7 @@ cuStreamWaitEvent(tcu_stream hStream, tcu_event hEvent, unsigned int Flags)
                 w->wait_stream = e->stream;
                 w->wait_seq = e->seq;
                 standin_enqueue(s, w);
+                standin_clock_merge(&s->clock, &e->clock);
             }
         }
     }
@@ -458,6 +493,8 @@ cuEventRecord(tcu_event hEvent, tcu_stream hStream)
             e->stream = s;
             e->seq = s->last_seq;
             e->queries = 0;
+            standin_clock_copy(&e->clock, &s->clock);
+            standin_clock_tick(&e->clock, s, e->seq);
         }
     }
     return standin_leave(rc, "cuEventRecord", "event=%p, stream=%p", (void *)hEvent,
