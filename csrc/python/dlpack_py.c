@@ -58,10 +58,10 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long l
                          "%s must be None or a tuple of two ints, not %R", what, obj);
         return -1;
     }
-    *a = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
-    if (!(*a == -1 && PyErr_Occurred())) {
-        *b = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
-    }
+    long long first = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 0));
+    long long second = first == -1 && PyErr_Occurred()
+                           ? -1
+                           : PyLong_AsLongLong(PyTuple_GET_ITEM(obj, 1));
     if (PyErr_Occurred()) {
         /* Only an int past 64 bits fails here: no version or device is that. */
         PyErr_Clear();
@@ -69,6 +69,8 @@ int_pair(tackpy_state *st, PyObject *obj, const char *what, long long *a, long l
                          "%s=%R has an int that does not fit in 64 bits", what, obj);
         return -1;
     }
+    *a = first;
+    *b = second;
     return 0;
 }
 

@@ -30,9 +30,9 @@ tackpy_dtype_from_object(tackpy_state *st, PyObject *obj, tack_dtype *out)
         }
         if ((size_t)len != strlen(name)) {
             /* The C rule reads up to the first NUL: "f4\0junk" must not be f4. */
-            return tackpy_raise_fmt_int(st, TACK_ERR_BAD_DTYPE,
-                                        "the dtype name %R contains a NUL character",
-                                        obj);
+            tackpy_raise_fmt_int(st, TACK_ERR_BAD_DTYPE,
+                                 "the dtype name %R contains a NUL character", obj);
+            return -1;
         }
         status = tack_dtype_from_name(name, out);
         return status == TACK_OK ? 0 : tackpy_raise_int(st, status);

@@ -94,7 +94,7 @@ CASE(copy_2d_gathers_strided_elements, 0)
     c.WidthInBytes = 8;
     c.Height = 32;
     copy_2d_to_host(&c, s, out, sizeof out);
-    for (uint32_t k = 0; k < 32; k++) {
+    for (size_t k = 0; k < 32; k++) {
         EXPECT_EQ(out[2 * k], 3 * k);
         EXPECT_EQ(out[2 * k + 1], 3 * k + 1);
     }

@@ -79,6 +79,7 @@ emu_log(const char *fmt, ...)
     char line[768];
     va_list ap;
     va_start(ap, fmt);
+    // NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): va_start is just above
     int n = vsnprintf(line, sizeof line - 1, fmt, ap);
     va_end(ap);
     size_t len = n < 0 ? 0 : (size_t)n >= sizeof line - 1 ? sizeof line - 2 : (size_t)n;
