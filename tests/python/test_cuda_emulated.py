@@ -13,7 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cuda_emulator import Launch, build, emulate, gxx_available
-from test_kernels_reductions import float_bits, highest32, lowest, min_max_cases, min_max_inputs
+from test_kernels_reductions import (
+    float_bits,
+    highest32,
+    lowest,
+    min_max_cases,
+    min_max_inputs,
+    product_from,
+    reduce_identity,
+    sum_from,
+)
 
 import tack
 from tack.kernel import generate_cuda
@@ -286,3 +295,42 @@ def test_float_min_and_max_give_pythons_answer_on_any_grid(work, grid, block):
             ck = generate_cuda(k, sig(*args))
             rec = emulate(ck, args, work, grid, block)
             assert float_bits(rec.result_f) == float_bits(want), (k.__name__, start)
+
+
+def grid_reduce(values, init, op, grid, block):
+    """The documented association of a float sum (op np.add) or product
+    (np.multiply) on one launch shape: thread k of the grid's G = grid * block reduces
+    trips k, k + G, ... in order from op's identity; each block folds its threads in
+    the tree that joins thread t + w into thread t for w = 1, 2, 4, ...; the finish
+    folds the blocks into init in block order."""
+    g = grid * block
+    mine = [op.accumulate(values[k::g])[-1] if k < len(values)
+            else reduce_identity(op, values.dtype) for k in range(g)]
+    acc = values.dtype.type(init)
+    for b in range(grid):
+        sh = mine[b * block:(b + 1) * block]
+        w = 1
+        while w < block:
+            for t in range(0, block - w, 2 * w):
+                sh[t] = op(sh[t], sh[t + w])
+            w *= 2
+        acc = op(acc, sh[0])
+    return float(acc)
+
+
+@pytest.mark.parametrize("grid,block", [(1, 1), (3, 4), (4, 7), (2, 32)])
+def test_float_sums_and_products_follow_the_launch_shape(work, grid, block):
+    # The same trip count and launch shape give the same bits on every run: the bits
+    # of grid_reduce's association (not the CPU's chunks, so not always the CPU's).
+    rng = np.random.default_rng(23)
+    for n in (1, 5, 333, 1000):
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(n).astype(dtype)
+            for k, values, init, op in ((sum_from, x, dtype(0.5), np.add),
+                                        (product_from, (1 + 0.1 * x).astype(dtype),
+                                         dtype(1.5), np.multiply)):
+                ck = generate_cuda(k, sig(values, init))
+                runs = {float_bits(emulate(ck, [values, init], work, grid, block).result_f)
+                        for _ in range(2)}
+                want = float_bits(grid_reduce(values, init, op, grid, block))
+                assert runs == {want}, (k.__name__, dtype.__name__, n)

@@ -30,15 +30,20 @@ def total(x):
 
 
 def chunked_sum(values, init, dtype=np.float64):
-    """The documented association: chunks of ceil(n / 256) trips, each summed as 8
-    interleaved partials (interleaved_sum), then folded into init in chunk order
-    (in dtype arithmetic)."""
-    values = [dtype(v) for v in values]
+    """The documented association of a parallel loop's float sum (chunked)."""
+    return chunked(np.asarray(values, dtype), init, np.add)
+
+
+def chunked(values, init, op):
+    """The documented association of a parallel loop's float sum (op np.add) or
+    product (np.multiply) over values: chunks of ceil(n / 256) trips, each reduced
+    as 8 interleaved partials (interleaved), then folded into init in chunk order,
+    in the values' dtype."""
     n = len(values)
     chunk = -(-n // REDUCE_CHUNKS)
-    acc = dtype(init)
+    acc = values.dtype.type(init)
     for c in range(0, n, chunk):
-        acc = dtype(acc + dtype(interleaved_sum(values[c:c + chunk], -0.0, dtype)))
+        acc = op(acc, interleaved(values[c:c + chunk], op))
     return float(acc)
 
 
@@ -51,20 +56,71 @@ def test_float_sum_follows_the_chunked_order():
     assert math.isclose(got, math.fsum(x.tolist()), rel_tol=1e-9, abs_tol=1e-9)
 
 
-def test_float_sum_is_the_same_on_any_thread_count(tmp_path):
-    script = tmp_path / "sum_threads.py"
-    script.write_text("import numpy as np\nimport tack\n\n"
-                      + inspect.getsource(total.__wrapped__) + textwrap.dedent('''
-        x = np.random.default_rng(11).standard_normal(1 << 20).astype(np.float32)
-        print(total(tack.array(x)).hex())
-    '''))
-    outs = set()
-    for threads in ("1", "2", "3"):
-        env = dict(os.environ, TACK_NUM_THREADS=threads)
-        r = subprocess.run([sys.executable, str(script)], env=env, check=True,
-                           capture_output=True, text=True)
-        outs.add(r.stdout.strip())
-    assert len(outs) == 1, outs
+@tack.kernel
+def sum_from(x, init):
+    s = init
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+@tack.kernel
+def product_from(x, init):
+    s = init
+    for i in range(x.shape[0]):
+        s *= x[i]
+    return s
+
+
+# sizes below one chunk per trip, around 256 chunks and 8 partials, and large
+# enough for a parallel launch on any pool
+REPRO_SIZES = (1, 7, 255, 257, 1000, 2049, 100_003, (1 << 20) + 5)
+
+
+def repro_cases():
+    """(kernel, values, init, op) for float32 and float64 sums and products: the
+    init's type is the accumulator's (np.float32: a float32 reduction)."""
+    rng = np.random.default_rng(19)
+    for n in REPRO_SIZES:
+        for dtype in (np.float32, np.float64):
+            x = rng.standard_normal(n).astype(dtype)
+            yield sum_from, x, dtype(0.5), np.add
+            # factors near 1 keep a long product finite and its rounding visible
+            yield product_from, (1 + 1e-3 * x).astype(dtype), dtype(1.5), np.multiply
+
+
+REPRO_SCRIPT = '''
+import sys
+import tack
+sys.path.insert(0, {here!r})
+from test_kernels_reductions import float_bits, repro_cases
+for k, x, init, _ in repro_cases():
+    print(float_bits(k(tack.array(x), init)))
+stats = tack._tack._kernel_stats()
+print(stats["num_threads"], stats["parallel_launches"] > 0)
+'''
+
+
+def test_float_sums_and_products_are_the_same_on_any_thread_count(tmp_path):
+    # The chunks follow the trip count alone, so every pool size and every run gives
+    # the bits of the documented association.
+    want = [float_bits(chunked(x, init, op)) for _, x, init, op in repro_cases()]
+    in_order = [float_bits(float(op.accumulate(np.concatenate([[init], x]))[-1]))
+                for _, x, init, op in repro_cases()]
+    assert want != in_order  # the association is not the serial one: bits can tell
+    script = tmp_path / "repro.py"
+    script.write_text(REPRO_SCRIPT.format(here=os.path.dirname(__file__)))
+    for threads in ("1", "2", "3", "7"):
+        for run in range(2):
+            env = dict(os.environ, TACK_NUM_THREADS=threads)
+            r = subprocess.run([sys.executable, str(script)], env=env,
+                               capture_output=True, text=True, timeout=300, check=False)
+            assert r.returncode == 0, r.stderr[-3000:]
+            *got, pool = r.stdout.splitlines()
+            assert pool == f"{threads} {threads != '1'}"  # the pool really ran
+            bad = [(k.__name__, x.dtype.name, len(x)) for (k, x, _, _), g, w in
+                   zip(repro_cases(), got, want, strict=True) if g != w]
+            assert not bad, (threads, run, bad)
 
 
 @tack.kernel
@@ -161,15 +217,8 @@ def test_serial_update_form_keeps_pythons_order():
 
 
 def test_empty_loop_returns_the_initial_value():
-    @tack.kernel
-    def start_at(x, init):
-        s = init
-        for i in range(x.shape[0]):
-            s += x[i]
-        return s
-
-    assert start_at(tack.zeros(0, dtype=tack.f64), 2.5) == 2.5
-    assert start_at(tack.array(np.array([1.0, 2.0])), 2.5) == 5.5
+    assert sum_from(tack.zeros(0, dtype=tack.f64), 2.5) == 2.5
+    assert sum_from(tack.array(np.array([1.0, 2.0])), 2.5) == 5.5
 
 
 def test_value_read_after_the_loop_runs_serially():
@@ -200,20 +249,32 @@ def test_return_errors():
         tack.kernel(early)
 
 
-def interleaved_sum(values, init, dtype=np.float64, partials=8):
-    """The documented association of an inner loop's float sum: trip k of the
-    whole blocks of 8 goes to partial k % 8, the remainder to partial 0, and the
-    partials fold pairwise ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) into init."""
-    values = [dtype(v) for v in values]
-    p = [dtype(-0.0)] * partials
+def interleaved_sum(values, init, dtype=np.float64):
+    """The documented association of an inner loop's float sum (interleaved),
+    folded into init."""
+    return float(dtype(dtype(init) + interleaved(np.asarray(values, dtype), np.add)))
+
+
+def reduce_identity(op, dtype):
+    """Where a float sum's (np.add) or product's (np.multiply) partials start."""
+    return np.dtype(dtype).type(-0.0 if op is np.add else 1.0)
+
+
+def interleaved(values, op, partials=8):
+    """values reduced with op (np.add or np.multiply) as the documented interleaved
+    partials: trip k of the whole blocks of 8 goes to partial k % 8, the remainder
+    to partial 0, and the partials fold pairwise ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)).
+    Each partial starts at op's identity, which leaves its first value's bits as
+    they are, so accumulate (strictly in order) gives it from its first value."""
+    identity = reduce_identity(op, values.dtype)
     whole = len(values) // partials * partials
-    for k in range(whole):
-        p[k % partials] = dtype(p[k % partials] + values[k])
-    for k in range(whole, len(values)):
-        p[0] = dtype(p[0] + values[k])
+    p = list(op.accumulate(values[:whole].reshape(-1, partials), axis=0)[-1]
+             if whole else [identity] * partials)
+    for v in values[whole:]:
+        p[0] = op(p[0], v)
     while len(p) > 1:
-        p = [dtype(p[k] + p[k + 1]) for k in range(0, len(p), 2)]
-    return float(dtype(dtype(init) + p[0]))
+        p = [op(p[k], p[k + 1]) for k in range(0, len(p), 2)]
+    return p[0]
 
 
 @tack.kernel

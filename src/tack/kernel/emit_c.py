@@ -16,8 +16,7 @@ reductions' fold are this file's.
 from __future__ import annotations
 
 import math
-import re
-from importlib import resources
+import os
 
 from tack._tack import _KERNEL_ABI
 from tack.kernel import lir
@@ -56,14 +55,35 @@ def header(name: str, half: bool = True, cxx: bool = False) -> str:
     unless cxx (the target is C++). Read once."""
     text = _headers.get((name, half, cxx))
     if text is None:
-        text = resources.files("tack.kernel").joinpath(name).read_text("utf-8")
-        text = re.sub(r"/\*.*?\*/\n?", "", text, flags=re.S)
+        # a plain read beside this file (the headers are installed with the package):
+        # a warm call in a new process emits the source to find its cached build, so
+        # this runs there, and importlib.resources alone would cost it milliseconds
+        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+            text = _cut(f.read(), "/*", "*/")
         if not half:
-            text = re.sub(r"#ifdef TK_HALF\n.*?#endif\n?", "", text, flags=re.S)
+            text = _cut(text, "#ifdef TK_HALF\n", "#endif")
         if not cxx:
-            text = re.sub(r"#ifdef __cplusplus\n.*?#endif\n?", "", text, flags=re.S)
+            text = _cut(text, "#ifdef __cplusplus\n", "#endif")
         _headers[(name, half, cxx)] = text
     return text
+
+
+def _cut(text: str, start: str, end: str) -> str:
+    """text without each span from start to the first end after it, and the newline
+    right after that end (string search: compiling patterns would cost a new process
+    more than reading the header)."""
+    out = []
+    pos = 0
+    while (i := text.find(start, pos)) >= 0:
+        j = text.find(end, i + len(start))
+        if j < 0:
+            break
+        out.append(text[pos:i])
+        pos = j + len(end)
+        if text.startswith("\n", pos):
+            pos += 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def c_string(s: str) -> str:
