@@ -172,8 +172,8 @@ _emit = emit_cuda.emit_cuda
 
 def _broken(plan):
     k = _emit(plan)
-    assert "tk_k < tk_n;" in k.source
-    k.source = k.source.replace("tk_k < tk_n;", "tk_k < tk_n - 1;")
+    assert "tk_g < tk_gn;" in k.source
+    k.source = k.source.replace("tk_g < tk_gn;", "tk_g + 1 < tk_gn;")
     return k
 
 

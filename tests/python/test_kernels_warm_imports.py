@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
         del sys.modules[name]
     for h in hidden:
         parent, _, leaf = h.rpartition(".")
-        if hasattr(sys.modules[parent], leaf):
+        if parent in sys.modules and hasattr(sys.modules[parent], leaf):
             delattr(sys.modules[parent], leaf)
     start = set(sys.modules)
     import tack
