@@ -686,13 +686,15 @@ tackpy_kernel_stats_fn(PyObject *module, PyObject *unused)
     tack_kernel_stats s;
     tack_kernel_get_stats(&s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles, "disk_hits",
-        (unsigned long long)s.disk_hits, "memory_hits",
+        "{sKsKsKsKsKsKsKsKsKsKsi}", "compiles", (unsigned long long)s.compiles,
+        "disk_hits", (unsigned long long)s.disk_hits, "memory_hits",
         (unsigned long long)s.memory_hits, "rebuilds", (unsigned long long)s.rebuilds,
         "failures", (unsigned long long)s.failures, "parallel_launches",
         (unsigned long long)s.parallel_launches, "serial_launches",
         (unsigned long long)s.serial_launches, "restrict_launches",
-        (unsigned long long)s.restrict_launches, "num_threads",
+        (unsigned long long)s.restrict_launches, "plain_atomic_launches",
+        (unsigned long long)s.plain_atomic_launches, "privatized_launches",
+        (unsigned long long)s.privatized_launches, "num_threads",
         tack_kernel_num_threads());
 }
 

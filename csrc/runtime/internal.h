@@ -308,6 +308,8 @@ typedef struct tack__cpu_kernel {
     tack__trips_fn trips;
     tack__body_fn body;
     tack__body_fn body_restrict; /* NULL when the kernel has none */
+    tack__body_fn body_serial;   /* plain atomics for one thread; NULL: none */
+    bool atomics;                /* the kernel (serial or not) has atomic updates */
     tack__finish_fn finish;      /* NULL when the kernel has none */
     int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */

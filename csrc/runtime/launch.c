@@ -31,7 +31,8 @@
 #define REDUCE_CHUNKS 256
 /* Partial sizes beyond this are not a kernel's (a corrupt constant). */
 
-_Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict;
+_Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict,
+    tack__stat_plain_atomic, tack__stat_privatized;
 
 /* ---- checks --------------------------------------------------------------------- */
 
@@ -249,7 +250,10 @@ tack__kernel_optional(tack__cpu_kernel *k, void *handle)
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     void *restricted = dlsym(handle, "tack_kernel_body_restrict");
     void *finish = dlsym(handle, "tack_kernel_finish");
+    void *serial = dlsym(handle, "tack_kernel_body_serial");
     memcpy(&k->body_restrict, &restricted, sizeof restricted);
+    memcpy(&k->body_serial, &serial, sizeof serial);
+    k->atomics = dlsym(handle, "tack_kernel_atomics") != NULL;
     memcpy(&k->finish, &finish, sizeof finish);
     k->pub.nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
     k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
@@ -429,6 +433,11 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
             return;
         }
     }
+    if (k->body_serial) {
+        /* one thread: no other chunk updates the arrays, plain updates suffice */
+        l->body = k->body_serial;
+        atomic_fetch_add_explicit(&tack__stat_plain_atomic, 1, memory_order_relaxed);
+    }
     uint64_t t0 = tack__now_ns();
     int64_t step = fixed_chunk ? fixed_chunk : n;
     for (int64_t begin = 0; begin < n;) {
@@ -466,9 +475,16 @@ run(launch *l)
     if (n < 0) {
         l->body(0, 1, l->params, &l->pub);
         atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
+        if (k->atomics) { /* a serial kernel's atomics are plain updates */
+            atomic_fetch_add_explicit(&tack__stat_plain_atomic, 1,
+                                      memory_order_relaxed);
+        }
     }
     else if (n > 0) {
         run_trips(l, n, l->pub.chunk);
+    }
+    if (__atomic_load_n(&l->pub.privatized, __ATOMIC_RELAXED)) {
+        atomic_fetch_add_explicit(&tack__stat_privatized, 1, memory_order_relaxed);
     }
     if (k->finish && n >= 0 && !__atomic_load_n(&l->pub.failed, __ATOMIC_ACQUIRE)) {
         k->finish(l->params, &l->pub, nchunks);

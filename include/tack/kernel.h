@@ -47,6 +47,10 @@
  *       after the body: combines the partials in chunk order and stores the
  *       returned value (a parallel kernel with a return or a reduction)
  *
+ *   void tack_kernel_body_serial(...);   the same signature and effect as
+ *       tack_kernel_body, for a launch that runs every trip on one thread: its
+ *       atomic updates are plain ones
+ *
  *   void tack_kernel_body_restrict(...);   the same signature and effect as
  *       tack_kernel_body, compiled on the promise that no array the kernel stores
  *       to overlaps another array argument (its pointers are restrict); the launch
@@ -56,7 +60,8 @@
  * The generated code includes no Tack header: it declares the context struct below
  * and its parameter block itself, so their layouts are part of the ABI (the
  * context only grows at the end). ABI 2 added the context's last four fields, ABI 3
- * the parameter block.
+ * the parameter block. The context's privatized field came later without a new
+ * version: a kernel that does not declare it never writes it.
  */
 #ifndef TACK_KERNEL_H
 #define TACK_KERNEL_H
@@ -120,6 +125,7 @@ struct tack_kernel_ctx {
     int64_t chunk;    /* trips per chunk of a reduction kernel */
     int64_t result_i; /* a returned int or bool */
     double result_f;  /* a returned float */
+    int privatized;   /* set by a chunk that updated private copies of arrays */
 };
 
 /* What a kernel returns. */
@@ -349,6 +355,10 @@ typedef struct tack_kernel_stats {
     uint64_t parallel_launches;
     uint64_t serial_launches;
     uint64_t restrict_launches; /* launches that ran a restrict body */
+    /* launches of a kernel with atomics that ran on one thread with plain updates */
+    uint64_t plain_atomic_launches;
+    /* parallel launches in which a chunk updated private copies of arrays */
+    uint64_t privatized_launches;
 } tack_kernel_stats;
 /* A NULL out does nothing. */
 TACK_API void tack_kernel_get_stats(tack_kernel_stats *out);

@@ -25,6 +25,11 @@ from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
 KEY_ARRAY = 0x10000  # kernel.h's TACK_KERNEL_KEY_ARRAY
 FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double field
+# A chunk updates private copies of its privatizable arrays (lir.Private) when they
+# hold at most this many bytes together (they live on the chunk's stack) and at most
+# as many elements as the chunk has trips (zeroing and merging them costs no more
+# than the trips). docs/kernels.md states the bound.
+PRIVATE_MAX_NBYTES = 65536
 
 ABI = f"""#include <stdint.h>
 #include <math.h>
@@ -38,6 +43,7 @@ typedef struct tk_ctx {{
     char *partials;
     int64_t chunk, result_i;
     double result_f;
+    int privatized;
 }} tk_ctx;
 #define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
 TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
@@ -124,6 +130,9 @@ class CEmitter:
     # build compiles with -fwrapv, so they stay plain operators; a target without
     # that flag maps each to prelude.h's overloaded wrapping function (tk_add, ...).
     WRAPPING: dict[str, str] = {}
+    # A serial kernel's atomics are plain updates (Plan.serial_plain): the CPU runs
+    # it on one thread.
+    PLAIN_SERIAL = True
 
     def __init__(self, plan: lir.Plan) -> None:
         self.plan = plan
@@ -281,53 +290,93 @@ class CEmitter:
             t = a.elem.ctype
             self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
 
-    def body(self) -> None:
+    def body(self, plain: bool = False) -> None:
         """The body function's statements, after its array pointers. A reduction
         starts each chunk at its identity and leaves the chunk's partial in slot
-        begin / chunk."""
+        begin / chunk. plain: the trips with plain updates (Plan.plain), for a
+        launch on one thread."""
         p = self.plan
         self.block(p.setup, 1)
         if not p.parallel:
-            self.block(p.serial, 1)
+            self.block(p.serial_plain if self.PLAIN_SERIAL and p.serial_plain
+                       else p.serial, 1)
             if p.result is not None:
                 self.stmt(p.result, 1)
             return
         for r in p.reductions:
             self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
-        if p.split:
-            self.split_loop()
+        its = lir.Iterations(p.iteration, p.iteration_split, p.iteration_rest)
+        if plain and p.plain is not None:
+            its = p.plain
+        if p.private and p.private_iterations is not None and not plain:
+            self.private_trips(p.private_iterations, its)
         else:
-            self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
-                      f"{p.index}++) {{", 1)
-            self.block(p.iteration, 2)
-            self.emit("}", 1)
+            self.trips_loop(its, 1)
         if p.reductions:
             self.emit("tk_red *tk_slot = (tk_red *)tk_ctx->partials + "
                       "tk_begin / tk_ctx->chunk;", 1)
             for r in p.reductions:
                 self.emit(f"tk_slot->{r.name} = {r.name};", 1)
 
-    def split_loop(self) -> None:
+    def trips_loop(self, its: lir.Iterations, depth: int) -> None:
+        """Trips [tk_begin, tk_end) of the parallel loop, spelled its."""
+        p = self.plan
+        if p.split:
+            self.split_loop(its, depth)
+            return
+        self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
+                  f"{p.index}++) {{", depth)
+        self.block(its.iteration, depth + 1)
+        self.emit("}", depth)
+
+    def private_trips(self, private: lir.Iterations, atomic: lir.Iterations) -> None:
+        """The chunk's trips on private copies of the privatizable arrays when they
+        are small enough (PRIVATE_MAX_NBYTES, no more elements than trips), each
+        copy then merged into its array with one atomic update per element that
+        moved; otherwise the atomic trips."""
+        p = self.plan
+        nbytes = " + ".join(f"{v.size} * {v.elem.itemsize}" for v in p.private)
+        count = " + ".join(v.size for v in p.private)
+        self.emit(f"if ({nbytes} <= {PRIVATE_MAX_NBYTES} && "
+                  f"{count} <= tk_end - tk_begin) {{", 1)
+        for v in p.private:
+            t = v.elem.ctype
+            self.emit(f"{t} *const {v.name} = ({t} *)__builtin_alloca("
+                      f"(uint64_t){v.size} * sizeof({t}) + 1);", 2)
+            self.emit(f"for (int64_t tk_j = 0; tk_j < {v.size}; tk_j++) "
+                      f"{v.name}[tk_j] = {self.ex(v.identity)};", 2)
+        self.trips_loop(private, 2)
+        for v in p.private:
+            idle = self.ex(v.identity)
+            self.emit(f"for (int64_t tk_j = 0; tk_j < {v.size}; tk_j++) "
+                      f"if ({v.name}[tk_j] != {idle}) "
+                      f"(void)tk_{v.merge}(&{v.array}[tk_j], {v.name}[tk_j]);", 2)
+        self.emit("__atomic_store_n(&tk_ctx->privatized, 1, __ATOMIC_RELAXED);", 2)
+        self.emit("} else {", 1)
+        self.trips_loop(atomic, 2)
+        self.emit("}", 1)
+
+    def split_loop(self, its: lir.Iterations, depth: int) -> None:
         """The chunk's trips with its float reductions in interleaved partials."""
         p = self.plan
         k, u, w = p.index, p.lane, p.width
         for sp in p.split:
-            self.stmt(lir.ArrayLocal(sp.ty, sp.array, w, sp.identity), 1)
+            self.stmt(lir.ArrayLocal(sp.ty, sp.array, w, sp.identity), depth)
         # A counted block loop: GCC vectorises it (a "kb + w <= end" test under
         # -fwrapv it cannot count, and it does not).
-        self.emit(f"const int64_t tk_nb = (tk_end - tk_begin) / {w};", 1)
-        self.emit("for (int64_t tk_b = 0; tk_b < tk_nb; tk_b++) {", 1)
-        self.emit(f"for (int64_t {u} = 0; {u} < {w}; {u}++) {{", 2)
-        self.emit(f"const int64_t {k} = tk_begin + tk_b * {w} + {u};", 3)
-        self.block(p.iteration_split, 3)
-        self.emit("}", 2)
-        self.emit("}", 1)
+        self.emit(f"const int64_t tk_nb = (tk_end - tk_begin) / {w};", depth)
+        self.emit("for (int64_t tk_b = 0; tk_b < tk_nb; tk_b++) {", depth)
+        self.emit(f"for (int64_t {u} = 0; {u} < {w}; {u}++) {{", depth + 1)
+        self.emit(f"const int64_t {k} = tk_begin + tk_b * {w} + {u};", depth + 2)
+        self.block(its.split, depth + 2)
+        self.emit("}", depth + 1)
+        self.emit("}", depth)
         self.emit(f"for (int64_t {k} = tk_begin + tk_nb * {w}; {k} < tk_end; {k}++) {{",
-                  1)
-        self.block(p.iteration_rest, 2)
-        self.emit("}", 1)
+                  depth)
+        self.block(its.rest, depth + 1)
+        self.emit("}", depth)
         for sp in p.split:
-            self.stmt(sp.fold, 1)
+            self.stmt(sp.fold, depth)
 
     FINISH = ("TK_EXPORT void tack_kernel_finish(const void *tk_pv, tk_ctx *tk_ctx, "
               "int64_t tk_nchunks) {")
@@ -420,6 +469,8 @@ class CEmitter:
         out.append(header("prelude.h", p.uses_half))
         if p.uses_atomics:
             out.append(header("atomics_cpu.h"))
+        if p.serial_plain or p.plain is not None:  # a launch counts its plain form
+            out.append("TK_EXPORT const int tack_kernel_atomics = 1;")
         if p.result_kind:
             out.append(f"TK_EXPORT const int tack_kernel_result_kind = {p.result_kind};")
         if p.files:  # the files a failure's line word names (lower.FILE_SHIFT)
@@ -454,6 +505,12 @@ class CEmitter:
         out.append("}")
         if p.restrict:
             self.restrict_body(body_head, "tk_begin, tk_end, tk_pv, tk_ctx")
+        if p.plain is not None:
+            # body_serial: the trips with plain updates, for a launch on one thread
+            out.append(f"TK_EXPORT void tack_kernel_body_serial{body_head} {{")
+            self.arrays(1)
+            self.body(plain=True)
+            out.append("}")
         if p.parallel and (p.reductions or p.result is not None):
             self.finish()
         return "\n".join(out) + "\n"

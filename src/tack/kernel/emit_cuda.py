@@ -149,6 +149,8 @@ class CudaEmitter(CEmitter):
     PARAMS = "tk_p."
     WRAPPING = {"+": "tk_add", "-": "tk_sub", "*": "tk_mul", "u-": "tk_neg"}
     HEAD = "const tk_params tk_p, struct tk_ctx *tk_ctx"
+    # a serial kernel keeps its atomics (atomics_cuda.h has no plain helpers)
+    PLAIN_SERIAL = False
     FINISH = f'extern "C" __global__ void tack_kernel_finish({HEAD}, int64_t tk_nblocks) {{'
 
     def __init__(self, plan: lir.Plan) -> None:

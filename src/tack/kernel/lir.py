@@ -339,6 +339,31 @@ def partial_nbytes(types: list[ScalarType]) -> int:
 
 
 @dataclass
+class Iterations:
+    """One spelling of the parallel loop's trip: ``iteration``, or with split
+    reductions ``split`` and ``rest`` (Plan.iteration_split, iteration_rest)."""
+
+    iteration: list[Stmt]
+    split: list[Stmt]
+    rest: list[Stmt]
+
+
+@dataclass
+class Private:
+    """An array whose updates in the parallel loop are all atomics of one kind
+    with the old value unused: a chunk may update a private copy ``name`` of its
+    ``size`` elements, each starting at ``identity``, and then merge each element
+    that moved into the array with the atomic helper ``merge``."""
+
+    name: str
+    array: str
+    size: str
+    elem: DtypeFacts
+    identity: Expr
+    merge: str
+
+
+@dataclass
 class Split:
     """A float sum or product of the parallel loop kept, within a chunk, as
     PARTIALS interleaved partials in the local array ``array`` (each starting at
@@ -395,6 +420,14 @@ class Plan:
     width: int = 8
     iteration_split: list[Stmt] = field(default_factory=list)
     iteration_rest: list[Stmt] = field(default_factory=list)
+    # A kernel with atomics (CPU only; the CUDA emitter reads none of these): the
+    # serial kernel's statements, or the parallel loop's trips for a launch on one
+    # thread, with plain updates (atomics.h's tk_plain_*); the arrays a chunk may
+    # privatize and the trips that update their private copies.
+    serial_plain: list[Stmt] = field(default_factory=list)
+    plain: Iterations | None = None
+    private: list[Private] = field(default_factory=list)
+    private_iterations: Iterations | None = None
     # the returned value (serial kernels store it at the end of serial; parallel
     # ones after folding the partials): its kind (kernel.h's TACK_KERNEL_RESULT_*)
     result: SetResult | None = None

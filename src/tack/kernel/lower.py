@@ -92,6 +92,12 @@ class Lowering:
         self.uses_half = False
         # inside a split inner loop: reduction name -> its partial (tk_r[u])
         self.partial: dict[str, lir.Index] = {}
+        # how atomics are spelled: "atomic" (tk_atomic_*), "plain" (one thread:
+        # tk_plain_*) or "private" (the arrays in self.private update their chunk's
+        # private copy, named here, with tk_plain_*)
+        self.mode = "atomic"
+        self.private: dict[str, str] = {}
+        self.split_parts: dict[str, str] = {}  # split reduction -> its partials
 
     def half(self, name: str, args: list[lir.Expr]) -> lir.Expr:
         """A float16 helper (prelude.h compiles them only for kernels that use
@@ -436,8 +442,12 @@ class Lowering:
         bounds."""
         el = s.element
         arr = self.tk.arrays[el.array]
-        ref = lir.Index(lir.Ref(arr_name(el.array)), self.flat_index(el))
-        old = lir.Helper(f"atomic_{s.op}_{arr.dtype}",
+        base = arr_name(el.array)
+        kind = "plain" if self.mode == "plain" else "atomic"
+        if self.mode == "private" and el.array in self.private:
+            base, kind = self.private[el.array], "plain"  # the old value is unused
+        ref = lir.Index(lir.Ref(base), self.flat_index(el))
+        old = lir.Helper(f"{kind}_{s.op}_{arr.dtype}",
                          [lir.Addr(ref), self.store_value(arr, s.value)])
         stmt: lir.Stmt
         if s.result is None:
@@ -685,7 +695,73 @@ class Lowering:
         plan.files = self.files
         plan.uses_atomics = any(isinstance(s, ir.Atomic) for tk in [self.tk, *(
             self.tk.funcs.values())] for s in ir.walk(tk.body))
+        if any(isinstance(s, ir.Atomic) for s in ir.walk(self.tk.body)) and not any(
+                isinstance(s, ir.Atomic) for f in self.tk.funcs.values()
+                for s in ir.walk(f.body)):
+            # (a func's atomics are inlined into every path: they stay atomic, and
+            # so do the kernel's). Last: the other parts' names stay as they were.
+            self.atomic_variants(plan)
         return plan
+
+    def atomic_variants(self, plan: lir.Plan) -> None:
+        """The kernel's statements again with plain updates (for a launch on one
+        thread) and, for the arrays privatizable() names, with updates of a
+        chunk's private copy."""
+        self.mode = "plain"
+        if not plan.parallel:
+            plan.serial_plain = self.block(self.tk.body)
+            self.mode = "atomic"
+            return
+        plan.plain = self.iterations()
+        ops = privatizable(self.tk)
+        if ops and not self.debug:
+            self.mode = "private"
+            self.private = {a: f"tk_pv_{arr_name(a)}" for a in sorted(ops)}
+            for a, name in self.private.items():
+                arr = self.tk.arrays[a]
+                merge = "add" if ops[a] == "sub" else ops[a]
+                plan.private.append(lir.Private(
+                    name, arr_name(a), size_name(a), arr.facts,
+                    private_identity(ops[a], arr.facts), f"atomic_{merge}_{arr.dtype}"))
+            plan.private_iterations = self.iterations()
+        self.mode, self.private = "atomic", {}
+
+    def iterations(self) -> lir.Iterations:
+        """The parallel loop's trip, as _plan lowered it, in the current mode."""
+        loop = self.tk.body[-1]
+        assert isinstance(loop, ir.For)
+        head = self.loop_head(loop)
+        out = lir.Iterations(head + self.fail_check() + self.block(loop.body), [], [])
+        if self.split_parts:
+            out.split, out.rest = self.split_trips(head, loop)
+        return out
+
+    def loop_head(self, loop: ir.For) -> list[lir.Stmt]:
+        """A trip's start: the loop's own locals declared, its variable set from
+        the trip number."""
+        tk = self.tk
+        scalars = set(tk.scalars)
+        before = {n for s in tk.body[:-1] for n in ir.assigned(s)} - scalars
+        inside = [n for n in [*tk.locals, *tk.ir.local_arrays]
+                  if n not in scalars and n not in before]
+        step_one = isinstance(loop.step, ir.Const) and loop.step.value == 1
+        k = lir.Ref(lir.Plan.index)
+        start = lir.Bin("+", lir.Ref("tk_start"),
+                        k if step_one else lir.Bin("*", k, lir.Ref("tk_step")))
+        return self.declare(inside) + [
+            lir.Assign(var_name(loop.var), self.conv(start, INT, tk.locals[loop.var]))]
+
+    def split_trips(self, head: list[lir.Stmt], loop: ir.For) -> tuple[
+            list[lir.Stmt], list[lir.Stmt]]:
+        """A trip updating partial lane of each split reduction, and one updating
+        partial 0."""
+        out = []
+        for slot in (lir.Ref(lir.Plan.lane), ZERO):
+            self.partial = {n: lir.Index(lir.Ref(p), slot)
+                            for n, p in self.split_parts.items()}
+            out.append(head + self.block(loop.body))
+        self.partial = {}
+        return out[0], out[1]
 
     def _plan(self) -> lir.Plan:
         tk = self.tk
@@ -702,7 +778,6 @@ class Lowering:
         prelude, loop = tk.body[:-1], tk.body[-1]
         assert isinstance(loop, ir.For)
         before = sorted({n for s in prelude for n in ir.assigned(s)} - scalars)
-        inside = [n for n in [*all_locals, *tk.ir.local_arrays] if n not in before]
         plan.setup += self.declare(before) + self.block(prelude)
         plan.setup += [lir.Line(loop.line),
                        lir.Decl(INT, "tk_start", self.ex(loop.start, INT), True),
@@ -710,13 +785,7 @@ class Lowering:
                        lir.Unused(["tk_start", "tk_step"])]
         plan.trips = lir.Helper("trips", [lir.Ref("tk_start"), self.ex(loop.stop, INT),
                                           lir.Ref("tk_step")])
-        step_one = isinstance(loop.step, ir.Const) and loop.step.value == 1
-        k = lir.Ref(plan.index)
-        start = lir.Bin("+", lir.Ref("tk_start"),
-                        k if step_one else lir.Bin("*", k, lir.Ref("tk_step")))
-        var_ty = tk.locals[loop.var]
-        head = self.declare(inside) + [
-            lir.Assign(var_name(loop.var), self.conv(start, INT, var_ty))]
+        head = self.loop_head(loop)
         plan.iteration = head + self.fail_check() + self.block(loop.body)
         split = {} if self.debug else {
             n: op for n, op in tk.ir.reductions.items()
@@ -724,18 +793,62 @@ class Lowering:
         if split:
             # The chunk's float reductions as interleaved partials, like an inner
             # loop's (split_loop): trip begin + k updates partial k % PARTIALS.
-            parts = {n: self.fresh("r") for n in sorted(split)}
+            self.split_parts = {n: self.fresh("r") for n in sorted(split)}
             plan.width = PARTIALS
-            for n, part in parts.items():
+            for n, part in self.split_parts.items():
                 t = tk.locals[n]
                 plan.split.append(lir.Split(part, t, self.identity(split[n], t),
                                             self.fold(n, split[n], part)))
-            for slot, into in ((lir.Ref(plan.lane), "iteration_split"),
-                               (ZERO, "iteration_rest")):
-                self.partial = {n: lir.Index(lir.Ref(p), slot) for n, p in parts.items()}
-                setattr(plan, into, head + self.block(loop.body))
-            self.partial = {}
+            plan.iteration_split, plan.iteration_rest = self.split_trips(head, loop)
         return plan
+
+
+def privatizable(tk: TypedKernel) -> dict[str, str]:
+    """The arrays of a parallel kernel whose every use is an atomic update in the
+    parallel loop with the old value unused, all add/sub (-> "add", or "sub" when
+    all are sub), all min or all max: name -> that op. A chunk may then update a
+    private copy and merge it once (the copy starts at private_identity)."""
+    loop = tk.body[-1]
+    inside = {id(s) for s in ir.walk([loop])}
+    ops: dict[str, set[str]] = {}
+    spoiled: set[str] = set()
+    for s in ir.walk(tk.body):
+        exprs = ir.stmt_exprs(s)
+        if isinstance(s, ir.Atomic):
+            a = s.element.array
+            ops.setdefault(a, set()).add(s.op)
+            if s.result is not None or id(s) not in inside:
+                spoiled.add(a)
+            exprs = [*s.element.indices, s.value]
+            if s.element.component is not None:
+                exprs.append(s.element.component)
+        for e in exprs:
+            for x in ir.subexprs(e):
+                if isinstance(x, ir.Element):
+                    spoiled.add(x.array)  # read, or the target of a plain store
+                elif isinstance(x, ir.Name):
+                    spoiled.add(x.id)  # passed on to a func
+    out = {}
+    for a, kinds in ops.items():
+        if a in spoiled:
+            continue
+        if kinds <= {"add", "sub"}:
+            out[a] = "add" if "add" in kinds else "sub"
+        elif len(kinds) == 1:
+            out[a] = next(iter(kinds))
+    return out
+
+
+def private_identity(op: str, facts: ir.DtypeFacts) -> lir.Expr:
+    """The value a private copy's elements start from: op(identity, v) == v."""
+    if op in ("add", "sub"):
+        return lir.Cast(facts, ZERO)
+    if facts.kind == "f":
+        inf = lir.Ref("HUGE_VALF" if facts.bits == 32 else "HUGE_VAL")
+        return inf if op == "min" else lir.Un("-", inf)
+    if facts.kind == "u":
+        return lir.Ref(f"UINT{facts.bits}_MAX") if op == "min" else lir.Cast(facts, ZERO)
+    return lir.Ref(f"INT{facts.bits}_{'MAX' if op == 'min' else 'MIN'}")
 
 
 def _jumps(body: list[ir.Stmt]) -> bool:
