@@ -6,7 +6,9 @@ every recorded source with NVRTC. Sources go to $TACK_CUDA_SOURCES_DIR, one file
 per distinct source (named by its hash), each with a first comment line naming the
 kernel, its signature, its debug mode and whether it calls the math library. A
 specialization the front end refuses (a KernelError the suite expects) has no
-source and is not recorded.
+source and is not recorded. Nor is a source over MAX_SOURCE_BYTES: the kernels
+with hundreds of reductions (the partials' bound) make sources of half a megabyte
+that NVRTC takes minutes over, and their CUDA code is run by the differential test.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from tack import KernelError
 _front = importlib.import_module("tack.kernel")
 _OUT = os.environ["TACK_CUDA_SOURCES_DIR"]
 _original = _front._Compiler.__call__
+MAX_SOURCE_BYTES = 200_000
 
 
 def _record(self: Any, signature: tuple[Any, ...], debug: bool, *rest: Any) -> Any:
@@ -28,6 +31,8 @@ def _record(self: Any, signature: tuple[Any, ...], debug: bool, *rest: Any) -> A
         try:
             kernel = self.cuda(signature, mode)
         except KernelError:
+            continue
+        if len(kernel.source) > MAX_SOURCE_BYTES:
             continue
         text = (f"// {self.ir.name} {signature!r} debug={mode} libm={int(kernel.libm)}\n"
                 f"{kernel.source}")
