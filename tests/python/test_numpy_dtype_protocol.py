@@ -7,12 +7,13 @@ np.dtype(), np.result_type, np.can_cast and JAX's dtype lookup read first.
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import tack
+
+jax = pytest.importorskip("jax")  # the GPU check's environment has no JAX
+jnp = pytest.importorskip("jax.numpy")
 
 SCALARS = [
     (tack.bool, np.bool_),
