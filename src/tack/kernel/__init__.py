@@ -26,6 +26,7 @@ from tack.kernel.emit_c import emit_c
 from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_bundle
 from tack.kernel.lower import lower
 from tack.kernel.parse import parse_kernel
+from tack.kernel.source import check_source
 from tack.kernel.types import specialize
 
 __all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
@@ -77,9 +78,10 @@ EMITTERS: dict[int, Callable[[Any], str]] = {KDL_CPU: emit_c, KDL_CUDA: emit_cud
 class _Compiler:
     """Called by a tack.Kernel on a signature it has not seen."""
 
-    def __init__(self, fn: Callable[..., Any], debug: bool | None) -> None:
+    def __init__(self, fn: Callable[..., Any], debug: bool | None,
+                 source: str | None = None) -> None:
         with _deep_recursion(fn.__name__):
-            self.ir = parse_kernel(fn)
+            self.ir = parse_kernel(fn, source)
         self.debug = debug  # None: TACK_DEBUG, read by the dispatcher at each call
         self.failed: dict[tuple[Any, ...], CompileError] = {}
         self.lock = threading.Lock()
@@ -123,26 +125,32 @@ class _Compiler:
 
 
 @overload
-def kernel(fn: Callable[..., Any], *, debug: bool | None = None) -> Kernel: ...
+def kernel(fn: Callable[..., Any], *, debug: bool | None = None,
+           source: str | None = None) -> Kernel: ...
 @overload
-def kernel(fn: None = None, *, debug: bool | None = None) -> Callable[
-    [Callable[..., Any]], Kernel]: ...
+def kernel(fn: None = None, *, debug: bool | None = None,
+           source: str | None = None) -> Callable[[Callable[..., Any]], Kernel]: ...
 
 
-def kernel(fn: Callable[..., Any] | None = None, *,
-           debug: bool | None = None) -> Any:
+def kernel(fn: Callable[..., Any] | None = None, *, debug: bool | None = None,
+           source: str | None = None) -> Any:
     """Compile fn, a subset of Python, into a native kernel (see docs/kernels.md).
 
     debug=True adds bounds checks that raise IndexError and turns integer division
     by zero into ZeroDivisionError. debug=None (the default) follows TACK_DEBUG
     (set and not "0"), read at each call: changing it builds the other variant.
+
+    source: the text of fn's definition, compiled instead of fn's file, for a
+    function whose file Python keeps no text of (exec, python -c, an embedding
+    host's PyRun_SimpleString); fn still gives the globals and closure.
     """
+    check_source(source, "kernel")
     if fn is None:
-        return lambda f: kernel(f, debug=debug)
+        return lambda f: kernel(f, debug=debug, source=source)
     if not inspect.isfunction(fn):
         raise TypeError(f"tack.kernel decorates a Python function (def), not "
                         f"{type(fn).__name__}; write @tack.kernel above a def")
-    comp = _Compiler(fn, debug)
+    comp = _Compiler(fn, debug, source)
     k = Kernel(comp.ir.name, tuple(comp.ir.params),
                tuple(p in comp.ir.stored for p in comp.ir.params), comp,
                None if debug is None else bool(debug), parallel=comp.ir.parallel,

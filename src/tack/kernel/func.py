@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, overload
 
 from tack._tack import KernelError
 from tack.kernel import ir
+from tack.kernel.source import Source, check_source, read_source
 
 _parsing = threading.local()  # the funcs being parsed on this thread, outermost first
 
@@ -23,8 +24,11 @@ _parsing = threading.local()  # the funcs being parsed on this thread, outermost
 class Func:
     """What @tack.func returns."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], source: str | None = None) -> None:
         self.fn = fn
+        # The definition given as text, read now so a wrong text fails here.
+        self._source: Source | None = None if source is None else read_source(
+            fn, source, "tack.func")
         self._ir: ir.KernelIR | None = None
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
@@ -53,7 +57,7 @@ class Func:
 
         _parsing.stack = [*stack, self]
         try:
-            parsed = parse_func(self.fn)
+            parsed = parse_func(self.fn, self._source)
         finally:
             _parsing.stack = stack
         with self._lock:
@@ -62,12 +66,24 @@ class Func:
         return self._ir
 
 
-def func(fn: Callable[..., Any]) -> Func:
+@overload
+def func(fn: Callable[..., Any], *, source: str | None = None) -> Func: ...
+@overload
+def func(fn: None = None, *, source: str | None = None) -> Callable[
+    [Callable[..., Any]], Func]: ...
+
+
+def func(fn: Callable[..., Any] | None = None, *, source: str | None = None) -> Any:
     """Marks fn as a helper that kernels and other funcs may call (see
-    docs/kernels.md, Functions)."""
+    docs/kernels.md, Functions). source: the text of fn's definition, for a
+    function whose file Python keeps no text of (exec, python -c, an embedding
+    host)."""
     import inspect
 
+    check_source(source, "func")
+    if fn is None:
+        return lambda f: func(f, source=source)
     if not inspect.isfunction(fn):
         raise TypeError(f"tack.func decorates a Python function (def), not "
                         f"{type(fn).__name__}")
-    return Func(fn)
+    return Func(fn, source)

@@ -1,7 +1,8 @@
 """Python AST -> kernel IR.
 
-Reads a kernel's source, keeps the line numbers of its file, and turns the subset of
-Python that kernels accept into ir nodes. Anything else raises tack.KernelError (a
+Takes a kernel's definition as tack.kernel.source read it (from its file, or the
+source= text), keeps the line numbers of that file, and turns the subset of Python
+that kernels accept into ir nodes. Anything else raises tack.KernelError (a
 SyntaxError subclass) whose filename and lineno point at the offending Python line.
 This runs when @tack.kernel decorates a function, so unsupported Python is reported
 before the first call.
@@ -15,7 +16,6 @@ import collections
 import functools
 import inspect
 import math
-import textwrap
 import types
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +25,7 @@ from tack._tack import KernelError
 from tack.kernel import builtins as kbuiltins
 from tack.kernel import intrinsics, ir
 from tack.kernel.func import Func
+from tack.kernel.source import Source, read_source
 
 BINOPS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -52,31 +53,16 @@ def kernel_error(msg: str, filename: str, lines: list[str], lineno: int,
 
 
 class _Parser:
-    def __init__(self, fn: Callable[..., Any], func: bool = False) -> None:
+    def __init__(self, fn: Callable[..., Any], text: Source, func: bool = False) -> None:
         self.fn = fn
         self.func = func  # a @tack.func body: return anywhere, no parallel loop
         self.whole_value: ast.expr | None = None  # the call a statement is made of
         self.name = fn.__name__
-        try:
-            self.filename = inspect.getsourcefile(fn) or "<unknown>"
-            src_lines, first = inspect.getsourcelines(fn)
-        except (OSError, TypeError) as exc:
-            raise KernelError(
-                f"cannot read the source of kernel '{fn.__name__}': {exc}; define "
-                "kernels in a file (not an interactive prompt)"
-            ) from None
-        self.first = first
-        import linecache
-
-        self.file_lines = [ln.rstrip("\n") for ln in linecache.getlines(self.filename)]
-        src = textwrap.dedent("".join(src_lines))
-        # The columns of the dedented source, plus what dedent removed, are the file's.
-        kept = next((ln for ln in src.splitlines() if ln.strip()), "")
-        orig = next((ln for ln in src_lines if ln.strip()), "")
-        self.indent = len(orig.rstrip("\r\n")) - len(kept)
-        tree = ast.parse(src)
-        ast.increment_lineno(tree, first - 1)
-        self.tree = tree
+        self.filename = text.filename
+        self.first = text.first
+        self.file_lines = text.file_lines
+        self.indent = text.indent
+        self.fdef = text.fdef
         # What the body's names refer to, innermost first. The module's globals are
         # its own dict, not a copy: the IR keeps only read_name(fn, ...), so a kernel
         # keeps no global alive (del frees it).
@@ -112,7 +98,7 @@ class _Parser:
     # ---- the function ----------------------------------------------------------
 
     def parse(self) -> ir.KernelIR:
-        fdef = self.tree.body[0]
+        fdef = self.fdef
         if not isinstance(fdef, ast.FunctionDef):
             raise self.error(fdef, "a kernel must be a plain function (def)")
         a = fdef.args
@@ -724,11 +710,13 @@ def read_name(fn: Callable[..., Any], name: str) -> Any:
     return getattr(builtins, name, _MISSING)
 
 
-def parse_kernel(fn: Callable[..., Any]) -> ir.KernelIR:
-    """The IR of fn; raises KernelError at the first unsupported construct."""
-    return _Parser(fn).parse()
+def parse_kernel(fn: Callable[..., Any], source: str | None = None) -> ir.KernelIR:
+    """The IR of fn (of the text source when not None: see tack.kernel.source);
+    raises KernelError at the first unsupported construct."""
+    return _Parser(fn, read_source(fn, source, "kernel")).parse()
 
 
-def parse_func(fn: Callable[..., Any]) -> ir.KernelIR:
-    """The IR of a @tack.func body (see tack.kernel.func)."""
-    return _Parser(fn, func=True).parse()
+def parse_func(fn: Callable[..., Any], source: Source | None = None) -> ir.KernelIR:
+    """The IR of a @tack.func body (see tack.kernel.func), from source when given."""
+    text = source if source is not None else read_source(fn, None, "tack.func")
+    return _Parser(fn, text, func=True).parse()
