@@ -92,15 +92,18 @@ sanitize: $(VENV)/.ready
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/tests/c/tack_c_tests
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 $(BUILD)/asan/$(CUDA_CONFORMANCE) $(BUILD)/asan/$(STANDIN_CUDA)
 
-# The extension built with ASan+UBSan, run under pytest. A second environment sees the
-# first one's packages through a plain path entry, so the editable hook of .venv (which
-# would import the ordinary build) is not run, and tack comes from the sanitized stage.
+# The extension built with ASan+UBSan, run under pytest, staged as the package is
+# installed (the extension beside lib/libtack.so, lib/pkgconfig/tack.pc and include/).
+# A second environment sees the first one's packages through a plain path entry, so
+# the editable hook of .venv (which would import the ordinary build) is not run, and
+# tack comes from the sanitized stage.
 # mpi4py looks for MPICH's library under its own prefix, so it is named for the second one.
 ASAN_PY := $(BUILD)/asan-py
 sanitize-py: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(ASAN_PY) -Dpython=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dpython.install_env=auto >/dev/null
 	$(VENV)/bin/meson compile -C $(ASAN_PY) >/dev/null
 	rm -rf $(ASAN_PY)/stage && mkdir -p $(ASAN_PY)/stage && cp -r src/tack $(ASAN_PY)/stage/ && cp $(ASAN_PY)/_tack*.so $(ASAN_PY)/stage/tack/
+	mkdir -p $(ASAN_PY)/stage/tack/lib/pkgconfig && cp $(ASAN_PY)/libtack.so $(ASAN_PY)/stage/tack/lib/ && cp $(ASAN_PY)/tack.pc $(ASAN_PY)/stage/tack/lib/pkgconfig/ && cp -r $(ASAN_PY)/include $(ASAN_PY)/stage/tack/
 	test -x $(ASAN_PY)/venv/bin/python || $(PYTHON) -m venv --without-pip $(ASAN_PY)/venv
 	$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > $(ASAN_PY)/venv/lib/deps.txt
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
@@ -117,7 +120,7 @@ valgrind: test-c
 lint: test-c setup
 	$(CLANG_TIDY) -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c
 	$(CLANG_TIDY) -quiet -p $(BUILD)/py csrc/python/*.c
-	$(CLANG_FORMAT) --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/standin/cuda/*.[ch]
+	$(CLANG_FORMAT) --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/python/embed/*.c tests/standin/cuda/*.[ch]
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends tests/standin
 	shellcheck scripts/*.sh

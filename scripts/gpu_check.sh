@@ -308,7 +308,13 @@ build() {
     ninja -C "$BUILD" || return 1
     rm -rf "$BUILD/stage" && mkdir -p "$BUILD/stage" || return 1
     if [[ $WITH_PYTHON == true ]]; then
+        # Staged as the package installs: the extension beside lib/libtack.so and
+        # include/ (the C host tests link that library).
         cp -r src/tack "$BUILD/stage/" && cp "$BUILD"/_tack*.so "$BUILD/stage/tack/" &&
+            mkdir -p "$BUILD/stage/tack/lib/pkgconfig" &&
+            cp "$BUILD/libtack.so" "$BUILD/stage/tack/lib/" &&
+            cp "$BUILD/tack.pc" "$BUILD/stage/tack/lib/pkgconfig/" &&
+            cp -r "$BUILD/include" "$BUILD/stage/tack/" &&
             PYTHONPATH="$BUILD/stage" "$PYTHON" -c "import tack; print('tack', tack.__file__)"
     fi
 }

@@ -84,6 +84,8 @@ static PyMethodDef module_methods[] = {
      "Build source generated for a backend (a DLPack device type; 1, the CPU, "
      "builds C)\ninto a kernel of that backend (raises CompileError; RuntimeError "
      "for a backend\nthat runs no kernels)."},
+    {"_runtime_library", tackpy_runtime_library_fn, METH_NOARGS,
+     "_runtime_library()\n--\n\nThe path of the libtack this extension calls."},
     {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
      "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
      "launches."},
@@ -121,11 +123,15 @@ static int
 module_exec(PyObject *module)
 {
     tackpy_state *st = PyModule_GetState(module);
+    /* First: with a second runtime in the process nothing below could be trusted. */
+    if (tackpy_runtime_check() < 0) {
+        return -1;
+    }
     if (tackpy_names_init(st) < 0 || tackpy_errors_init(module, st) < 0 ||
         tackpy_dtype_init(module, st) < 0 || tackpy_device_init(module, st) < 0 ||
         tackpy_array_init(module, st) < 0 || tackpy_dlpack_init(module, st) < 0 ||
         tackpy_exchange_init(module, st) < 0 || freeze_type(st->Array_type) < 0 ||
-        tackpy_kernel_init(module, st) < 0) {
+        tackpy_kernel_init(module, st) < 0 || tackpy_c_api_init(module) < 0) {
         return -1;
     }
     if (PyModule_AddIntConstant(module, "MAX_NDIM", TACK_MAX_NDIM) < 0 ||

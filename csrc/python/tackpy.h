@@ -216,6 +216,16 @@ PyObject *tackpy_set_default_device_fn(PyObject *module, PyObject *const *args,
                                        Py_ssize_t nargs, PyObject *kwnames);
 PyObject *tackpy_get_default_device_fn(PyObject *module, PyObject *unused);
 
+/* ---- runtime_copies.c, c_api.c ----------------------------------------------- */
+/* 0 when the process has one libtack for the extension; -1 with ImportError. */
+int tackpy_runtime_check(void);
+/* tack._tack._runtime_library(): the path of the libtack the extension calls. */
+PyObject *tackpy_runtime_library_fn(PyObject *module, PyObject *unused);
+/* 0 when host_version is the runtime's own tack_version; -1 with ImportError. */
+int tackpy_check_runtime_of_host(const char *(*host_version)(void));
+/* Adds the capsule of tack/python.h to the module. */
+int tackpy_c_api_init(PyObject *module);
+
 /* ---- array_type.c ------------------------------------------------------------- */
 int tackpy_array_init(PyObject *module, tackpy_state *st);
 /* Returns: new reference; steals arr (released on failure too). */

@@ -317,6 +317,13 @@ tack__stream_follow(tack_device *dev, int64_t stream)
 }
 
 tack_status
+tack_device_follow_stream(tack_device *dev, int64_t stream)
+{
+    TACK__CHECK_ARG(dev);
+    return tack__stream_follow(dev, stream);
+}
+
+tack_status
 tack__stream_lead(tack_device *dev, int64_t stream)
 {
     tack_status (*order)(void *, uintptr_t) =

@@ -129,6 +129,18 @@ tack__fail_at(const char *file, int line, tack_status st, tack_remedy remedy,
 }
 
 tack_status
+tack_set_error(tack_status st, const char *message)
+{
+    if (st == TACK_OK || !status_valid(st)) {
+        st = TACK_ERR_INTERNAL;
+        message = NULL;
+    }
+    /* No origin: the failure started in the caller, whose file means nothing here. */
+    return tack__fail_at(NULL, 0, st, TACK_REMEDY_NONE, "%s",
+                         message ? message : tack_status_message(st));
+}
+
+tack_status
 tack__null_argument(const char *file, int line, const char *function,
                     const char *argument)
 {

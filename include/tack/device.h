@@ -91,6 +91,16 @@ TACK_API uintptr_t tack_device_stream(const tack_device *dev);
  */
 TACK_API tack_status tack_device_wait_for_stream(tack_device *dev, uintptr_t foreign);
 
+/*
+ * As tack_device_wait_for_stream, with the stream in DLPack's numbering for dev's
+ * kind of device, checked first: -1 orders nothing (the only value a device without
+ * streams takes); on CUDA 1 is the legacy and 2 the per-thread default stream and a
+ * larger value a CUstream of the device's context; 0 and values below -1 are never
+ * streams. Errors: TACK_ERR_INVALID_ARGUMENT (dev is NULL), TACK_ERR_DLPACK_INVALID
+ * (a value that is not a stream of dev).
+ */
+TACK_API tack_status tack_device_follow_stream(tack_device *dev, int64_t stream);
+
 /* The driver library dev was opened with, or NULL (the CPU, or a NULL dev).
  * Borrowed: static. */
 TACK_API const char *tack_device_driver_path(const tack_device *dev);

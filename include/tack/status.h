@@ -177,6 +177,15 @@ TACK_API const char *tack_last_error_problem(void);
 TACK_API tack_remedy tack_last_error_remedy(void);
 TACK_API const char *tack_last_error_origin(void);
 
+/*
+ * Records a failure found outside the runtime (by a binding or a host) as this
+ * thread's last error, so that tack_last_error() tells it like the runtime's own:
+ * message (copied; NULL takes the status's generic message) is the problem, without
+ * a remedy. Returns st. A status that is not a failure (TACK_OK, out of range)
+ * records TACK_ERR_INTERNAL's message instead and returns TACK_ERR_INTERNAL.
+ */
+TACK_API tack_status tack_set_error(tack_status st, const char *message);
+
 /* Forget the last failure on this thread. */
 TACK_API void tack_clear_error(void);
 

@@ -5,6 +5,7 @@ re-exports its public names and adds the kernel front end.
 """
 
 from tack._exported_memory import ExportedMemory  # noqa: E402, F401
+from tack._paths import get_include, get_library_dir  # noqa: E402, F401
 from tack._tack import (  # noqa: F401  names, errors, dtypes and their short aliases
     MAX_NDIM,
     Array,
@@ -107,6 +108,8 @@ __all__ = [
     "from_dlpack",
     "full",
     "get_default_device",
+    "get_include",
+    "get_library_dir",
     "i16",
     "i32",
     "i64",

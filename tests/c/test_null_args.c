@@ -141,6 +141,13 @@ TACK_TEST(null_args_array_operations)
     tack_array_release(arr);
 }
 
+TACK_TEST(null_args_errors)
+{
+    /* A NULL message is the status's generic one, not a failure of its own. */
+    CHECK_STATUS(tack_set_error(TACK_ERR_BAD_TYPE, NULL), TACK_ERR_BAD_TYPE);
+    CHECK(strcmp(tack_last_error(), tack_status_message(TACK_ERR_BAD_TYPE)) == 0);
+}
+
 TACK_TEST(null_args_devices)
 {
     char name[16];
@@ -166,6 +173,7 @@ TACK_TEST(null_args_devices)
     CHECK_EQ_INT(tack_device_stream(NULL), 0);
     CHECK(tack_device_driver_path(NULL) == NULL);
     CHECK_INVALID(tack_device_wait_for_stream(NULL, 1));
+    CHECK_INVALID(tack_device_follow_stream(NULL, -1));
     CHECK_INVALID(tack_default_device(NULL));
     /* NULL restores the CPU as the default. */
     tack_set_default_device(NULL);

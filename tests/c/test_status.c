@@ -28,6 +28,32 @@ TACK_TEST(last_error_is_set_by_failures_and_cleared)
     CHECK(tack_last_error()[0] == '\0');
 }
 
+TACK_TEST(set_error_records_a_failure_found_outside)
+{
+    tack_clear_error();
+    CHECK_STATUS(tack_set_error(TACK_ERR_BAD_TYPE, "no __dlpack__ on a list"),
+                 TACK_ERR_BAD_TYPE);
+    CHECK(strcmp(tack_last_error(), "no __dlpack__ on a list") == 0);
+    CHECK(strcmp(tack_last_error_problem(), "no __dlpack__ on a list") == 0);
+    CHECK_EQ_INT(tack_last_error_remedy(), TACK_REMEDY_NONE);
+    CHECK(tack_last_error_origin()[0] == '\0');
+    /* Success is not a failure to record: it becomes an internal error. */
+    CHECK_STATUS(tack_set_error(TACK_OK, "fine"), TACK_ERR_INTERNAL);
+    CHECK(strcmp(tack_last_error(), tack_status_message(TACK_ERR_INTERNAL)) == 0);
+    CHECK_STATUS(tack_set_error((tack_status)9999, "odd"), TACK_ERR_INTERNAL);
+}
+
+TACK_TEST(follow_stream_checks_the_stream_for_the_device)
+{
+    tack_device *dev;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &dev));
+    CHECK_OK(tack_device_follow_stream(dev, -1));
+    /* The CPU has no streams: any other value is refused, not ignored. */
+    CHECK_STATUS(tack_device_follow_stream(dev, 1), TACK_ERR_DLPACK_INVALID);
+    CHECK_STATUS(tack_device_follow_stream(dev, -7), TACK_ERR_DLPACK_INVALID);
+    tack_device_release(dev);
+}
+
 static void *
 other_thread(void *arg)
 {

@@ -86,3 +86,12 @@ def test_licence_is_the_bsd_3_clause_text_the_metadata_names():
     assert "3. Neither the name of the copyright holder" in text
     assert 'license = {text = "BSD-3-Clause"}' in (ROOT / "pyproject.toml").read_text()
     assert "license : 'BSD-3-Clause'" in (ROOT / "meson.build").read_text()
+
+
+def test_every_public_header_is_installed():
+    # include/tack/meson.build names the headers it copies and installs (into the
+    # package's tack/include and a prefix): a header left out would be missing there.
+    text = (ROOT / "include" / "tack" / "meson.build").read_text()
+    listed = set(re.findall(r"'(\w+\.h)'", text)) - {"version.h"}  # generated
+    present = {p.name for p in (ROOT / "include" / "tack").glob("*.h")}
+    assert listed == present, (sorted(present - listed), sorted(listed - present))
