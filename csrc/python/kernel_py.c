@@ -636,7 +636,7 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     if (tackpy_parse(st, &sig, args, nargs, kwnames, NULL, a, NULL) < 0) {
         return NULL;
     }
-    int backend = 1; /* kDLCPU */
+    int backend = kDLCPU;
     if (a[3]) {
         long v = PyLong_Check(a[3]) ? PyLong_AsLong(a[3]) : -1;
         if (v == -1 && PyErr_Occurred()) {
@@ -729,10 +729,29 @@ tackpy_kernel_init(PyObject *module, tackpy_state *st)
     if (!st->Kernel_type || PyModule_AddType(module, st->Kernel_type) < 0) {
         return -1;
     }
-    if (PyModule_AddIntConstant(module, "_KERNEL_ABI", TACK_KERNEL_ABI) < 0 ||
-        PyModule_AddIntConstant(module, "_KERNEL_MAX_PARTIAL_SIZE",
-                                TACK_KERNEL_MAX_PARTIAL_SIZE) < 0) {
-        return -1;
+    /* What Python code writes into generated code or compares with, and must not
+     * restate: the ABI, the failure codes of the launch record and the DLPack
+     * device types (by their dlpack.h names). */
+    static const struct {
+        const char *name;
+        long value;
+    } constants[] = {
+        {"_KERNEL_ABI", TACK_KERNEL_ABI},
+        {"_KERNEL_MAX_PARTIAL_SIZE", TACK_KERNEL_MAX_PARTIAL_SIZE},
+        {"_KERNEL_FAIL_INDEX", TACK_KERNEL_FAIL_INDEX},
+        {"_KERNEL_FAIL_ZERO_DIVISION", TACK_KERNEL_FAIL_ZERO_DIVISION},
+        {"kDLCPU", kDLCPU},
+        {"kDLCUDA", kDLCUDA},
+        {"kDLCUDAHost", kDLCUDAHost},
+        {"kDLROCM", kDLROCM},
+        {"kDLROCMHost", kDLROCMHost},
+        {"kDLOneAPI", kDLOneAPI},
+    };
+    for (size_t i = 0; i < sizeof constants / sizeof constants[0]; i++) {
+        if (PyModule_AddIntConstant(module, constants[i].name, constants[i].value) <
+            0) {
+            return -1;
+        }
     }
     PyObject *facts = dtype_facts();
     int rc = facts ? PyModule_AddObjectRef(module, "_DTYPE_FACTS", facts) : -1;

@@ -200,6 +200,14 @@ def _nvrtc_stats() -> dict[str, int]: ...
 _KERNEL_ABI: int
 _C_API: Any  # the capsule of tack/python.h
 _KERNEL_MAX_PARTIAL_SIZE: int
+_KERNEL_FAIL_INDEX: int
+_KERNEL_FAIL_ZERO_DIVISION: int
+kDLCPU: int
+kDLCUDA: int
+kDLCUDAHost: int
+kDLROCM: int
+kDLROCMHost: int
+kDLOneAPI: int
 _DTYPE_FACTS: tuple[tuple[str, str, str, int, int, str, int], ...]
 
 class TackError(Exception): ...

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 _lir = importlib.import_module("tack.kernel.lir")
-_emit_cuda = importlib.import_module("tack.kernel.emit_cuda")
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
 
@@ -58,8 +57,8 @@ class Facts:
     def __init__(self, plan: Any) -> None:
         self.ulp32 = self.ulp64 = 0  # bound of the math library calls, per precision
         self.math32 = self.math64 = False
-        for node in _emit_cuda._walk([plan.setup, plan.iteration, plan.serial,
-                                      plan.functions]):
+        for node in _lir.walk([plan.setup, plan.iteration, plan.serial,
+                               plan.functions]):
             if isinstance(node, _lir.Math) and not node.generic:
                 b = BOUNDS.get(node.name, WORST)
                 if node.ty.name == "float32":

@@ -30,18 +30,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import tack
+from tack._tack import kDLCPU, kDLCUDAHost, kDLROCMHost
 
 if TYPE_CHECKING:
     from vtkmodules.vtkCommonCore import vtkDataArray
 
 __all__ = ["DLPackArray", "dlpack_to_vtk", "supported_device_types", "vtk_to_dlpack"]
 
-kDLCPU = 1
-kDLCUDA = 2
-kDLCUDAHost = 3
-kDLROCM = 10
-kDLROCMHost = 11
-kDLOneAPI = 14
 
 # vtkType.h codes (stable across VTK 9.x).
 VTK_BIT = 1

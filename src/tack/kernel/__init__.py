@@ -21,10 +21,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, overload
 
-from tack._tack import CompileError, Kernel, KernelError, _kernel_build
+from tack._tack import CompileError, Kernel, KernelError, _kernel_build, kDLCPU, kDLCUDA
 from tack.kernel.emit_c import emit_c
 from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_bundle
-from tack.kernel.lower import lower
+from tack.kernel.lower import CPU, CUDA, Target, lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.source import check_source
 from tack.kernel.types import specialize
@@ -68,11 +68,10 @@ def _deep_recursion(name: str) -> Iterator[None]:
                 sys.setrecursionlimit(_depth_saved)
 
 
-KDL_CPU = 1  # DLPack's kDLCPU: the backend word of a CPU launch's key
-KDL_CUDA = 2  # kDLCUDA
-# The emitter for each backend (DLPack device type): a lowered plan -> source the
+# The emitter for each backend (DLPack device type): the plan lowered for the CPU
+# (which has every form; lower.for_target gives another target's) -> the source the
 # runtime builds for that backend (CUDA's: its source bundled with the C twin).
-EMITTERS: dict[int, Callable[[Any], str]] = {KDL_CPU: emit_c, KDL_CUDA: emit_cuda_bundle}
+EMITTERS: dict[int, Callable[[Any], str]] = {kDLCPU: emit_c, kDLCUDA: emit_cuda_bundle}
 
 
 class _Compiler:
@@ -87,7 +86,7 @@ class _Compiler:
         self.lock = threading.Lock()
 
     def source(self, signature: tuple[Any, ...], debug: bool | None = None,
-               backend: int = KDL_CPU) -> str:
+               backend: int = kDLCPU) -> str:
         emit = EMITTERS.get(backend)
         if emit is None:
             raise CompileError(f"kernel '{self.ir.name}': Tack has no kernel code "
@@ -97,19 +96,19 @@ class _Compiler:
 
     def cuda(self, signature: tuple[Any, ...], debug: bool | None = None) -> CudaKernel:
         """The CUDA source of a specialization and its launch facts."""
-        return self.spell(emit_cuda, signature, debug)
+        return self.spell(emit_cuda, signature, debug, CUDA)
 
     def spell(self, emit: Callable[[Any], Any], signature: tuple[Any, ...],
-              debug: bool | None) -> Any:
-        """emit over the lowered plan of a specialization (debug None: the mode a
-        call would use now)."""
+              debug: bool | None, target: Target = CPU) -> Any:
+        """emit over the plan of a specialization lowered for target (debug None:
+        the mode a call would use now)."""
         if debug is None:
             debug = _debug_from_env() if self.debug is None else self.debug
         with _deep_recursion(self.ir.name):
-            return emit(lower(specialize(self.ir, signature, debug)))
+            return emit(lower(specialize(self.ir, signature, debug), target))
 
     def __call__(self, signature: tuple[Any, ...], debug: bool,
-                 backend: int = KDL_CPU) -> Any:
+                 backend: int = kDLCPU) -> Any:
         key = (signature, debug, backend)
         with self.lock:
             failed = self.failed.get(key)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import os
 
-from tack._tack import _KERNEL_ABI
+from tack._tack import _KERNEL_ABI, _KERNEL_FAIL_INDEX, _KERNEL_FAIL_ZERO_DIVISION
 from tack.kernel import lir
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
@@ -30,6 +30,12 @@ FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double 
 # as many elements as the chunk has trips (zeroing and merging them costs no more
 # than the trips). docs/kernels.md states the bound.
 PRIVATE_MAX_NBYTES = 65536
+
+# The failure codes prelude.h's TK_FAIL records (kernel.h's tack_kernel_failure):
+# part of every target's ABI head.
+FAIL_CODES = f"""#define TK_FAIL_INDEX {_KERNEL_FAIL_INDEX}
+#define TK_FAIL_ZERO_DIVISION {_KERNEL_FAIL_ZERO_DIVISION}
+"""
 
 ABI = f"""#include <stdint.h>
 #include <math.h>
@@ -46,20 +52,22 @@ typedef struct tk_ctx {{
     int privatized;
 }} tk_ctx;
 #define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
-TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
+#define TK_FAIL(c, why, line, axis, index, extent, name) \\
+    (c)->fail(c, why, line, axis, index, extent, name)
+{FAIL_CODES}TK_EXPORT const int tack_kernel_abi = {_KERNEL_ABI};
 """
 
 
 _headers: dict[tuple[str, bool, bool], str] = {}
 
 
-def header(name: str, half: bool = True, cxx: bool = False) -> str:
+def header(name: str, half: bool = True, overloads: bool = False) -> str:
     """A helper header installed with the package (prelude.h, atomics_cpu.h), as it
     is pasted into a source: without its comments (they are for readers of the
     file), without its float16 section unless half (smaller sources compile
-    sooner, and fit a nearly full cache folder), and without its C++ section
-    unless cxx (the target is C++). Read once."""
-    text = _headers.get((name, half, cxx))
+    sooner, and fit a nearly full cache folder), and without its overloads section
+    unless overloads (the target overloads functions: C++, OpenCL C). Read once."""
+    text = _headers.get((name, half, overloads))
     if text is None:
         # a plain read beside this file (the headers are installed with the package):
         # a warm call in a new process emits the source to find its cached build, so
@@ -68,9 +76,9 @@ def header(name: str, half: bool = True, cxx: bool = False) -> str:
             text = _cut(f.read(), "/*", "*/")
         if not half:
             text = _cut(text, "#ifdef TK_HALF\n", "#endif")
-        if not cxx:
-            text = _cut(text, "#ifdef __cplusplus\n", "#endif")
-        _headers[(name, half, cxx)] = text
+        if not overloads:
+            text = _cut(text, "#ifdef TK_OVERLOADS\n", "#endif")
+        _headers[(name, half, overloads)] = text
     return text
 
 
@@ -143,6 +151,22 @@ class CEmitter:
     def ctype(self, t: ScalarType | DtypeFacts) -> str:
         return t.ctype if isinstance(t, DtypeFacts) else self.VTYPE[t]
 
+    # ---- what a target spells differently (emit_grid.py, emit_opencl.py) ------------
+
+    RESTRICT = "restrict"
+    ADDRESS = "void *"  # the parameter block's field of an array's data address
+
+    def pointer(self, t: str, const: bool = False, restrict: bool = False) -> str:
+        """The type of a pointer to t in the memory that array data and the launch
+        record live in, ready for a name after it (a target with address spaces
+        adds its qualifier)."""
+        return f"{'const ' if const else ''}{t} *{self.RESTRICT + ' ' if restrict else ''}"
+
+    def math_name(self, e: lir.Math) -> str:
+        """The function a Math node calls: C99's float variant ends in f (sqrtf);
+        the classification macros (generic) are type-generic."""
+        return e.name if e.generic or e.ty != F32 else e.name + "f"
+
     # ---- expressions ------------------------------------------------------------------
 
     def ex(self, e: lir.Expr) -> str:
@@ -174,8 +198,7 @@ class CEmitter:
         if isinstance(e, lir.Helper):
             return f"tk_{e.name}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, lir.Math):
-            name = e.name if e.generic or e.ty != F32 else e.name + "f"
-            return f"{name}({', '.join(self.ex(a) for a in e.args)})"
+            return f"{self.math_name(e)}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, lir.Call):
             return f"{e.name}({', '.join(self.ex(a) for a in e.args)})"
         if isinstance(e, lir.Index):
@@ -210,8 +233,8 @@ class CEmitter:
         elif isinstance(s, lir.LocalBuffer):
             self.emit(f"{s.elem.ctype} {s.name}[{s.n}] = {{0}};", depth)
         elif isinstance(s, lir.ArrayDecl):
-            t = s.elem.ctype
-            self.emit(f"{t} *const {s.name} = ({t} *){self.ex(s.init)};", depth)
+            t = self.pointer(s.elem.ctype)
+            self.emit(f"{t}const {s.name} = ({t}){self.ex(s.init)};", depth)
         elif isinstance(s, lir.Assign):
             self.emit(f"{s.name} = {self.ex(s.value)};", depth)
         elif isinstance(s, lir.Eval):
@@ -266,7 +289,7 @@ class CEmitter:
         fields = []
         for k, word in enumerate(p.param_key):
             if word & KEY_ARRAY:
-                fields.append(f"void *a{k};")
+                fields.append(f"{self.ADDRESS}a{k};")
                 if word & 0xFF:
                     fields.append(f"int64_t a{k}_n[{word & 0xFF}];")
             else:
@@ -287,8 +310,8 @@ class CEmitter:
     def arrays(self, depth: int) -> None:
         self.unpack(depth)
         for a in self.plan.arrays:
-            t = a.elem.ctype
-            self.emit(f"{t} *const {a.name} = ({t} *){self.ex(a.init)};", depth)
+            t = self.pointer(a.elem.ctype)
+            self.emit(f"{t}const {a.name} = ({t}){self.ex(a.init)};", depth)
 
     def body(self, plain: bool = False) -> None:
         """The body function's statements, after its array pointers. A reduction
@@ -402,7 +425,8 @@ class CEmitter:
     def fold_partials(self, count: str) -> None:
         """The count partials folded into the reductions' values, in slot order."""
         self.emit(f"for (int64_t tk_c = 0; tk_c < {count}; tk_c++) {{", 1)
-        self.emit("const tk_red *tk_slot = (const tk_red *)tk_ctx->partials + tk_c;", 2)
+        t = self.pointer("tk_red", const=True)
+        self.emit(f"{t}tk_slot = ({t})tk_ctx->partials + tk_c;", 2)
         self.fold_slot(2)
         self.emit("}", 1)
 
@@ -435,7 +459,7 @@ class CEmitter:
         params = ["tk_ctx *tk_ctx"]
         for p in f.params:
             if p.elem is not None:
-                params.append(f"{'const ' if p.const else ''}{p.elem.ctype} *{p.name}")
+                params.append(f"{self.pointer(p.elem.ctype, p.const)}{p.name}")
                 params += [f"int64_t {p.name}_n{axis}" for axis in range(p.ndim)]
             else:
                 assert p.ty is not None

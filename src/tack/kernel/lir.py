@@ -10,7 +10,8 @@ syntax, math function names, the entry points and how arguments arrive.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
 
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
@@ -135,6 +136,16 @@ class Let(Expr):
 
     name: str
     ty: ScalarType
+    value: Expr
+    body: Expr
+
+
+@dataclass
+class Bind(Expr):
+    """A Let for a target without expression blocks (lower.Target): a Decl before
+    the statement declares name, and this assigns value to it, then gives body."""
+
+    name: str
     value: Expr
     body: Expr
 
@@ -322,6 +333,8 @@ class Reduction:
 
 
 PART = "tk_part"
+# prelude.h helpers that call the math library (fmod)
+LIBM_HELPERS = {"fmod", "fmodf", "ffloordiv", "ffloordivf"}
 # Size and alignment of a value type in a struct of C and of CUDA C++ alike.
 VALUE_NBYTES = {BOOL: 1, INT: 8, F32: 4, F64: 8}
 
@@ -336,6 +349,29 @@ def partial_nbytes(types: list[ScalarType]) -> int:
         size = (size + s - 1) // s * s + s
         align = max(align, s)
     return (size + align - 1) // align * align if types else 0
+
+
+def walk(node: object) -> Iterator[object]:
+    """Every lir node below node (node included; lists are walked)."""
+    yield node
+    if isinstance(node, list):
+        for x in node:
+            yield from walk(x)
+    elif is_dataclass(node) and not isinstance(node, (ScalarType, DtypeFacts)):
+        for f in fields(node):
+            yield from walk(getattr(node, f.name))
+
+
+def partial_fields(reductions: list[Reduction]) -> list[tuple[str, ScalarType]]:
+    """The fields of one partial of a GPU block (tk_red): each reduction's value,
+    and for a float min or max (Reduction.replaces) the trip its value first came
+    from, as <name>_at (INT64_MAX: no trip yet)."""
+    out = []
+    for r in reductions:
+        out.append((r.name, r.ty))
+        if r.replaces:
+            out.append((r.name + "_at", INT))
+    return out
 
 
 @dataclass
@@ -435,3 +471,35 @@ class Plan:
     # the files of funcs from other modules, which a debug-mode failure's line word
     # names by 1-based index (lower.FILE_SHIFT)
     files: list[str] = field(default_factory=list)
+
+    # ---- facts a launch needs, read off the plan ----------------------------------
+
+    def host_trips(self) -> bool:
+        """Whether the parallel loop's trip count needs only extents and scalars:
+        the setup and the count read no array element and update nothing (a GPU
+        launch can then size its grid on the host)."""
+        if not self.parallel:
+            return False
+        data = {a.name for a in self.arrays}
+        for n in walk([self.setup, self.trips]):
+            if isinstance(n, Index) and isinstance(n.base, Ref) and n.base.name in data:
+                return False
+            if isinstance(n, Helper) and n.name.startswith("atomic_"):
+                return False
+        return True
+
+    def needs_ctx(self) -> bool:
+        """Whether a launch must pass the launch record: debug-mode failures,
+        reductions' partials or a returned value."""
+        return self.debug or bool(self.reductions) or self.result is not None
+
+    def uses_libm(self) -> bool:
+        """Whether the kernel calls the math library (a Math node, or a helper
+        that calls one)."""
+        return any(isinstance(n, Math) or isinstance(n, Helper) and n.name in LIBM_HELPERS
+                   for n in walk([self.setup, self.iteration, self.serial,
+                                  self.functions]))
+
+    def partial_size(self) -> int:
+        """Bytes of one GPU block's partials (partial_fields); 0: no reductions."""
+        return partial_nbytes([ty for _, ty in partial_fields(self.reductions)])

@@ -17,6 +17,7 @@ with a generated suffix or with C.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from tack.kernel import builtins, ir, lir
@@ -861,6 +862,112 @@ def _jumps(body: list[ir.Stmt]) -> bool:
     return False
 
 
-def lower(tk: TypedKernel) -> lir.Plan:
-    """The lowered plan of one specialization."""
-    return Lowering(tk).plan()
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What a target's language and launch can take, where lowering offers more
+    than one form.
+
+    vector_partials: a chunk of the parallel loop keeps its float sums and products
+    as PARTIALS interleaved partials (Plan.split; a CPU chunk is a loop the
+    compiler vectorises; a GPU thread runs single trips). atomic_variants: the
+    kernel again with plain and with chunk-private atomic updates (Plan.plain,
+    serial_plain, private; a CPU launch on one thread or in chunks).
+    expression_blocks: a value can be named inside an expression (a GNU statement
+    expression, a C++ lambda: lir.Let); without, each Let becomes a Bind and a
+    Decl of its name before its statement.
+    """
+
+    vector_partials: bool
+    atomic_variants: bool
+    expression_blocks: bool
+
+
+CPU = Target(vector_partials=True, atomic_variants=True, expression_blocks=True)
+CUDA = Target(vector_partials=False, atomic_variants=False, expression_blocks=True)
+OPENCL = Target(vector_partials=False, atomic_variants=False, expression_blocks=False)
+
+
+def lower(tk: TypedKernel, target: Target = CPU) -> lir.Plan:
+    """The lowered plan of one specialization, for target."""
+    return for_target(Lowering(tk).plan(), target)
+
+
+def for_target(plan: lir.Plan, target: Target) -> lir.Plan:
+    """plan (lowered for the CPU, which takes every form) as target takes it; plan
+    itself is left as it is. The forms a target does not take are dropped after
+    lowering, not skipped during it, so the names of what stays are the same for
+    every target."""
+    if not target.vector_partials:
+        plan = dataclasses.replace(plan, split=[], iteration_split=[], iteration_rest=[])
+    if not target.atomic_variants:
+        plan = dataclasses.replace(plan, serial_plain=[], plain=None, private=[],
+                                   private_iterations=None)
+    if not target.expression_blocks:
+        plan = _without_lets(plan)
+    return plan
+
+
+def _without_lets(plan: lir.Plan) -> lir.Plan:
+    """plan with every Let spelled as a Bind, its name declared just before the
+    statement holding it (the trip count's and the result's at the end of the
+    setup, which every entry point runs before them)."""
+    tail: list[lir.Stmt] = []
+    trips = None if plan.trips is None else _bind(plan.trips, tail)
+    result = None
+    if plan.result is not None:
+        result = lir.SetResult(plan.result.field, _bind(plan.result.value, tail))
+    return dataclasses.replace(
+        plan, setup=_bind_block(plan.setup) + _declared(tail, set()), trips=trips,
+        result=result, iteration=_bind_block(plan.iteration),
+        serial=_bind_block(plan.serial), functions=[dataclasses.replace(f, body=_bind_block(f.body))
+                   for f in plan.functions])
+
+
+def _bind(e: lir.Expr, lets: list[lir.Stmt]) -> lir.Expr:
+    """e with its Lets as Binds; a Decl for each is appended to lets."""
+    if isinstance(e, lir.Let):
+        lets.append(lir.Decl(e.ty, e.name))
+        return lir.Bind(e.name, _bind(e.value, lets), _bind(e.body, lets))
+    if not any(isinstance(n, lir.Let) for n in lir.walk(e)):
+        return e
+    changes = {}
+    for f in dataclasses.fields(e):  # type: ignore[arg-type]
+        v = getattr(e, f.name)
+        if isinstance(v, lir.Expr):
+            changes[f.name] = _bind(v, lets)
+        elif isinstance(v, list):
+            changes[f.name] = [_bind(x, lets) for x in v]
+    return dataclasses.replace(e, **changes)  # type: ignore[type-var]
+
+
+_BODIES = ("body", "orelse")
+
+
+def _declared(lets: list[lir.Stmt], seen: set[str]) -> list[lir.Stmt]:
+    """The Decls of lets whose names this block has not declared yet."""
+    out = []
+    for d in lets:
+        assert isinstance(d, lir.Decl)
+        if d.name not in seen:
+            seen.add(d.name)
+            out.append(d)
+    return out
+
+
+def _bind_block(body: list[lir.Stmt]) -> list[lir.Stmt]:
+    """body with the Lets of each statement's own expressions as Binds, declared
+    before it, and the statements nested in it done the same way."""
+    out: list[lir.Stmt] = []
+    seen: set[str] = set()
+    for s in body:
+        lets: list[lir.Stmt] = []
+        changes: dict[str, object] = {}
+        for f in dataclasses.fields(s):  # type: ignore[arg-type]
+            v = getattr(s, f.name)
+            if f.name in _BODIES:
+                changes[f.name] = _bind_block(v)
+            elif isinstance(v, lir.Expr):
+                changes[f.name] = _bind(v, lets)
+        out += _declared(lets, seen)
+        out.append(dataclasses.replace(s, **changes) if changes else s)  # type: ignore
+    return out

@@ -6,15 +6,22 @@
  *   TK_INLINE   how a helper is declared: static inline (always_inline) for the
  *               CPU, __device__ __forceinline__ for a GPU
  *   tk_ctx      the launch context of kernel.h (debug-mode failures)
+ *   TK_FAIL(c, why, line, axis, index, extent, name)
+ *               records a failure in c's record, as the target does it (a call
+ *               through the CPU's function pointer, the first claim of a GPU's
+ *               record); why is TK_FAIL_INDEX or TK_FAIL_ZERO_DIVISION, kernel.h's
+ *               tack_kernel_failure (the emitters take the numbers from _tack)
  *   tk_bool     the boolean type (_Bool in C, bool in C++)
- *   tk_name     how an array's name reaches tk_ctx's fail (lir.Str): a C string
- *               on the CPU, a number into the kernel's table of names on a GPU
+ *   tk_name     how an array's name reaches TK_FAIL (lir.Str): a C string on the
+ *               CPU, a number into the kernel's table of names on a GPU
  *   TK_HALF     when the kernel touches float16 elements (the conversions below)
  *
  * and including <stdint.h> and <math.h> (or the target's equivalents). Everything
- * here is plain C99 that C++ (CUDA, HIP) also accepts, except the __cplusplus
- * section, which only C++ sources get (emit_c.header). It is part of every
- * kernel's source, so it is part of every cache key: an edit rebuilds kernels.
+ * here is plain C99 that C++ (CUDA, HIP) and OpenCL C also accept, except the
+ * overloads section, which only targets with overloaded functions get (C++, and
+ * OpenCL C, whose TK_INLINE makes every helper overloadable; emit_c.header). It is
+ * part of every kernel's source, so it is part of every cache key: an edit
+ * rebuilds kernels.
  */
 /* Python's // and % on int64: floor, never UB. x // 0 and x % 0 give 0 (debug
  * builds raise ZeroDivisionError instead); INT64_MIN // -1 wraps. */
@@ -36,11 +43,11 @@ TK_INLINE int64_t tk_mod(int64_t a, int64_t b) {
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 TK_INLINE int64_t tk_floordiv_d(tk_ctx *c, int64_t a, int64_t b, int line) {
-    if (b == 0) { c->fail(c, 2, line, 0, 0, 0, 0); return 0; }
+    if (b == 0) { TK_FAIL(c, TK_FAIL_ZERO_DIVISION, line, 0, 0, 0, 0); return 0; }
     return tk_floordiv(a, b);
 }
 TK_INLINE int64_t tk_mod_d(tk_ctx *c, int64_t a, int64_t b, int line) {
-    if (b == 0) { c->fail(c, 2, line, 0, 0, 0, 0); return 0; }
+    if (b == 0) { TK_FAIL(c, TK_FAIL_ZERO_DIVISION, line, 0, 0, 0, 0); return 0; }
     return tk_mod(a, b);
 }
 /* Python's float // and % (CPython's float_divmod); // by zero is a / b (inf or nan),
@@ -128,12 +135,12 @@ TK_INLINE int64_t tk_trips(int64_t a, int64_t b, int64_t s) {
 }
 TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, tk_name name, int line) {
     if ((uint64_t)i < (uint64_t)n) return 1;
-    c->fail(c, 1, line, axis, i, n, name);
+    TK_FAIL(c, TK_FAIL_INDEX, line, axis, i, n, name);
     return 0;
 }
-#ifdef __cplusplus
+#ifdef TK_OVERLOADS
 /* Integer + - * and unary minus wrap modulo 2^64, as -fwrapv makes them in the CPU
- * build. A C++ target has no such flag (NVRTC really folds (x + s) <= x to s <= 0),
+ * build. A GPU target has no such flag (NVRTC really folds (x + s) <= x to s <= 0),
  * so its emitter spells these operators as the calls below (CEmitter.WRAPPING);
  * the float overloads are the plain operators, so one spelling serves every
  * operand type the lowering makes. */
@@ -183,8 +190,8 @@ TK_INLINE uint16_t tk_f2h(float f) {
         if (e < -10) return sign;
         mant |= 0x800000u;
         uint32_t shift = (uint32_t)(14 - e), hm = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1u), half = 1u << (shift - 1u);
-        if (rem > half || (rem == half && (hm & 1u))) hm++;
+        uint32_t rem = mant & ((1u << shift) - 1u), tie = 1u << (shift - 1u);
+        if (rem > tie || (rem == tie && (hm & 1u))) hm++;
         return (uint16_t)(sign | hm);
     }
     uint32_t hm = mant >> 13, rem = mant & 0x1fffu;
@@ -208,8 +215,8 @@ TK_INLINE uint16_t tk_d2h(double d) {
         mant |= 1ull << 52;
         uint32_t shift = (uint32_t)(43 - e);
         uint64_t hm = mant >> shift, rem = mant & ((1ull << shift) - 1u);
-        uint64_t half = 1ull << (shift - 1u);
-        if (rem > half || (rem == half && (hm & 1u))) hm++;
+        uint64_t tie = 1ull << (shift - 1u);
+        if (rem > tie || (rem == tie && (hm & 1u))) hm++;
         return (uint16_t)(sign | hm);
     }
     uint64_t hm = mant >> 42, rem = mant & ((1ull << 42) - 1u);
