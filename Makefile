@@ -3,11 +3,13 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BUILD ?= build
+# Parallel jobs for the steps that split into independent processes (lint, pytest).
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # meson-python's editable loader and meson itself are found on the venv's PATH.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
-.PHONY: fuzz fuzz-ci fuzz-kernels configure-c tools
+.PHONY: fuzz fuzz-ci fuzz-kernels configure-c build-c tools check
 
 # The LLVM of clang (fuzzing), clang-tidy and clang-format: Debian 12's. Their findings
 # and formatting differ between versions, so lint is pinned to one.
@@ -55,12 +57,18 @@ tools:
 # C unit tests (plain build), then pytest.
 test: tools setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
 
+# The fast loop while working: the C unit tests and pytest, nothing else.
+check: test-c test-py
+
 # Configuring also writes the generated header $(BUILD)/c/include/tack/version.h.
 configure-c: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/c -Dpython=false -Dtests=true -Dwerror=true -Dbuildtype=debug >/dev/null
 
-test-c: configure-c
+# The plain C build (library, C tests, stand-in, conformance suite), without running it.
+build-c: configure-c
 	$(VENV)/bin/meson compile -C $(BUILD)/c >/dev/null
+
+test-c: build-c
 	$(BUILD)/c/tests/c/tack_c_tests
 	$(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 
@@ -113,13 +121,14 @@ sanitize-py: $(VENV)/.ready
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on
 # CPUs that have them: the kernels compiled under valgrind leave them out.
-valgrind: test-c
+valgrind: build-c
 	CC="$${CC:-cc} -mno-avx512f" valgrind -q --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
 	TACK_STANDIN_MEMORY=$(VALGRIND_STANDIN_MEMORY) valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect $(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 
-lint: test-c setup
-	$(CLANG_TIDY) -quiet -p $(BUILD)/c csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c
-	$(CLANG_TIDY) -quiet -p $(BUILD)/py csrc/python/*.c
+lint: build-c setup
+	printf '%s\n' csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c | \
+		xargs -P $(JOBS) -n 6 $(CLANG_TIDY) -quiet -p $(BUILD)/c
+	printf '%s\n' csrc/python/*.c | xargs -P $(JOBS) -n 4 $(CLANG_TIDY) -quiet -p $(BUILD)/py
 	$(CLANG_FORMAT) --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/python/embed/*.c tests/standin/cuda/*.[ch]
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends tests/standin
