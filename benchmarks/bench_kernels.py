@@ -3,12 +3,12 @@
     python benchmarks/bench_kernels.py [--quick] [--threads N]
 
 Workloads: radius_squared over 2**26 float32 (elementwise), a 3-D 7-point stencil
-(256**3 float32), an escape-time fractal with a while loop (1024 x 1024, 256
-iterations), a histogram with atomics (2**24 values, 256 bins), a row sum (4096 x
-4096 float32, one output per row) and a full sum (2**26 float32) as reductions,
-SAXPY with a np.float32 scalar (2**24 float32); launch overhead of a 16-element
-kernel; compile latency cold (empty cache, new process) and warm (cache hit, new
-process).
+(256**3 float32), a 2-D 5-point Jacobi sweep (4096**2 float64), an escape-time
+fractal with a while loop (1024 x 1024, 256 iterations), a histogram with atomics
+(2**24 values, 256 bins), a row sum (4096 x 4096 float32, one output per row) and a
+full sum (2**26 float32) as reductions, SAXPY with a np.float32 scalar (2**24
+float32); launch overhead of a 16-element kernel; compile latency cold (empty cache,
+new process) and warm (cache hit, new process).
 
 Peers: NumPy, Numba (parallel=True, prange), Warp (CPU) and a hand-written C loop
 compiled with -O3 -march=native -fopenmp on the same thread count (and
@@ -57,6 +57,13 @@ def stencil7(u, out):
                 out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
                                 + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
                                 - 6.0 * u[i, j, k])
+
+
+@tack.kernel
+def jacobi(u, out):
+    for i in range(1, u.shape[0] - 1):
+        for j in range(1, u.shape[1] - 1):
+            out[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
 
 
 @tack.kernel
@@ -134,6 +141,14 @@ void stencil(const float *u, float *o, int64_t n0, int64_t n1, int64_t n2, int t
                        + u[c - 1] + u[c + 1] - 6.0f * u[c];
             }
 }
+void jacobi(const double *u, double *o, int64_t n0, int64_t n1, int threads) {
+    #pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 1; i < n0 - 1; i++)
+        for (int64_t j = 1; j < n1 - 1; j++) {
+            int64_t c = i * n1 + j;
+            o[c] = 0.25 * (u[c - n1] + u[c + n1] + u[c - 1] + u[c + 1]);
+        }
+}
 void mandel(int32_t *out, int64_t w, int64_t h, int64_t maxit, int threads) {
     #pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
     for (int64_t p = 0; p < w * h; p++) {
@@ -197,6 +212,7 @@ def build_hand_c() -> Any | None:
     i64, i32, vp = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
     h.radius.argtypes = [vp, i64, i64, i64, i32]
     h.stencil.argtypes = [vp, vp, i64, i64, i64, i32]
+    h.jacobi.argtypes = [vp, vp, i64, i64, i32]
     h.mandel.argtypes = [vp, i64, i64, i64, i32]
     h.histogram.argtypes = [vp, vp, i64, i64, i32]
     h.row_sum.argtypes = [vp, vp, i64, i64, i32]
@@ -234,6 +250,12 @@ def load_numba(threads: int) -> Any | None:
                     out[i, j, k] = (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k]
                                     + u[i, j + 1, k] + u[i, j, k - 1] + u[i, j, k + 1]
                                     - np.float32(6.0) * u[i, j, k])
+
+    @numba.njit(parallel=True)
+    def jacobi(u, out):
+        for i in prange(1, u.shape[0] - 1):
+            for j in range(1, u.shape[1] - 1):
+                out[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
 
     @numba.njit(parallel=True)
     def mandel(out, w, h, maxit):
@@ -280,7 +302,7 @@ def load_numba(threads: int) -> Any | None:
         for i in prange(out.shape[0]):
             out[i] = a * x[i] + y[i]
 
-    return {"radius": radius, "stencil": stencil, "mandel": mandel, "fill": fill,
+    return {"radius": radius, "stencil": stencil, "jacobi": jacobi, "mandel": mandel, "fill": fill,
             "histogram": histogram, "row_sum": row_sum, "full_sum": full_sum,
             "saxpy": saxpy}
 
@@ -431,7 +453,10 @@ def workload_stencil(m: int, repeats: int, threads: int, hand: Any, nb: Any,
                      wpk: Any) -> None:
     rng = np.random.default_rng(0)
     u_np = rng.standard_normal((m, m, m)).astype(np.float32)
-    u, out = tack.array(u_np), tack.zeros((m, m, m), dtype=tack.f32)
+    # Every peer reads the same input (Tack through DLPack, without a copy): a
+    # private copy would be the one input the previous peer in the round did not
+    # just bring into the cache.
+    u, out = tack.from_dlpack(u_np), tack.zeros((m, m, m), dtype=tack.f32)
     stencil7(u, out)
     ref = out.numpy()
     entries: list[Entry] = [("Tack", lambda: stencil7(u, out), nothing, repeats)]
@@ -466,6 +491,35 @@ def workload_stencil(m: int, repeats: int, threads: int, hand: Any, nb: Any,
     entries.append(("NumPy", numpy_stencil,
                     lambda: np.testing.assert_allclose(o4, ref, atol=1e-5), 3))
     compare(f"7-point stencil, {m}^3 float32", entries, repeats)
+
+
+def workload_jacobi(m: int, repeats: int, threads: int, hand: Any, nb: Any) -> None:
+    u_np = np.random.default_rng(5).standard_normal((m, m))
+    u, out = tack.from_dlpack(u_np), tack.zeros((m, m), dtype=tack.f64)  # shared input
+    jacobi(u, out)
+    ref = out.numpy()
+
+    def same(o: Any) -> Callable[[], None]:
+        return lambda: np.testing.assert_array_equal(o, ref)
+
+    entries: list[Entry] = [("Tack", lambda: jacobi(u, out), nothing, repeats)]
+    if hand:
+        o1 = np.zeros_like(u_np)
+        entries.append(("hand C -O3 OpenMP",
+                        lambda: hand.jacobi(u_np.ctypes.data, o1.ctypes.data, m, m,
+                                            threads), same(o1), repeats))
+    if nb:
+        o2 = np.zeros_like(u_np)
+        entries.append(("Numba parallel", lambda: nb["jacobi"](u_np, o2), same(o2),
+                        repeats))
+    o4 = np.zeros_like(u_np)
+
+    def numpy_jacobi() -> None:
+        o4[1:-1, 1:-1] = 0.25 * (u_np[:-2, 1:-1] + u_np[2:, 1:-1] + u_np[1:-1, :-2]
+                                 + u_np[1:-1, 2:])
+
+    entries.append(("NumPy", numpy_jacobi, same(o4), 3))
+    compare(f"Jacobi sweep (5-point), {m}^2 float64", entries, repeats)
 
 
 def workload_fractal(w: int, h: int, maxit: int, repeats: int, threads: int, hand: Any,
@@ -729,7 +783,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     parser.add_argument("--threads", type=int, default=None,
                         help="thread count for every peer (default: Tack's pool size)")
-    parser.add_argument("--only", default="radius,stencil,fractal,histogram,rowsum,"
+    parser.add_argument("--only", default="radius,stencil,jacobi,fractal,histogram,rowsum,"
                         "fullsum,saxpy,launch,compile",
                         help="comma-separated subset of the workloads")
     args = parser.parse_args()
@@ -746,6 +800,8 @@ def main() -> None:
         workload_radius(1 << (20 if args.quick else 26), threads, repeats, hand, nb, wpk)
     if "stencil" in only:
         workload_stencil(64 if args.quick else 256, repeats, threads, hand, nb, wpk)
+    if "jacobi" in only:
+        workload_jacobi(512 if args.quick else 4096, repeats, threads, hand, nb)
     if "fractal" in only:
         w, h, maxit = (256, 256, 64) if args.quick else (1024, 1024, 256)
         workload_fractal(w, h, maxit, repeats, threads, hand, nb, wpk)

@@ -4,10 +4,16 @@
  * Workers are created at the first parallel launch (TACK_NUM_THREADS - 1 of them,
  * the calling thread being the last one) and live until the process ends. A launch
  * publishes one job (a function over [0, n) and a chunk size) and bumps a
- * generation counter; every worker and the calling thread then take chunks from one
- * atomic counter until none are left, which balances uneven iterations (an escape-
- * time fractal) as well as even ones. The launch returns once every worker has
- * reported back, so nothing of the job is touched after it returns.
+ * generation counter. The chunks are cut into one contiguous block per thread (the
+ * calling thread's first); each thread takes the chunks of its own block in order,
+ * then takes what is left of the others' blocks, chunk by chunk, which balances
+ * uneven iterations (an escape-time fractal) and a thread the OS keeps off a core.
+ * Contiguous blocks matter for stencils: a thread that runs planes i and i + 1 reads
+ * their shared neighbours from its own cache, where chunks dealt out in turn would
+ * have each thread fetch them again at every chunk boundary. Chunk boundaries are
+ * multiples of the chunk size from 0 whoever runs them (reductions index their
+ * partials by chunk). The launch returns once every worker has reported back, so
+ * nothing of the job is touched after it returns.
  *
  * One job at a time: a second launch that finds the pool busy (another Python
  * thread, or a kernel launched from inside a kernel) runs on its own thread instead
@@ -37,17 +43,28 @@ typedef struct pool_job {
     int64_t chunk;
 } pool_job;
 
+/* The most threads a pool runs (configured_threads caps TACK_NUM_THREADS). */
+#define POOL_MAX_THREADS 1024
+
+/* One thread's block of a job: trips [next, end), taken chunk by chunk from next by
+ * its owner and by any thread that has finished its own. On a cache line of its own:
+ * the owner's updates do not slow the other threads' reads of theirs. */
+typedef struct pool_block {
+    _Alignas(64) atomic_int_fast64_t next;
+    int64_t end; /* written before the job is published, then only read */
+} pool_block;
+
 static struct {
     pthread_mutex_t lock;
-    pthread_cond_t wake;      /* workers wait here for a new generation */
-    pthread_cond_t done;      /* the launcher waits here for active == 0 */
-    int threads;              /* workers + the calling thread */
-    int workers;              /* workers actually started */
-    uint64_t generation;      /* bumped once per job, under lock */
-    pool_job job;             /* the current job, under lock */
-    int active;               /* workers not yet finished with the job, under lock */
-    atomic_int_fast64_t next; /* the next chunk's first trip */
-    atomic_flag busy;         /* a launch owns the pool */
+    pthread_cond_t wake; /* workers wait here for a new generation */
+    pthread_cond_t done; /* the launcher waits here for active == 0 */
+    int threads;         /* workers + the calling thread */
+    int workers;         /* workers actually started */
+    uint64_t generation; /* bumped once per job, under lock */
+    pool_job job;        /* the current job, under lock */
+    int active;          /* workers not yet finished with the job, under lock */
+    atomic_flag busy;    /* a launch owns the pool */
+    pool_block block[POOL_MAX_THREADS]; /* [0, threads): the job's blocks, by thread */
 } pool = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
@@ -90,38 +107,70 @@ configured_threads(void)
         char *end;
         long v = strtol(env, &end, 10);
         if (*end == '\0' && v >= 1) {
-            return v > 1024 ? 1024 : (int)v;
+            return v > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)v;
         }
     }
     return cpu_count();
 }
 
-/* Takes chunks until none are left. Returns the number of trips this thread ran. */
+/* Takes chunks from block b until it has none left. Returns the trips taken. */
 static int64_t
-run_chunks(const pool_job *job)
+drain_block(const pool_job *job, pool_block *b)
 {
     int64_t ran = 0;
-    int64_t begin = atomic_load(&pool.next);
+    int64_t begin = atomic_load_explicit(&b->next, memory_order_relaxed);
     for (;;) {
-        /* The counter never passes n: an unconditional add of chunk could overflow
-         * it into a negative start when n is within a chunk of INT64_MAX. */
+        /* The counter never passes the block's end: an unconditional add of chunk
+         * could overflow it into a negative start when n is within a chunk of
+         * INT64_MAX. */
         int64_t end = 0;
         do {
-            if (begin >= job->n) {
+            if (begin >= b->end) {
                 return ran;
             }
-            end = job->n - begin < job->chunk ? job->n : begin + job->chunk;
-        } while (!atomic_compare_exchange_weak(&pool.next, &begin, end));
+            end = b->end - begin < job->chunk ? b->end : begin + job->chunk;
+        } while (!atomic_compare_exchange_weak(&b->next, &begin, end));
         job->fn(job->ctx, begin, end);
         ran += end - begin;
         begin = end;
     }
 }
 
+/* Thread self's share of the job: its own block, then whatever the other threads
+ * have not taken of theirs (the next thread's first, so that two idle threads do
+ * not queue on one block). Returns the number of trips this thread ran. */
+static int64_t
+run_chunks(const pool_job *job, int self, int threads)
+{
+    int64_t ran = 0;
+    for (int k = 0; k < threads; k++) {
+        ran += drain_block(job, &pool.block[(self + k) % threads]);
+    }
+    return ran;
+}
+
+/* Cuts the job's chunks (the last one may be short) into one contiguous block per
+ * thread, block t holding chunks [t * c / threads, (t + 1) * c / threads). */
+static void
+cut_blocks(const pool_job *job, int threads)
+{
+    int64_t chunks = job->n / job->chunk + (job->n % job->chunk != 0);
+    int64_t q = chunks / threads, r = chunks % threads;
+    for (int t = 0; t < threads; t++) {
+        /* first chunk of block t: t * chunks / threads without overflow (r, t <
+         * threads <= POOL_MAX_THREADS); its trip is below n, so no overflow either */
+        int64_t first = q * t + r * t / threads;
+        int64_t last = q * (t + 1) + r * (t + 1) / threads;
+        atomic_store_explicit(&pool.block[t].next, first * job->chunk,
+                              memory_order_relaxed);
+        pool.block[t].end = last == chunks ? job->n : last * job->chunk;
+    }
+}
+
 static void *
 worker_main(void *arg)
 {
-    (void)arg;
+    int self = (int)(intptr_t)arg; /* 1 .. workers: the calling thread is 0 */
     /* Workers start before any job (pool_start runs once, before the first), when
      * the generation is 0. */
     uint64_t seen = 0;
@@ -132,8 +181,9 @@ worker_main(void *arg)
         }
         seen = pool.generation;
         pool_job job = pool.job;
+        int threads = pool.workers + 1;
         pthread_mutex_unlock(&pool.lock);
-        run_chunks(&job);
+        run_chunks(&job, self, threads);
         pthread_mutex_lock(&pool.lock);
         if (--pool.active == 0) {
             pthread_cond_signal(&pool.done);
@@ -182,7 +232,7 @@ pool_start(void)
     pthread_attr_setstacksize(&attr, POOL_STACK_NBYTES);
     for (int k = 1; k < pool.threads; k++) {
         pthread_t t;
-        if (pthread_create(&t, &attr, worker_main, NULL) != 0) {
+        if (pthread_create(&t, &attr, worker_main, (void *)(intptr_t)k) != 0) {
             break; /* fewer workers still run every launch correctly */
         }
         pool.workers++;
@@ -213,16 +263,17 @@ tack__pool_run(int64_t n, int64_t chunk, tack__pool_fn fn, void *ctx,
         return false;
     }
     pool_job job = {fn, ctx, n, chunk < 1 ? 1 : chunk};
+    int threads = pool.workers + 1;
     pthread_mutex_lock(&pool.lock);
     pool.job = job;
-    atomic_store(&pool.next, 0);
+    cut_blocks(&job, threads); /* published to the workers by the unlock below */
     pool.active = pool.workers;
     pool.generation++;
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
 
     uint64_t t0 = tack__now_ns();
-    *caller_trips = run_chunks(&job);
+    *caller_trips = run_chunks(&job, 0, threads);
     *caller_ns = tack__now_ns() - t0;
 
     pthread_mutex_lock(&pool.lock);

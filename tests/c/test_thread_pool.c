@@ -2,6 +2,8 @@
  * test_thread_pool.c: the persistent pool that runs a kernel's parallel loop.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -110,4 +112,120 @@ TACK_TEST(pool_hands_out_a_range_ending_at_int64_max_once)
     CHECK_EQ_INT(atomic_load(&c.calls), 6); /* 5 whole chunks and a remainder */
     CHECK_EQ_INT(atomic_load(&c.trips), n);
     CHECK(mine >= 0 && mine <= n);
+}
+
+enum { ORDER_TRIPS = 64, ORDER_MAX_CALLS = ORDER_TRIPS + 1 };
+
+typedef struct {
+    pthread_t caller;
+    atomic_int_fast64_t caller_trips;
+    int64_t caller_begin[ORDER_MAX_CALLS], caller_end[ORDER_MAX_CALLS];
+    int caller_calls;                 /* only the calling thread writes these */
+    atomic_int_fast64_t worker_begin; /* the one chunk the worker ran, or -1 */
+    atomic_int worker_calls;
+} order_ctx;
+
+/* The calling thread records its ranges in order. The worker holds on to its first
+ * chunk until the calling thread has run every other trip (or 10 s have passed, so
+ * that a broken pool fails the checks instead of hanging), as a worker the OS keeps
+ * off a core would. */
+static void
+record_order(void *ctx, int64_t begin, int64_t end)
+{
+    order_ctx *o = ctx;
+    if (pthread_equal(pthread_self(), o->caller)) {
+        if (o->caller_calls < ORDER_MAX_CALLS) {
+            o->caller_begin[o->caller_calls] = begin;
+            o->caller_end[o->caller_calls] = end;
+        }
+        o->caller_calls++;
+        atomic_fetch_add(&o->caller_trips, end - begin);
+        return;
+    }
+    if (atomic_fetch_add(&o->worker_calls, 1) == 0) {
+        atomic_store(&o->worker_begin, begin);
+        uint64_t t0 = tack__now_ns();
+        while (atomic_load(&o->caller_trips) < ORDER_TRIPS - (end - begin) &&
+               tack__now_ns() - t0 < 10000000000u) {
+            sched_yield();
+        }
+    }
+}
+
+TACK_TEST(pool_runs_each_threads_block_in_order_and_takes_a_held_up_ones)
+{
+    /* Two threads, chunks of one trip: the calling thread's block is [0, 32), the
+     * worker's [32, 64). The calling thread runs its block in order, then every
+     * chunk of the worker's that the held-up worker has not taken, in order. */
+    setenv("TACK_NUM_THREADS", "2", 1);
+    CHECK_EQ_INT(tack__pool_threads(), 2);
+    order_ctx *o = calloc(1, sizeof *o);
+    CHECK(o != NULL);
+    o->caller = pthread_self();
+    atomic_init(&o->caller_trips, 0);
+    atomic_init(&o->worker_begin, -1);
+    atomic_init(&o->worker_calls, 0);
+    int64_t mine = -1;
+    uint64_t ns = 0;
+    CHECK(tack__pool_run(ORDER_TRIPS, 1, record_order, o, &mine, &ns));
+    int64_t held = atomic_load(&o->worker_begin);
+    CHECK(atomic_load(&o->worker_calls) <= 1);
+    CHECK(held == -1 || held >= ORDER_TRIPS / 2); /* the worker's own block first */
+    CHECK_EQ_INT(mine, ORDER_TRIPS - (held == -1 ? 0 : 1));
+    CHECK_EQ_INT(o->caller_calls, mine);
+    int64_t next = 0;
+    for (int c = 0; c < o->caller_calls && c < ORDER_MAX_CALLS; c++) {
+        if (next == held) {
+            next++;
+        }
+        CHECK_EQ_INT(o->caller_begin[c], next);
+        CHECK_EQ_INT(o->caller_end[c], next + 1);
+        next++;
+    }
+    free(o);
+}
+
+typedef struct {
+    int64_t n, chunk;
+    atomic_int hits[64];
+    atomic_int misaligned;
+} aligned_ctx;
+
+static void
+visit_aligned(void *ctx, int64_t begin, int64_t end)
+{
+    aligned_ctx *a = ctx;
+    /* exactly one chunk, the one at a multiple of the chunk size (short at n) */
+    if (begin % a->chunk != 0 ||
+        end != (a->n - begin < a->chunk ? a->n : begin + a->chunk)) {
+        atomic_fetch_add(&a->misaligned, 1);
+    }
+    for (int64_t i = begin; i < end; i++) {
+        atomic_fetch_add(&a->hits[i], 1);
+    }
+}
+
+TACK_TEST(pool_blocks_cover_short_jobs_with_more_threads_than_chunks)
+{
+    /* Seven threads over jobs of 1 to 64 trips: some blocks are empty, the last
+     * chunk may be short, and every range still starts at a multiple of the chunk. */
+    setenv("TACK_NUM_THREADS", "7", 1);
+    CHECK_EQ_INT(tack__pool_threads(), 7);
+    for (int64_t n = 1; n <= 64; n += 3) {
+        for (int64_t chunk = 1; chunk <= 5; chunk++) {
+            aligned_ctx *a = calloc(1, sizeof *a);
+            CHECK(a != NULL);
+            a->n = n;
+            a->chunk = chunk;
+            int64_t mine = -1;
+            uint64_t ns = 0;
+            CHECK(tack__pool_run(n, chunk, visit_aligned, a, &mine, &ns));
+            CHECK(mine >= 0 && mine <= n);
+            CHECK_EQ_INT(atomic_load(&a->misaligned), 0);
+            for (int64_t i = 0; i < 64; i++) {
+                CHECK_EQ_INT(atomic_load(&a->hits[i]), i < n ? 1 : 0);
+            }
+            free(a);
+        }
+    }
 }
