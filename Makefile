@@ -9,6 +9,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
+.PHONY: example-in-situ
 .PHONY: fuzz fuzz-ci fuzz-kernels configure-c build-c tools check
 
 # The LLVM of clang (fuzzing), clang-tidy and clang-format: Debian 12's. Their findings
@@ -55,7 +56,7 @@ tools:
 	PYTHON=$(PYTHON) LLVM_VERSION=$(LLVM_VERSION) scripts/ensure_tools.sh test
 
 # C unit tests (plain build), then pytest.
-test: tools setup test-c example-c typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
+test: tools setup test-c example-c example-in-situ typecheck sanitize valgrind lint fuzz-ci sanitize-py test-py
 
 # The fast loop while working: the C unit tests and pytest, nothing else.
 check: test-c test-py
@@ -82,6 +83,17 @@ example-c: $(VENV)/.ready
 		$$(PKG_CONFIG_PATH=$(PREFIX)/lib/pkgconfig pkg-config --cflags --libs tack) \
 		-Wl,-rpath,$(PREFIX)/lib -o $(BUILD)/tack_host
 	$(BUILD)/tack_host
+
+# The in situ example (docs/in_situ.md), built through the installed package's flags
+# and the embedding flags of the venv's interpreter, then run with its analysis script;
+# tests/python/test_in_situ_example.py checks its numbers, under valgrind and ASan too.
+PY_CONFIG = $$($(PY) -c 'import sys, sysconfig; print(sys.base_prefix + "/bin/python" + sysconfig.get_python_version() + "-config")')
+example-in-situ: setup
+	mkdir -p $(BUILD)/in_situ
+	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror examples/c/in_situ.c \
+		$$($(PY) -m tack --cflags --libs) $$($(PY_CONFIG) --embed --cflags --ldflags) -lm \
+		-o $(BUILD)/in_situ/in_situ
+	$(BUILD)/in_situ/in_situ --python $(PY) --out $(BUILD)/in_situ
 
 # The stubs against the extension as built (stubtest), and the examples under
 # mypy --strict. mypy's settings are in pyproject.toml.

@@ -312,6 +312,10 @@ tack_array_reshape(const tack_array *arr, int32_t ndim, const int64_t *shape,
     if (ndim > 0) {
         TACK__CHECK_ARG(shape);
     }
+    tack_status live = tack__check_live(arr, "reshape");
+    if (live != TACK_OK) {
+        return live;
+    }
     if (ndim < 0 || ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_BAD_SHAPE, "an array has 0 to %d dimensions, not %d",
                           TACK_MAX_NDIM, (int)ndim);
@@ -360,6 +364,10 @@ tack_array_readonly_view(const tack_array *arr, tack_array **out)
 {
     TACK__CHECK_ARG(arr);
     TACK__CHECK_ARG(out);
+    tack_status live = tack__check_live(arr, "read-only view");
+    if (live != TACK_OK) {
+        return live;
+    }
     return array_make(arr->buffer, arr->dtype, arr->ndim, arr->shape, arr->nelem, false,
                       false, out);
 }
@@ -399,7 +407,10 @@ tack_status
 tack_array_fill(tack_array *arr, const void *value, tack_dtype value_dtype)
 {
     TACK__CHECK_ARG(arr);
-    tack_status st = check_writable(arr, "fill");
+    tack_status st = tack__check_live(arr, "fill");
+    if (st == TACK_OK) {
+        st = check_writable(arr, "fill");
+    }
     if (st != TACK_OK) {
         return st;
     }
@@ -446,7 +457,10 @@ tack_array_copy_from_host(tack_array *dst, const void *src, tack_dtype src_dtype
     if (nscalars > 0) {
         TACK__CHECK_ARG(src);
     }
-    tack_status st = check_dtype(src_dtype);
+    tack_status st = tack__check_live(dst, "copy from the host");
+    if (st == TACK_OK) {
+        st = check_dtype(src_dtype);
+    }
     if (st != TACK_OK) {
         return st;
     }
@@ -490,7 +504,10 @@ tack_array_copy_to_host(const tack_array *src, void *dst, tack_dtype dst_dtype)
     if (src->nbytes > 0) {
         TACK__CHECK_ARG(dst);
     }
-    tack_status st = check_dtype(dst_dtype);
+    tack_status st = tack__check_live(src, "copy to the host");
+    if (st == TACK_OK) {
+        st = check_dtype(dst_dtype);
+    }
     if (st != TACK_OK) {
         return st;
     }
@@ -550,7 +567,13 @@ tack_array_copyto(tack_array *dst, const tack_array *src)
 {
     TACK__CHECK_ARG(dst);
     TACK__CHECK_ARG(src);
-    tack_status st = check_writable(dst, "copyto");
+    tack_status st = tack__check_live(dst, "copyto");
+    if (st == TACK_OK) {
+        st = tack__check_live(src, "copyto");
+    }
+    if (st == TACK_OK) {
+        st = check_writable(dst, "copyto");
+    }
     if (st != TACK_OK) {
         return st;
     }
@@ -617,6 +640,10 @@ tack_array_to_device(const tack_array *src, tack_device *dev, tack_array **out)
     TACK__CHECK_ARG(src);
     TACK__CHECK_ARG(dev);
     TACK__CHECK_ARG(out);
+    tack_status live = tack__check_live(src, "to_device");
+    if (live != TACK_OK) {
+        return live;
+    }
     tack_array *dst;
     tack_status st = tack_array_empty(dev, src->dtype, src->ndim, src->shape,
                                       TACK_BUFFER_WRITABLE, &dst);
@@ -639,6 +666,10 @@ tack_array_to_device_on_stream(const tack_array *src, tack_device *dev, int64_t 
     TACK__CHECK_ARG(src);
     TACK__CHECK_ARG(dev);
     TACK__CHECK_ARG(out);
+    tack_status live = tack__check_live(src, "to_device");
+    if (live != TACK_OK) {
+        return live;
+    }
     /* The stream belongs to the device with streams: the source's, else the
      * destination's (a host-to-device copy). */
     tack_device *owner = src->buffer->device;
@@ -707,6 +738,10 @@ tack_array_export_memory(tack_array *arr, tack_exported_memory *out)
 {
     TACK__CHECK_ARG(arr);
     TACK__CHECK_ARG(out);
+    tack_status live = tack__check_live(arr, "export_memory");
+    if (live != TACK_OK) {
+        return live;
+    }
     const tack_device *dev = arr->buffer->device;
     tack_status (*export_memory)(void *, void *, size_t, tack_exported_memory *) =
         TACK__BACKEND_SLOT(dev->backend, export_memory);

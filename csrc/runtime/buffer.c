@@ -18,6 +18,7 @@ buffer_alloc_struct(tack_device *dev, tack_buffer **out)
     atomic_init(&buf->refcount, 1);
     atomic_init(&buf->flags, 0u);
     atomic_init(&buf->export_copy, NULL);
+    atomic_init(&buf->reclaimed, false);
     tack_device_retain(dev);
     buf->device = dev;
     *out = buf;

@@ -261,7 +261,10 @@ export_prepare(tack_array *arr, const tack_dlpack_export_options *opts,
                size_t struct_size, size_t tensor_offset, bool *copied, tack_array **src,
                void **block)
 {
-    tack_status st = export_source(arr, opts, copied, src);
+    tack_status st = tack__check_live(arr, "DLPack export");
+    if (st == TACK_OK) {
+        st = export_source(arr, opts, copied, src);
+    }
     if (st != TACK_OK) {
         return st;
     }

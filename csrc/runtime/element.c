@@ -178,7 +178,10 @@ check_offset(const tack_array *arr, size_t offset)
 static tack_status
 element_copy(const tack_array *arr, size_t offset, void *host, bool store)
 {
-    tack_status st = check_offset(arr, offset);
+    tack_status st = tack__check_live(arr, store ? "element store" : "element read");
+    if (st == TACK_OK) {
+        st = check_offset(arr, offset);
+    }
     if (st != TACK_OK) {
         return st;
     }

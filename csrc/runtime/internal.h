@@ -177,6 +177,9 @@ struct tack_buffer {
     /* Owned reference or NULL: the exportable copy export_memory made of a buffer
      * that was not allocated exportable (made once, released with this buffer). */
     _Atomic(struct tack_buffer *) export_copy;
+    /* Set once, by a refused tack_array_reclaim in debug mode (reclaim.c): the owner
+     * has taken the memory back, and every later access through Tack is refused. */
+    atomic_bool reclaimed;
 };
 
 struct tack_array {
@@ -189,6 +192,25 @@ struct tack_array {
     size_t nbytes;   /* nelem * itemsize, checked for overflow */
     int64_t shape[]; /* ndim extents, row-major, then the DLPack layout below */
 };
+
+/* ---- memory taken back by its owner (reclaim.c) -----------------------------------
+ */
+
+/* TACK_ERR_RECLAIMED naming arr and what was refused. */
+tack_status tack__array_reclaimed(const tack_array *arr, const char *what) TACK__COLD;
+
+/* The check at every entry point that reads, writes or hands out an array's memory:
+ * a relaxed load of a flag on a cache line the caller reads anyway, so it costs
+ * nothing measurable in any build; only a debug-mode reclaim ever sets the flag. */
+static inline tack_status
+tack__check_live(const tack_array *arr, const char *what)
+{
+    if (TACK__UNLIKELY(
+            atomic_load_explicit(&arr->buffer->reclaimed, memory_order_relaxed))) {
+        return tack__array_reclaimed(arr, what);
+    }
+    return TACK_OK;
+}
 
 /* ---- DLPack (dlpack_export.c, dlpack_import.c) ------------------------------------
  */

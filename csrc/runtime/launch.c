@@ -59,6 +59,13 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
         if (!a) {
             continue;
         }
+        if (TACK__UNLIKELY(
+                atomic_load_explicit(&a->buffer->reclaimed, memory_order_relaxed))) {
+            char what[128];
+            (void)snprintf(what, sizeof what, "kernel '%.60s', parameter '%.40s'",
+                           kernel_name, param_names[k]);
+            return tack__array_reclaimed(a, what);
+        }
         const tack_device *dev = a->buffer->device;
         if (!TACK__BACKEND_SLOT(dev->backend, kernel_build) ||
             !TACK__BACKEND_SLOT(dev->backend, kernel_launch)) {

@@ -288,6 +288,32 @@ TACK_API tack_status tack_array_wrap_region(tack_device *dev, void *data, size_t
                                             tack_release_fn release, void *ctx,
                                             tack_array **out);
 
+/* ---- memory lent and taken back ---------------------------------------------- */
+
+/*
+ * Takes back memory the caller lent: an array it made over its own memory
+ * (tack_array_wrap_memory) and handed to others (tack_py_from_array, a DLPack
+ * export). Call it before freeing or overwriting that memory.
+ *
+ * When the caller's reference is the last one to arr and to its buffer (every
+ * Python object, reshaped view and DLPack consumer has let go), releases it, which
+ * runs a release callback now, on this thread, and returns TACK_OK: nothing can
+ * reach the memory through Tack any more, and the caller may free it. Consumes the
+ * reference on success only.
+ * Otherwise returns TACK_ERR_IN_USE, with a message naming the array (dtype, shape,
+ * address, device) and how many references remain; arr stays the caller's, and the
+ * memory must stay valid until a later reclaim succeeds (or the release callback
+ * runs). In debug mode (TACK_DEBUG set and not "0", as for kernels) a refused reclaim
+ * also marks the memory as taken back: from then on every Tack access to it (element
+ * reads and writes, fills, copies, kernel launches, new views and exports) fails with
+ * TACK_ERR_RECLAIMED naming the array, a ValueError in Python, instead of reading
+ * memory the host may free. Consumers that already hold the raw address (a NumPy
+ * array made by np.from_dlpack) read it directly; Tack cannot stop them, but their
+ * references keep the reclaim refused in every build.
+ * Errors: TACK_ERR_INVALID_ARGUMENT (arr NULL), TACK_ERR_IN_USE.
+ */
+TACK_API tack_status tack_array_reclaim(tack_array *arr);
+
 #ifdef __cplusplus
 }
 #endif

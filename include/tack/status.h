@@ -103,7 +103,10 @@ typedef enum tack_error_kind {
     X(TACK_ERR_ZERO_DIVISION, "zero_division", "integer division by zero",            \
       TACK_KIND_ZERO_DIVISION)                                                        \
     X(TACK_ERR_COMPILE, "compile", "kernel compilation failed", TACK_KIND_COMPILE)    \
-    X(TACK_ERR_INTERNAL, "internal", "internal error", TACK_KIND_RUNTIME)
+    X(TACK_ERR_INTERNAL, "internal", "internal error", TACK_KIND_RUNTIME)             \
+    X(TACK_ERR_IN_USE, "in_use", "memory is still in use", TACK_KIND_RUNTIME)         \
+    X(TACK_ERR_RECLAIMED, "reclaimed", "memory was reclaimed by its owner",           \
+      TACK_KIND_VALUE)
 
 typedef enum tack_status {
 #define TACK__STATUS_ENUM(e, name, msg, kind) e,

@@ -297,6 +297,7 @@ TACK_TEST(null_args_elements_and_regions)
     tack_exported_memory mem;
     CHECK_INVALID(tack_array_export_memory(NULL, &mem));
     CHECK_INVALID(tack_array_export_memory(arr, NULL));
+    CHECK_INVALID(tack_array_reclaim(NULL));
     static float data[4];
     released = 0;
     CHECK_INVALID(tack_array_wrap_region(NULL, data, sizeof data, TACK_FLOAT32, 1,

@@ -205,6 +205,58 @@ def test_release_runs_once_when_a_python_thread_lets_go_last(tmp_path):
     assert releases(r) == 1
 
 
+def test_the_host_reclaims_its_field_only_after_python_dropped_every_view(tmp_path):
+    r = run_host("""
+        import numpy as np
+        import host
+
+        a = host.field()
+        view = np.from_dlpack(a.reshape(4, 4))
+        del a
+        status, msg = host.reclaim()
+        assert status == "in_use", (status, msg)
+        assert f"float32 array (16,) at {host.field_ptr():#x} on cpu:0" in msg, msg
+        assert "1 other reference" in msg and "TACK_DEBUG" not in msg, msg
+        view[0, 0] = 5.0  # still the host's field, alive
+        assert host.releases() == 0
+        del view
+        assert host.reclaim() is None
+        assert host.releases() == 1  # at the reclaim, on the host's thread
+        """, tmp_path, TACK_DEBUG="0")
+    assert releases(r) == 1
+
+
+def test_views_of_a_field_reclaimed_in_debug_mode_refuse_access(tmp_path):
+    r = run_host("""
+        import pytest
+        import host
+        import tack
+
+        @tack.kernel
+        def hottest(t):
+            m = t[0]
+            for i in range(t.shape[0]):
+                m = max(m, t[i])
+            return m
+
+        a = host.field()
+        assert hottest(a) == 0.0
+        status, msg = host.reclaim()
+        assert status == "in_use" and "TACK_DEBUG" in msg, (status, msg)
+        name = f"float32 array (16,) at {host.field_ptr():#x}"
+        for access in (lambda: a[0], lambda: a.numpy(), lambda: a.fill(1.0),
+                       lambda: a.reshape(4, 4), lambda: a.__dlpack__(),
+                       lambda: hottest(a), lambda: tack.copyto(a, tack.zeros(16))):
+            with pytest.raises(ValueError, match="reclaimed by its owner") as e:
+                access()
+            assert name in str(e.value), e.value
+        assert "parameter 't'" in str(pytest.raises(tack.TackValueError, hottest, a).value)
+        del a
+        assert host.reclaim() is None and host.releases() == 1
+        """, tmp_path, TACK_DEBUG="1")
+    assert releases(r) == 1
+
+
 def test_finalization_with_live_views_leaks_rather_than_crashes(tmp_path):
     # Python still holds a view of the field when it finalizes, and the host holds
     # arrays over memory Python owns (a NumPy array, a bytearray) that it releases only

@@ -132,6 +132,21 @@ host_drop_field_on_thread(PyObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* host.reclaim(): tack_array_reclaim(field). None when it succeeded (the host's
+ * reference is gone with it), else (status name, tack_last_error()). */
+static PyObject *
+host_reclaim(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    tack_status st = tack_array_reclaim(field);
+    if (st == TACK_OK) {
+        field = NULL;
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(ss)", tack_status_name(st), tack_last_error());
+}
+
 static PyObject *
 host_releases(PyObject *self, PyObject *unused)
 {
@@ -281,6 +296,7 @@ static PyMethodDef host_methods[] = {
     {"field_ptr", host_field_ptr, METH_NOARGS, NULL},
     {"drop_field", host_drop_field, METH_NOARGS, NULL},
     {"drop_field_on_thread", host_drop_field_on_thread, METH_NOARGS, NULL},
+    {"reclaim", host_reclaim, METH_NOARGS, NULL},
     {"releases", host_releases, METH_NOARGS, NULL},
     {"allocations", host_allocations, METH_NOARGS, NULL},
     {"hold", host_hold, METH_O, NULL},
