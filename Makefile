@@ -7,7 +7,7 @@ BUILD ?= build
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
-.PHONY: fuzz fuzz-ci fuzz-kernels configure-c tools
+.PHONY: fuzz fuzz-ci fuzz-kernels configure-c tools bench
 
 # The LLVM of clang (fuzzing), clang-tidy and clang-format: Debian 12's. Their findings
 # and formatting differ between versions, so lint is pinned to one.
@@ -148,3 +148,15 @@ KERNEL_FUZZ_SEED ?= 0
 KERNEL_FUZZ_COUNT ?= 500
 fuzz-kernels: setup
 	$(PY) tests/python/kernel_fuzz.py --seed $(KERNEL_FUZZ_SEED) --count $(KERNEL_FUZZ_COUNT)
+
+# Every benchmark in benchmarks/ this machine can run, BENCH_RUNS process runs each,
+# printed as the tables of benchmarks/RESULTS.md with median (min-max) per cell, the
+# machine and the command (benchmarks/_harness.py). Numba is a peer of the kernel
+# benchmarks only, so it is installed here and not by `make setup`.
+BENCH_RUNS ?= 3
+$(VENV)/.bench-ready: $(VENV)/.ready
+	$(PY) -m pip install -q numba
+	touch $@
+
+bench: setup $(VENV)/.bench-ready
+	$(PY) benchmarks/_harness.py --runs $(BENCH_RUNS)
