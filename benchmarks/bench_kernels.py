@@ -372,7 +372,8 @@ Entry = tuple[str, Callable[[], Any], Callable[[], None], int]
 
 def peer_column(name: str) -> str:
     """The table's column of a peer: its first word names it (the variant, such as
-    "NumPy bincount" or "Numba (serial)", is the workload's and RESULTS.md's)."""
+    "NumPy bincount" or "Numba (serial)", is the workload's; benchmarks/RESULTS.md
+    names it)."""
     for prefix, column in (("hand C", "hand C (OpenMP)"), ("Numba", "Numba"),
                            ("Warp", "Warp CPU"), ("NumPy", "NumPy")):
         if name.startswith(prefix):
