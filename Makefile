@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: setup run test test-c test-py sanitize sanitize-py valgrind lint clean example-c typecheck
-.PHONY: example-in-situ
+.PHONY: example-in-situ bench
 .PHONY: fuzz fuzz-ci fuzz-kernels configure-c build-c tools check
 
 # The LLVM of clang (fuzzing), clang-tidy and clang-format: Debian 12's. Their findings
@@ -172,3 +172,15 @@ KERNEL_FUZZ_SEED ?= 0
 KERNEL_FUZZ_COUNT ?= 500
 fuzz-kernels: setup
 	$(PY) tests/python/kernel_fuzz.py --seed $(KERNEL_FUZZ_SEED) --count $(KERNEL_FUZZ_COUNT)
+
+# Every benchmark in benchmarks/ this machine can run, BENCH_RUNS process runs each,
+# printed as the tables of benchmarks/RESULTS.md with median (min-max) per cell, the
+# machine and the command (benchmarks/_harness.py). Numba is a peer of the kernel
+# benchmarks only, so it is installed here and not by `make setup`.
+BENCH_RUNS ?= 3
+$(VENV)/.bench-ready: $(VENV)/.ready
+	$(PY) -m pip install -q numba
+	touch $@
+
+bench: setup $(VENV)/.bench-ready
+	$(PY) benchmarks/_harness.py --runs $(BENCH_RUNS)

@@ -1,6 +1,6 @@
 """Copies in and out of Tack arrays beside NumPy's own, in one process, as ratios.
 
-    .venv/bin/python benchmarks/bench_arrays.py [--n 10000000] [--repeat 7]
+    .venv/bin/python benchmarks/bench_arrays.py [--n 10000000] [--repeat 7] [--smoke]
 
 Each line is the best of --repeat runs, the result released inside the timing; the
 ratio is Tack's time over NumPy's for the same work (below 1: Tack is faster).
@@ -9,32 +9,22 @@ ratio is Tack's time over NumPy's for the same work (below 1: Tack is faster).
 from __future__ import annotations
 
 import argparse
-import gc
-import time
 
 import numpy as np
+from _harness import Report, arguments, best_s, finish
 
 import tack
 
-
-def best_ms(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.disable()
-        t0 = time.perf_counter()
-        r = fn()
-        del r
-        t1 = time.perf_counter()
-        gc.enable()
-        best = min(best, t1 - t0)
-    return best * 1e3
+TABLE = "Copies in and out"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
     parser.add_argument("--n", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
+    if args.smoke:
+        args.n, args.repeat = 1000, 1
     rng = np.random.default_rng(0)
     f64 = rng.random(args.n)
     i32 = (f64 * 1000).astype(np.int32)
@@ -52,11 +42,14 @@ def main() -> None:
          lambda: np.copyto(ndst, f64)),
         ("fill", lambda: dst.fill(1.5), lambda: ndst.fill(1.5)),
     ]
-    print(f"{'operation':32s} {'tack ms':>9s} {'numpy ms':>9s} {'ratio':>7s}")
+    report = Report("bench_arrays.py")
     for name, tk, npf in cases:
-        t_tack = best_ms(tk, args.repeat)
-        t_np = best_ms(npf, args.repeat)
-        print(f"{name:32s} {t_tack:9.2f} {t_np:9.2f} {t_tack / t_np:6.2f}x")
+        t_tack = best_s(tk, args.repeat) * 1e3
+        t_np = best_s(npf, args.repeat) * 1e3
+        report.add(TABLE, name, "Tack", t_tack, "ms")
+        report.add(TABLE, name, "NumPy", t_np, "ms")
+        report.add(TABLE, name, "Tack / NumPy", t_tack / t_np, "x")
+    finish(report, args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Kernel benchmarks: each workload beside its peers in one run, printed as ratios.
 
-    python benchmarks/bench_kernels.py [--quick] [--threads N]
+    python benchmarks/bench_kernels.py [--quick] [--threads N] [--only radius,...]
+        [--smoke] [--json PATH]
 
 Workloads: radius_squared over 2**26 float32 (elementwise), a 3-D 7-point stencil
 (256**3 float32), a 2-D 5-point Jacobi sweep (4096**2 float64), an escape-time
@@ -14,7 +15,8 @@ Peers: NumPy, Numba (parallel=True, prange), Warp (CPU) and a hand-written C loo
 compiled with -O3 -march=native -fopenmp on the same thread count (and
 -funroll-loops -ffp-contract=off: Tack's own flags, so it rounds like Python and Tack
 do). A peer that is
-not installed is skipped with a note. Ratios are peer time / Tack time: above 1
+not installed is skipped with a note; --smoke (tiny sizes, one round) leaves out
+Numba, whose just-in-time compiles alone take seconds. Ratios are peer time / Tack time: above 1
 means Tack is faster. Times are the best of several runs (these machines are
 shared and noisy; absolute numbers mean little).
 """
@@ -34,8 +36,14 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from _harness import Report, arguments, finish
 
 import tack
+
+REPORT = Report("bench_kernels.py")
+KERNELS = "Kernels: Tack's time, peers' time / Tack's (above 1: Tack is faster)"
+LAUNCH = "Launch overhead"
+COMPILE = "Compile latency (first call in a new process)"
 
 # ---- Tack kernels --------------------------------------------------------------
 
@@ -206,7 +214,7 @@ def build_hand_c() -> Any | None:
         check=False,
     )
     if r.returncode != 0:
-        print(f"note: hand-written C skipped ({cc} -fopenmp failed: {r.stderr.strip()})")
+        REPORT.note(f"hand-written C skipped ({cc} -fopenmp failed: {r.stderr.strip()})")
         return None
     h = ctypes.CDLL(lib)
     i64, i32, vp = ctypes.c_int64, ctypes.c_int, ctypes.c_void_p
@@ -229,7 +237,7 @@ def load_numba(threads: int) -> Any | None:
     try:
         import numba
     except ImportError:
-        print("note: Numba not installed (pip install numba): skipped")
+        REPORT.note("Numba not installed (pip install numba): skipped")
         return None
     numba.set_num_threads(threads)
     prange = numba.prange
@@ -311,7 +319,7 @@ def load_warp() -> Any | None:
     try:
         import warp as wp
     except ImportError:
-        print("note: Warp not installed (pip install warp-lang): skipped")
+        REPORT.note("Warp not installed (pip install warp-lang): skipped")
         return None
     wp.config.quiet = True
     wp.init()
@@ -384,6 +392,17 @@ Entry = tuple[str, Callable[[], Any], Callable[[], None], int]
 """(name, run, check after the first run, most timed runs)"""
 
 
+def peer_column(name: str) -> str:
+    """The table's column of a peer: its first word names it (the variant, such as
+    "NumPy bincount" or "Numba (serial)", is the workload's; benchmarks/RESULTS.md
+    names it)."""
+    for prefix, column in (("hand C", "hand C (OpenMP)"), ("Numba", "Numba"),
+                           ("Warp", "Warp CPU"), ("NumPy", "NumPy")):
+        if name.startswith(prefix):
+            return column
+    return name
+
+
 def compare(title: str, entries: list[Entry], repeats: int) -> None:
     """Times every entry in interleaved rounds (the load on a shared machine drifts;
     interleaving spreads it over all of them) and prints peer/Tack ratios. The first
@@ -399,10 +418,11 @@ def compare(title: str, entries: list[Entry], repeats: int) -> None:
                 run()
                 times[name] = min(times[name], time.perf_counter() - t0)
     t_tack = times[entries[0][0]]
-    print(f"\n{title}: Tack {t_tack * 1e3:.2f} ms")
+    REPORT.add(KERNELS, title, "Tack", t_tack * 1e3, "ms")
+    for column in ("hand C (OpenMP)", "Numba", "Warp CPU", "NumPy"):
+        REPORT.add(KERNELS, title, column, None, "x")
     for name, _, _, _ in entries[1:]:
-        t = times[name]
-        print(f"  {name:<22} {t * 1e3:10.2f} ms   peer/Tack = {t / t_tack:6.2f}x")
+        REPORT.add(KERNELS, title, peer_column(name), times[name] / t_tack, "x")
 
 
 def nothing() -> None:
@@ -701,15 +721,15 @@ def workload_saxpy(n: int, repeats: int, threads: int, hand: Any, nb: Any,
     compare(f"SAXPY (np.float32 a), {n} float32", entries, repeats)
 
 
-def launch_overhead(nb: Any, wpk: Any) -> None:
-    n = 200_000
+def launch_overhead(nb: Any, wpk: Any, smoke: bool) -> None:
+    n = 200 if smoke else 200_000
     out = tack.zeros(16, dtype=tack.f32)
     fill16(out)
 
     def per_call(fn: Callable[[], Any], calls: int) -> float:
         fn()
         best_t = float("inf")
-        for _ in range(5):
+        for _ in range(1 if smoke else 5):
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn()
@@ -726,9 +746,11 @@ def launch_overhead(nb: Any, wpk: Any) -> None:
         ow = wp.zeros(16, dtype=wp.float32, device="cpu")
         peers["Warp CPU wp.launch"] = per_call(
             lambda: wp.launch(wpk["fill"], dim=16, inputs=[ow], device="cpu"), n // 10)
-    print(f"\nlaunch overhead, 16-element kernel: Tack {t_tack * 1e9:.0f} ns")
+    row = "launch overhead, 16-element kernel"
+    REPORT.add(LAUNCH, row, "Tack", t_tack * 1e9, "ns")
     for name, t in peers.items():
-        print(f"  {name:<22} {t * 1e9:10.0f} ns   peer/Tack = {t / t_tack:6.2f}x")
+        REPORT.add(LAUNCH, row, name, t * 1e9, "ns")
+        REPORT.add(LAUNCH, row, f"{name} / Tack", t / t_tack, "x")
 
 
 COMPILE_SCRIPT = textwrap.dedent("""
@@ -753,7 +775,7 @@ COMPILE_SCRIPT = textwrap.dedent("""
 """)
 
 
-def compile_latency() -> None:
+def compile_latency(pairs: int) -> None:
     d = tempfile.mkdtemp(prefix="tack-bench-cache-")
     script = os.path.join(d, "compile_probe.py")
     with open(script, "w") as f:
@@ -767,35 +789,36 @@ def compile_latency() -> None:
         return first, total
 
     colds, warms = [], []
-    for k in range(3):
+    for k in range(pairs):
         cache = os.path.join(d, f"cache{k}")
         colds.append(probe(cache))
         warms.append(probe(cache))
     cold = min(colds)
     warm = min(warms)
-    print("\ncompile latency (first call in a new process; process total in brackets):")
-    print(f"  cold, empty cache     {cold[0] * 1e3:8.1f} ms   [{cold[1] * 1e3:.0f} ms]")
-    print(f"  warm, cache hit       {warm[0] * 1e3:8.1f} ms   [{warm[1] * 1e3:.0f} ms]")
+    for row, (first, total) in (("cold: empty cache", cold), ("warm: cache hit", warm)):
+        REPORT.add(COMPILE, row, "first call", first * 1e3, "ms")
+        REPORT.add(COMPILE, row, "whole process", total * 1e3, "ms")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser = arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]))
+    parser.add_argument("--quick", action="store_true", help="small sizes, 3 rounds")
     parser.add_argument("--threads", type=int, default=None,
                         help="thread count for every peer (default: Tack's pool size)")
     parser.add_argument("--only", default="radius,stencil,jacobi,fractal,histogram,rowsum,"
                         "fullsum,saxpy,launch,compile",
                         help="comma-separated subset of the workloads")
     args = parser.parse_args()
+    args.quick = args.quick or args.smoke
     only = set(args.only.split(","))
     if args.threads:
         os.environ["TACK_NUM_THREADS"] = str(args.threads)
     threads = tack._tack._kernel_stats()["num_threads"]
-    print(f"threads: {threads} (Tack pool; Numba and OpenMP set to the same)")
+    REPORT.note(f"threads: {threads} (Tack pool; Numba and OpenMP set to the same)")
     hand = build_hand_c()
-    nb = load_numba(threads)
+    nb = None if args.smoke else load_numba(threads)
     wpk = load_warp()
-    repeats = 3 if args.quick else 7
+    repeats = 1 if args.smoke else 3 if args.quick else 7
     if "radius" in only:
         workload_radius(1 << (20 if args.quick else 26), threads, repeats, hand, nb, wpk)
     if "stencil" in only:
@@ -815,9 +838,10 @@ def main() -> None:
     if "saxpy" in only:
         workload_saxpy(1 << (18 if args.quick else 24), repeats, threads, hand, nb, wpk)
     if "launch" in only:
-        launch_overhead(nb, wpk)
+        launch_overhead(nb, wpk, args.smoke)
     if "compile" in only:
-        compile_latency()
+        compile_latency(1 if args.smoke else 3)
+    finish(REPORT, args)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Tack arrays through MPI (mpi4py) beside NumPy buffers, in one run, as ratios.
 
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/bench_mpi.py [--repeat 7]
-        [--device cuda] [--quick]
+        [--device cuda] [--quick] [--smoke] [--json PATH]
 
 Part 1 (every rank at once, rank 0 reports; no communication): what mpi4py pays to
 take one buffer, i.e. building `MPI.buffer(x)`, for a NumPy array (the buffer
@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from _harness import Report, arguments, finish
 from mpi4py import MPI
 
 import tack
@@ -37,6 +38,9 @@ from tack.interop.mpi import gpu_aware
 
 comm = MPI.COMM_WORLD
 rank = comm.rank
+REPORT = Report("bench_mpi.py")
+PER_BUFFER = "MPI: per buffer (rank 0), ns per call"
+MESSAGES = "MPI: messages, the slower rank's time per call"
 
 
 def best_ns(run: Callable[[int], None], n: int, repeat: int, sync: bool) -> float:
@@ -74,11 +78,11 @@ class DLPackOnly:
         self.__dlpack_device__ = x.__dlpack_device__
 
 
-def per_buffer(repeat: int) -> None:
+def per_buffer(repeat: int, quick: bool) -> None:
     x = np.zeros(8, np.float32)
     a = tack.zeros(8, dtype=tack.f32, device="cpu")
     wrapped = DLPackOnly(x)
-    n = 100_000
+    n = 1_000 if quick else 100_000
     rows = [
         ("MPI.buffer(numpy)  [buffer protocol]", looped(lambda: MPI.buffer(x))),
         ("MPI.buffer(numpy)  [DLPack route]", looped(lambda: MPI.buffer(wrapped))),
@@ -96,12 +100,13 @@ def per_buffer(repeat: int) -> None:
             times[i] = min(times[i], best_ns(run, n, 1, sync=False))
     if rank != 0:
         return
-    print("Per buffer (rank 0): ns per call, ratio to the buffer protocol")
     for (name, _), t in zip(rows, times, strict=True):
-        print(f"  {name:40s} {t:8.1f} ns  {t / times[0]:5.2f}x")
-    print(f"  Tack's hooks / NumPy's hooks: {times[4] / times[3]:.2f}x; "
-          f"the DLPack route's extra over the buffer protocol: "
-          f"{times[1] - times[0]:.0f} ns (NumPy) / {times[2] - times[0]:.0f} ns (Tack)")
+        REPORT.add(PER_BUFFER, name, "ns/call", t, "ns")
+        REPORT.add(PER_BUFFER, name, "vs the buffer protocol", t / times[0], "x")
+    REPORT.add(PER_BUFFER, "Tack's hooks / NumPy's hooks", "vs the buffer protocol",
+               None, "x")
+    REPORT.add(PER_BUFFER, "Tack's hooks / NumPy's hooks", "ratio",
+               times[4] / times[3], "x")
 
 
 class Workload:
@@ -182,11 +187,9 @@ def messages(repeat: int, device: str, quick: bool) -> None:
     staged = device != "cpu" and not gpu_aware(device)
     if rank == 0:
         how = "staged through host arrays" if staged else "passed as they are"
-        print(f"\n{comm.size} ranks, {MPI.Get_library_version().splitlines()[0]}; "
-              f"Tack arrays on {device}, {how}; TACK_NUM_THREADS="
-              f"{os.environ.get('TACK_NUM_THREADS', 'unset')}")
-        print(f"{'operation':10s} {'elements':>8s}  {'variant':30s} {'per call':>11s}"
-              f"  {'vs NumPy':>8s}")
+        REPORT.note(f"{comm.size} ranks, {MPI.Get_library_version().splitlines()[0]}; "
+                    f"Tack arrays on {device}, {how}; TACK_NUM_THREADS="
+                    f"{os.environ.get('TACK_NUM_THREADS', 'unset')}")
     sizes = [(8, 20_000), (1024, 10_000), (1 << 20, 40)]
     if quick:
         sizes = [(8, 2_000), (1024, 1_000), (1 << 20, 5)]
@@ -203,28 +206,28 @@ def messages(repeat: int, device: str, quick: bool) -> None:
                     best[name] = min(best[name], best_ns(looped(call), n, 1, sync=True))
             if rank == 0:
                 base = best["NumPy"]
-                for name, _ in variants:
-                    t = best[name]
-                    shown = f"{t / 1e3:8.2f} us" if t >= 1e4 else f"{t:8.0f} ns"
-                    print(f"{op:10s} {nelem:8d}  {name:30s} {shown:>11s}  "
-                          f"{t / base:7.2f}x")
+                row = f"{op}, {nelem} elements"
+                REPORT.add(MESSAGES, row, "NumPy", base, "ns")
+                for name, _ in variants[1:]:
+                    REPORT.add(MESSAGES, row, name, best[name] / base, "x")
             w.free()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="fewer calls (a smoke run)")
     args = parser.parse_args()
+    if args.smoke:
+        args.quick, args.repeat = True, 1
     if comm.size != 2 and rank == 0:
-        print(f"note: {comm.size} rank(s); the figures assume mpiexec -n 2")
-    if rank == 0:
-        with os.popen("uptime") as up:
-            print("load:", up.read().strip())
-    per_buffer(args.repeat)  # on every rank: none spins in a barrier meanwhile
+        REPORT.note(f"{comm.size} rank(s); the figures assume mpiexec -n 2")
+    per_buffer(args.repeat, args.quick)  # on every rank: none spins in a barrier
     comm.Barrier()
     messages(args.repeat, args.device, args.quick)
+    if rank == 0:
+        finish(REPORT, args)
 
 
 if __name__ == "__main__":

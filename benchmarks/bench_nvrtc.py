@@ -1,7 +1,7 @@
 """GPU kernel build latency without a GPU: Tack's CUDA source through NVRTC, beside
 the CPU build of the same kernels, in one run.
 
-    python benchmarks/bench_nvrtc.py [--repeat N] [--arch 90]
+    python benchmarks/bench_nvrtc.py [--repeat N] [--arch 90] [--smoke] [--json PATH]
 
 For each workload (SAXPY with a np.float32 scalar, radius_squared, the 7-point
 stencil, a float sum reduction): the time to generate the CUDA source, a cold NVRTC
@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 
+from _harness import Report, arguments, finish
 from bench_kernels import radius_squared, stencil7  # the CPU benchmark's, same folder
 
 import tack
@@ -67,25 +68,32 @@ def best(fn: Callable[[], object], repeat: int, fresh: bool) -> float:
     return min(times)
 
 
-def nvrtc_load_ms() -> float:
+def nvrtc_load_ms(runs: int) -> float:
     code = ("import time, tack._tack as t; t0 = time.perf_counter(); "
             "t._nvrtc_version(); print((time.perf_counter() - t0) * 1e3)")
     runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                 text=True, check=True).stdout) for _ in range(3)]
+                                 text=True, check=True).stdout) for _ in range(runs)]
     return statistics.median(runs)
 
 
+TABLE = "GPU kernel builds (NVRTC, no GPU), ms"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = arguments(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--arch", type=int, default=90)
     args = ap.parse_args()
+    workloads = WORKLOADS[:1] if args.smoke else WORKLOADS
+    if args.smoke:
+        args.repeat = 1
+    report = Report("bench_nvrtc.py")
     major, minor = _tack._nvrtc_version()
-    print(f"NVRTC {major}.{minor}, sm_{args.arch}; load (dlopen, new process, median "
-          f"of 3): {nvrtc_load_ms():.1f} ms")
-    print(f"{'workload':<24} {'gen':>6} {'PTX cold':>15} {'CUBIN cold':>15} "
-          f"{'CUBIN warm':>15} {'C cold':>9} {'C warm':>7}")
-    for label, k, sig in WORKLOADS:
+    report.note(f"NVRTC {major}.{minor}, sm_{args.arch}; times in ms, best of "
+                f"{args.repeat}; ratios to the CPU cold build")
+    report.add("Loading NVRTC (dlopen, new process)", "median of 3", "ms",
+               nvrtc_load_ms(1 if args.smoke else 3), "ms")
+    for label, k, sig in workloads:
         name, file = k.__name__, k.__wrapped__.__code__.co_filename
         gen = best(lambda k=k, sig=sig: generate_cuda(k, sig, debug=False), args.repeat,
                    False)
@@ -118,10 +126,14 @@ def main() -> None:
                                          text=True, check=True)
                     out.append(float(run.stdout))
         cc, cw = min(c_cold), min(c_warm)
-        print(f"{label:<24} {gen:5.1f}  {ptx:6.1f} ({ptx / cc:4.2f}x) "
-              f"{cubin:6.1f} ({cubin / cc:4.2f}x) {warm:6.2f} ({warm / cc:5.3f}x) "
-              f"{cc:7.1f}  {cw:6.2f}")
-    print("times in ms, best of", args.repeat, "; ratios to the CPU cold build")
+        for column, value, unit in (
+                ("generate CUDA", gen, "ms"), ("PTX cold", ptx, "ms"),
+                ("PTX cold / C cold", ptx / cc, "x"), ("CUBIN cold", cubin, "ms"),
+                ("CUBIN cold / C cold", cubin / cc, "x"),
+                ("CUBIN warm (cache hit)", warm, "ms"), ("C cold", cc, "ms"),
+                ("C warm", cw, "ms")):
+            report.add(TABLE, label, column, value, unit)
+    finish(report, args)
 
 
 if __name__ == "__main__":

@@ -173,14 +173,46 @@ exchange_table(PyObject *value)
     return api;
 }
 
-/* The exchange table of a producer type, or NULL; cached per (type, version tag),
- * so a type that changes its attributes is looked up again. */
+/* Whether a type's arrays are immutable by contract, so that memory shared with them
+ * must not be written whatever their tensor says: a JAX array (jax.Array has no
+ * in-place update, and JAX exports only legacy capsules, which cannot carry READ_ONLY).
+ * Recognised without importing JAX: a class named Array or ArrayImpl from the
+ * jaxlib or jax packages in type(x)'s MRO (jaxlib._jax.ArrayImpl, whose base is
+ * jax.jaxlib._jax.Array). The answer is cached with the type's exchange table
+ * (tackpy_exchange_api_of): a change to the type's __module__ or bases gives it a
+ * new version tag, which asks again. Errors while asking mean no. */
+static bool
+immutable_producer(PyTypeObject *type)
+{
+    PyObject *mro = type->tp_mro;
+    bool found = false;
+    for (Py_ssize_t k = 0; mro && !found && k < PyTuple_GET_SIZE(mro); k++) {
+        PyTypeObject *tp = (PyTypeObject *)PyTuple_GET_ITEM(mro, k); /* held by mro */
+        const char *dot = strrchr(tp->tp_name, '.');
+        const char *n = dot ? dot + 1 : tp->tp_name;
+        if (strcmp(n, "Array") != 0 && strcmp(n, "ArrayImpl") != 0) {
+            continue;
+        }
+        PyObject *mod = PyObject_GetAttrString((PyObject *)tp, "__module__");
+        const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
+        found = m && (strncmp(m, "jaxlib.", 7) == 0 || strncmp(m, "jax.", 4) == 0 ||
+                      strcmp(m, "jaxlib") == 0 || strcmp(m, "jax") == 0);
+        Py_XDECREF(mod);
+        PyErr_Clear();
+    }
+    return found;
+}
+
+/* The exchange table of a producer type, or NULL, and in *immutable whether its
+ * arrays are immutable by contract; cached per (type, version tag), so a type that
+ * changes its attributes is looked up again. */
 const DLPackExchangeAPI *
-tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp)
+tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable)
 {
     for (int k = 0; k < TACKPY_EXCHANGE_CACHE; k++) {
         tackpy_exchange_cache *c = &st->dlpack_cache[k];
         if (c->type == tp && c->tag == tp->tp_version_tag && c->tag != 0) {
+            *immutable = c->immutable;
             return c->api;
         }
     }
@@ -197,6 +229,7 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp)
         api = exchange_table(value);
         Py_DECREF(value);
     }
+    *immutable = immutable_producer(tp);
     /* The lookups gave the type a version tag if it can have one. A tag is never
      * reused by another type, so a borrowed type pointer is safe as a key. */
     tackpy_exchange_cache *c = &st->dlpack_cache[st->dlpack_cache_next];
@@ -204,6 +237,7 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp)
     c->type = tp;
     c->tag = tp->tp_version_tag;
     c->api = api;
+    c->immutable = *immutable;
     return api;
 }
 

@@ -361,35 +361,6 @@ request_capsule(tackpy_state *st, PyObject *x)
     return NULL;
 }
 
-/* Whether x's arrays are immutable by contract, so that memory shared with it must
- * not be written whatever its tensor says: a JAX array (jax.Array has no in-place
- * update, and JAX exports only legacy capsules, which cannot carry READ_ONLY).
- * Recognised without importing JAX: a class named Array or ArrayImpl from the
- * jaxlib or jax packages in type(x)'s MRO (jaxlib._jax.ArrayImpl, whose base is
- * jax.jaxlib._jax.Array). Every import asks, so the class name is compared first
- * and only a match costs an attribute lookup. Errors while asking mean no. */
-static bool
-immutable_producer(PyObject *x)
-{
-    PyObject *mro = Py_TYPE(x)->tp_mro;
-    bool found = false;
-    for (Py_ssize_t k = 0; mro && !found && k < PyTuple_GET_SIZE(mro); k++) {
-        PyTypeObject *tp = (PyTypeObject *)PyTuple_GET_ITEM(mro, k); /* held by mro */
-        const char *dot = strrchr(tp->tp_name, '.');
-        const char *n = dot ? dot + 1 : tp->tp_name;
-        if (strcmp(n, "Array") != 0 && strcmp(n, "ArrayImpl") != 0) {
-            continue;
-        }
-        PyObject *mod = PyObject_GetAttrString((PyObject *)tp, "__module__");
-        const char *m = mod && PyUnicode_Check(mod) ? PyUnicode_AsUTF8(mod) : NULL;
-        found = m && (strncmp(m, "jaxlib.", 7) == 0 || strncmp(m, "jax.", 4) == 0 ||
-                      strcmp(m, "jaxlib") == 0 || strcmp(m, "jax") == 0);
-        Py_XDECREF(mod);
-        PyErr_Clear();
-    }
-    return found;
-}
-
 PyObject *
 tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames)
@@ -430,8 +401,8 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         result = import_capsule(st, x, &opts);
         goto done;
     }
-    opts.read_only = immutable_producer(x);
-    const DLPackExchangeAPI *api = tackpy_exchange_api_of(st, Py_TYPE(x));
+    const DLPackExchangeAPI *api =
+        tackpy_exchange_api_of(st, Py_TYPE(x), &opts.read_only);
     if (api) {
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(x, &mt) != 0 || !mt) {

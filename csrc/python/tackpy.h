@@ -19,6 +19,7 @@ typedef struct tackpy_exchange_cache {
     PyTypeObject *type; /* Borrowed: compared, never dereferenced without tag */
     unsigned int tag;   /* the type's tp_version_tag when looked up; 0: empty */
     const void *api;    /* the DLPackExchangeAPI, or NULL for none */
+    bool immutable;     /* its arrays are immutable by contract (JAX's) */
 } tackpy_exchange_cache;
 
 /* Every keyword name a function of the extension takes (args.c). */
@@ -253,8 +254,10 @@ PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
 /* ---- dlpack_exchange_py.c -------------------------------------------------------- */
 /* Publishes Tack's exchange table on tack.Array (still mutable). */
 int tackpy_exchange_init(PyObject *module, tackpy_state *st);
-/* The exchange table of a producer type, or NULL; cached per type version. */
-const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp);
+/* The exchange table of a producer type, or NULL, and whether its arrays are
+ * immutable by contract (imported read-only); cached per type version. */
+const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp,
+                                                bool *immutable);
 /* Whether the producer may still have work pending on the tensor's device that Tack
  * cannot order after. */
 int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,

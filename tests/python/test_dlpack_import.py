@@ -438,3 +438,25 @@ def test_other_legacy_producers_stay_writable():
     assert a.writable
     a[1] = 2.0
     assert host[1] == 2.0
+
+
+def test_a_producer_type_that_changes_its_module_is_asked_again():
+    # Whether a producer is immutable by contract is remembered per type; a type
+    # whose __module__ changes is a new answer, not the remembered one.
+    host = np.zeros(3, dtype=np.float32)
+
+    class Array:  # a JAX-like name; only its module says whether it is JAX's
+        def __dlpack__(self, **kw):
+            return host.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return host.__dlpack_device__()
+
+    Array.__module__ = "jax.fake"
+    for _ in range(3):
+        assert not tack.from_dlpack(Array()).writable
+    Array.__module__ = "elsewhere"
+    for _ in range(3):
+        assert tack.from_dlpack(Array()).writable
+    Array.__module__ = "jaxlib"
+    assert not tack.from_dlpack(Array()).writable
