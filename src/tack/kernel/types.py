@@ -370,7 +370,7 @@ def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
     typer.run(body, result)
     if kir.reductions:
         # the widest partial of any target: CUDA's carries, for a float min or max,
-        # the trip its value came from (emit_cuda._partial_fields)
+        # the trip its value came from (lir.partial_fields)
         fields = [t for n in sorted(kir.reductions) for t in (
             [typer.env[n], INT] if kir.reductions[n] in ("min", "max")
             and typer.env[n].is_float else [typer.env[n]])]
