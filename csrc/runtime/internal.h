@@ -226,11 +226,6 @@ tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                             const int64_t *shape, size_t nelem, bool writable,
                             tack_array **out);
 
-/* The same as tack__fail and tack__fail_remedy (older spelling). */
-#define TACK__FAIL(st, ...) tack__fail((st), __VA_ARGS__)
-#define TACK__FAIL_REMEDY(st, remedy, ...) \
-    tack__fail_remedy((st), (remedy), __VA_ARGS__)
-
 /* Whether stream is one the consumer may pass for a DLPack device type (the Array
  * API's numbering; dlpack_export.c). TACK_ERR_DLPACK_INVALID otherwise. */
 tack_status tack__dlpack_stream_check(int32_t device_type, int64_t stream);

@@ -24,12 +24,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import kernel_fuzz  # noqa: E402
-import kernel_fuzz_gen as gen  # noqa: E402
+import kernel_fuzz
+import kernel_fuzz_gen as gen
 
-from tack import KernelError  # noqa: E402
-from tack.kernel.emit_cuda import emit_cuda  # noqa: E402
-from tack.kernel.lower import CPU, CUDA, Target, for_target  # noqa: E402
+from tack import KernelError
+from tack.kernel.emit_cuda import emit_cuda
+from tack.kernel.lower import CPU, CUDA, Target, for_target
 
 # The fuzzer's seeds in the set. Together with EXTRA they take every step from one
 # line to the next of the emitters (emit_c, emit_grid, emit_cuda, emit_opencl, lir,
