@@ -129,27 +129,6 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
 /* ---- what a consumer asked for ------------------------------------------------- */
 
 tack_status
-tack__dlpack_stream_check(int32_t device_type, int64_t stream)
-{
-    bool ok;
-    switch (device_type) {
-    case kDLCPU: ok = stream == -1; break; /* no streams: only "do not synchronize" */
-    case kDLCUDA:
-    case kDLCUDAManaged: ok = stream >= -1 && stream != 0; break; /* 0 is ambiguous */
-    case kDLROCM: ok = stream >= -1 && stream != 1 && stream != 2; break;
-    default: ok = stream >= -1; break;
-    }
-    if (!ok) {
-        return tack__fail_remedy(
-            TACK_ERR_DLPACK_INVALID,
-            device_type == kDLCPU ? TACK_REMEDY_NO_STREAM : TACK_REMEDY_NONE,
-            "stream %lld is not a stream of DLPack device type %d%s", (long long)stream,
-            (int)device_type, device_type == kDLCPU ? ", which has no streams" : "");
-    }
-    return TACK_OK;
-}
-
-tack_status
 tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_request *req,
                            bool *versioned, tack_dlpack_export_options *opts)
 {

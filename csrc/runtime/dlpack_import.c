@@ -48,6 +48,18 @@ find_device(int32_t type)
     return NULL;
 }
 
+bool
+tack__dlpack_device_row(int32_t device_type, const char **backend, bool *host_memory)
+{
+    const device_row *row = find_device(device_type);
+    if (!row) {
+        return false;
+    }
+    *backend = row->backend;
+    *host_memory = row->host_memory;
+    return true;
+}
+
 static tack_status
 check_device_type(int32_t type, const device_row **row)
 {

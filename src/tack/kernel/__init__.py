@@ -15,13 +15,20 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, overload
 
-from tack._tack import CompileError, Kernel, KernelError, _kernel_build, kDLCPU, kDLCUDA
+from tack._tack import (
+    CompileError,
+    Kernel,
+    KernelError,
+    _kernel_build,
+    _kernel_debug,
+    kDLCPU,
+    kDLCUDA,
+)
 from tack.kernel.emit_c import emit_c
 from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_bundle
 from tack.kernel.lir import Plan
@@ -34,7 +41,8 @@ __all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
 
 
 def _debug_from_env() -> bool:
-    return os.environ.get("TACK_DEBUG", "") not in ("", "0")
+    """The mode a call without debug= uses now (TACK_DEBUG, as the runtime reads it)."""
+    return _kernel_debug()
 
 
 # The compiler walks expressions recursively, a few frames per nesting level; a
