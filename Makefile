@@ -95,11 +95,13 @@ example-in-situ: setup
 		-o $(BUILD)/in_situ/in_situ
 	$(BUILD)/in_situ/in_situ --python $(PY) --out $(BUILD)/in_situ
 
-# The stubs against the extension as built (stubtest), and the examples under
-# mypy --strict. mypy's settings are in pyproject.toml.
+# The stubs against the extension as built (stubtest); the package (the kernel
+# compiler included) and the examples under mypy --strict. mypy's settings are in
+# pyproject.toml.
 MYPY_CACHE := $(BUILD)/mypy-cache
 typecheck: setup
 	$(PY) -m mypy.stubtest --mypy-config-file pyproject.toml --concise tack
+	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) src/tack
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) examples
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
@@ -149,7 +151,8 @@ lint: build-c setup
 clean:
 	rm -rf $(BUILD)
 
-# libFuzzer over the DLPack importer (clang, ASan+UBSan), FUZZ_SECONDS of fuzzing.
+# libFuzzer over the DLPack importer (clang, ASan+UBSan), FUZZ_SECONDS of fuzzing. It
+# is built from meson's runtime_sources, as the configured C build lists them.
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang-$(LLVM_VERSION)
 # CI fuzzes for a bounded time from an empty corpus in the build folder.
@@ -162,7 +165,7 @@ fuzz-ci:
 FUZZ_CORPUS ?= fuzz-corpus
 fuzz: configure-c
 	mkdir -p $(BUILD)/fuzz $(FUZZ_CORPUS)
-	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I$(BUILD)/c/include -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $(wildcard csrc/runtime/*.c) csrc/backends/gpu_driver.c $(wildcard csrc/backends/*/*.c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
+	$(FUZZ_CC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -I$(BUILD)/c/include -Icsrc/runtime tests/fuzz/fuzz_dlpack_import.c $$($(PY) tests/fuzz/runtime_sources.py $(BUILD)/c) -o $(BUILD)/fuzz/fuzz_dlpack_import -ldl -lpthread -lm
 	ASAN_OPTIONS=allocator_may_return_null=1 $(BUILD)/fuzz/fuzz_dlpack_import -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ $(FUZZ_CORPUS) tests/fuzz/seeds
 
 # The differential fuzzer of the kernel compiler (docs/kernels.md, "The fuzzer"): random

@@ -93,7 +93,7 @@ def optional(module: str) -> Any:
     """A peer module, or None where it is not installed (or finds no GPU)."""
     try:
         return __import__(module)
-    except Exception:  # noqa: BLE001  a peer that cannot load is a missing peer
+    except Exception:
         return None
 
 

@@ -123,7 +123,7 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
     def guarded(name: str, case: Callable[[], None]) -> None:
         try:
             case()
-        except Exception as e:  # noqa: BLE001  recorded; the other cases still run
+        except Exception as e:
             error("kernels", name, e)
 
     # ---- bandwidth-bound kernels against the copy ----------------------------------
@@ -161,7 +161,7 @@ def run_kernels(args: Any, dev: Any, sync: Callable[[], None], torch: Any, cupy:
             return
         try:
             theirs = measure()
-        except Exception as e:  # noqa: BLE001  a peer's failure is the peer's
+        except Exception as e:
             row(label, ours, None, unit, "", group="kernels",
                 note=f"({peer} failed: {type(e).__name__}: {e})")
             return
@@ -295,5 +295,5 @@ def _numba_cuda() -> Any:
         from numba import cuda
 
         return cuda if cuda.is_available() else None
-    except Exception:  # noqa: BLE001  no Numba, or Numba without a GPU
+    except Exception:
         return None

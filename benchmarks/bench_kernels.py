@@ -347,9 +347,9 @@ def load_warp() -> Any | None:
         p = wp.tid()
         cx = -2.0 + 3.0 * float(p % w) / float(w)
         cy = -1.5 + 3.0 * float(p // w) / float(h)
-        x = float(0.0)  # noqa: UP018  (Warp: a mutable local needs a constructor)
-        y = float(0.0)  # noqa: UP018
-        k = int(0)  # noqa: UP018, RUF046
+        x = float(0.0)
+        y = float(0.0)
+        k = int(0)
         while k < maxit and x * x + y * y <= 4.0:
             xt = x * x - y * y + cx
             y = 2.0 * x * y + cy
@@ -370,7 +370,7 @@ def load_warp() -> Any | None:
     @wp.kernel
     def row_sum(a: wp.array2d(dtype=wp.float32), out: wp.array(dtype=wp.float32)):
         r = wp.tid()
-        s = float(0.0)  # noqa: UP018  (Warp: a mutable local needs a constructor)
+        s = float(0.0)
         for c in range(a.shape[1]):
             s += a[r, c]
         out[r] = s

@@ -195,7 +195,7 @@ import_device(tackpy_state *st, tack_device *given)
         if (status == TACK_OK && tack_device_dlpack_type(dev) != kDLCUDA) {
             tack_device_release(dev);
             dev = NULL;
-            status = tack_device_open("cuda", 0, NULL, &dev);
+            status = tack_device_open(tack_dlpack_backend_name(kDLCUDA), 0, NULL, &dev);
         }
     }
     if (status != TACK_OK) {

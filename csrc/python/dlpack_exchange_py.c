@@ -108,26 +108,13 @@ exchange_to_py(DLManagedTensorVersioned *tensor, void **out_py_object)
     return 0;
 }
 
-tack_device *
-tackpy_stream_device(int32_t device_type, int32_t device_id)
-{
-    if (device_type != kDLCUDA && device_type != kDLCUDAManaged) {
-        return NULL;
-    }
-    tack_device *dev = NULL;
-    if (tack_device_open("cuda", device_id, NULL, &dev) != TACK_OK) {
-        return NULL;
-    }
-    return dev;
-}
-
 static int
 exchange_current_work_stream(DLDeviceType device_type, int32_t device_id,
                              void **out_current_stream)
 {
     /* Tack's work on a GPU is queued on its own stream; on the CPU it is synchronous
      * and there is never pending work. */
-    tack_device *dev = tackpy_stream_device((int32_t)device_type, device_id);
+    tack_device *dev = tack_dlpack_stream_device((int32_t)device_type, device_id);
     *out_current_stream = dev ? (void *)tack_device_stream(dev) : NULL;
     tack_device_release(dev);
     return 0;
@@ -241,36 +228,18 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable)
     return api;
 }
 
-/* Whether the producer's current stream on the tensor's device may still hold work
- * that Tack could not order its own stream after. On CUDA Tack's stream is made to
- * wait for the producer's current stream (NULL there is the legacy default stream),
- * so nothing is pending; elsewhere Tack has no stream and any producer stream may. */
+/* The runtime's rule (tack_dlpack_exchange_pending_work); a Python producer's
+ * current_work_stream that failed may have left its exception set, which this
+ * import does not report: __dlpack__ is asked instead. */
 int
 tackpy_exchange_pending_work(const DLPackExchangeAPI *api,
                              const DLManagedTensorVersioned *mt)
 {
-    DLDeviceType type = mt->dl_tensor.device.device_type;
-    if (mt->version.major != 1 || type == kDLCPU || type == kDLCUDAHost ||
-        type == kDLROCMHost) {
-        return 0;
-    }
-    if (!api->current_work_stream) {
-        return 1;
-    }
-    void *stream = NULL;
-    if (api->current_work_stream(type, mt->dl_tensor.device.device_id, &stream) != 0) {
+    bool pending = tack_dlpack_exchange_pending_work(api, mt);
+    if (pending) {
         PyErr_Clear();
-        return 1;
     }
-    tack_device *dev =
-        tackpy_stream_device((int32_t)type, mt->dl_tensor.device.device_id);
-    if (!dev) {
-        return stream != NULL;
-    }
-    uintptr_t foreign = stream ? (uintptr_t)stream : 1u; /* CU_STREAM_LEGACY */
-    tack_status status = tack_device_wait_for_stream(dev, foreign);
-    tack_device_release(dev);
-    return status != TACK_OK;
+    return pending;
 }
 
 int

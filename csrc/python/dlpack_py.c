@@ -302,18 +302,11 @@ consumer_stream(tackpy_state *st, PyObject *x)
         PyErr_Clear();
         return NULL;
     }
-    if ((type != kDLCUDA && type != kDLCUDAManaged) || id < 0 || id > INT32_MAX) {
-        return NULL; /* the host, or a device without streams here */
+    if (type < INT32_MIN || type > INT32_MAX) {
+        return NULL; /* no DLPack device type */
     }
-    tack_device *dev = tackpy_stream_device((int32_t)type, (int32_t)id);
-    if (!dev) {
-        return NULL;
-    }
-    uintptr_t stream = tack_device_stream(dev);
-    tack_device_release(dev);
-    /* The legacy default stream when Tack has none of its own (never 0, which the
-     * Array API forbids on CUDA). */
-    return PyLong_FromUnsignedLongLong(stream ? (unsigned long long)stream : 1ull);
+    uintptr_t stream = tack_dlpack_consumer_stream((int32_t)type, id);
+    return stream ? PyLong_FromUnsignedLongLong((unsigned long long)stream) : NULL;
 }
 
 /* x.__dlpack__(max_version=(1, 3)), and x.__dlpack__() for a producer that predates

@@ -374,8 +374,7 @@ debug_of_call(const tackpy_Kernel *kp)
     if (kp->debug >= 0) {
         return (uint32_t)kp->debug;
     }
-    const char *v = getenv("TACK_DEBUG");
-    return v && v[0] && strcmp(v, "0") != 0;
+    return tack_kernel_debug_default();
 }
 
 static tack_kernel *

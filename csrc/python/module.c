@@ -42,6 +42,14 @@ synchronize_fn(PyObject *module, PyObject *unused)
 
 #define FASTKW(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL | METH_KEYWORDS
 
+static PyObject *
+kernel_debug_fn(PyObject *module, PyObject *unused)
+{
+    (void)module;
+    (void)unused;
+    return PyBool_FromLong(tack_kernel_debug_default());
+}
+
 static PyMethodDef module_methods[] = {
     {"empty", FASTKW(tackpy_empty_fn),
      "empty(shape, dtype=None, device=None, exportable=False)\n--\n\n"
@@ -86,6 +94,9 @@ static PyMethodDef module_methods[] = {
      "for a backend\nthat runs no kernels)."},
     {"_runtime_library", tackpy_runtime_library_fn, METH_NOARGS,
      "_runtime_library()\n--\n\nThe path of the libtack this extension calls."},
+    {"_kernel_debug", kernel_debug_fn, METH_NOARGS,
+     "_kernel_debug()\n--\n\nWhether a kernel without a debug mode of its own runs "
+     "checked now\n(TACK_DEBUG)."},
     {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
      "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
      "launches."},

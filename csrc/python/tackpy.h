@@ -120,11 +120,6 @@ PyObject *tackpy_from_cuda_array_interface(tackpy_state *st, PyObject *obj,
                                            PyObject *cai,
                                            const tack_dlpack_import_options *opts);
 
-/* The Tack device behind a DLPack device with streams (kDLCUDA, kDLCUDAManaged), or
- * NULL: no streams there, or the device cannot be opened (the import then says
- * why). Returns: new reference (dlpack_exchange_py.c). */
-tack_device *tackpy_stream_device(int32_t device_type, int32_t device_id);
-
 /* ---- args.c --------------------------------------------------------------------- */
 /* A function's parameters, in order: the first npos_max may come by position, the
  * first npos_only only by position, the first nrequired must be given. */
@@ -259,7 +254,7 @@ int tackpy_exchange_init(PyObject *module, tackpy_state *st);
 const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp,
                                                 bool *immutable);
 /* Whether the producer may still have work pending on the tensor's device that Tack
- * cannot order after. */
+ * cannot order after (tack_dlpack_exchange_pending_work). */
 int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,
                                  const DLManagedTensorVersioned *mt);
 

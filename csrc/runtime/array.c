@@ -790,18 +790,18 @@ static tack_status
 check_pointer(tack_device *dev, const void *data, size_t nbytes, size_t align)
 {
     if (!data) {
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "a NULL pointer cannot hold elements: pass the address of "
                           "the first element");
     }
     if (!tack__range_fits((uintptr_t)data, nbytes)) {
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "%zu bytes from address %p reach past the end of the "
                           "address space: pass the address of the first element",
                           nbytes, data);
     }
     if (((uintptr_t)data & (align - 1)) != 0) { /* align is a power of 2 */
-        return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "address %p is not aligned to the %zu bytes its elements "
                           "need: pass an aligned address, or copy the data",
                           data, align);
@@ -813,7 +813,7 @@ check_pointer(tack_device *dev, const void *data, size_t nbytes, size_t align)
             return st;
         }
         if (!space_ok(dev, space)) {
-            return TACK__FAIL(TACK_ERR_INVALID_ARGUMENT,
+            return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                               "address %p is not in the memory space of %s:%d: pass "
                               "a pointer that belongs to that device, or import on "
                               "the device that owns it",

@@ -83,6 +83,13 @@ find_backend(const char *name, size_t *index)
     return NULL;
 }
 
+const tack_backend *
+tack__backend_named(const char *name)
+{
+    size_t index;
+    return find_backend(name, &index);
+}
+
 tack_status
 tack_device_parse(const char *spec, char *name_out, size_t name_cap, int *ordinal)
 {

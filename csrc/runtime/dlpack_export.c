@@ -99,7 +99,7 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
     bool copy = opts && opts->copy;
     tack_device *want = opts && opts->device ? opts->device : arr->buffer->device;
     if (want != arr->buffer->device && !copy) {
-        return TACK__FAIL_REMEDY(
+        return tack__fail_remedy(
             TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_COPY,
             "the array is on %s:%d and cannot be exported on %s:%d without a copy "
             "(only its own device shares its memory)",
@@ -127,27 +127,6 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
 }
 
 /* ---- what a consumer asked for ------------------------------------------------- */
-
-tack_status
-tack__dlpack_stream_check(int32_t device_type, int64_t stream)
-{
-    bool ok;
-    switch (device_type) {
-    case kDLCPU: ok = stream == -1; break; /* no streams: only "do not synchronize" */
-    case kDLCUDA:
-    case kDLCUDAManaged: ok = stream >= -1 && stream != 0; break; /* 0 is ambiguous */
-    case kDLROCM: ok = stream >= -1 && stream != 1 && stream != 2; break;
-    default: ok = stream >= -1; break;
-    }
-    if (!ok) {
-        return tack__fail_remedy(
-            TACK_ERR_DLPACK_INVALID,
-            device_type == kDLCPU ? TACK_REMEDY_NO_STREAM : TACK_REMEDY_NONE,
-            "stream %lld is not a stream of DLPack device type %d%s", (long long)stream,
-            (int)device_type, device_type == kDLCPU ? ", which has no streams" : "");
-    }
-    return TACK_OK;
-}
 
 tack_status
 tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_request *req,
@@ -217,7 +196,7 @@ export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor
     size_t nbytes = head + 2 * (size_t)n * sizeof(int64_t);
     unsigned char *p = tack__alloc(nbytes, TACK__STRUCT_ALIGNMENT);
     if (!p) {
-        return TACK__FAIL(TACK_ERR_NO_MEMORY,
+        return tack__fail(TACK_ERR_NO_MEMORY,
                           "out of memory allocating a DLPack tensor of %zu bytes",
                           nbytes);
     }
@@ -320,7 +299,7 @@ tack_dlpack_export_legacy(tack_array *arr, const tack_dlpack_export_options *opt
     TACK__CHECK_ARG(out);
     if (!arr->writable && !(opts && opts->copy)) {
         /* The legacy ABI has no read-only flag; NumPy refuses the same way. */
-        return TACK__FAIL_REMEDY(
+        return tack__fail_remedy(
             TACK_ERR_EXPORT_REFUSED, TACK_REMEDY_VERSIONED,
             "a read-only array cannot be exported as a legacy DLPack tensor, which "
             "has no read-only flag and would hand out write access");

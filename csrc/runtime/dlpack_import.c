@@ -48,20 +48,32 @@ find_device(int32_t type)
     return NULL;
 }
 
+bool
+tack__dlpack_device_row(int32_t device_type, const char **backend, bool *host_memory)
+{
+    const device_row *row = find_device(device_type);
+    if (!row) {
+        return false;
+    }
+    *backend = row->backend;
+    *host_memory = row->host_memory;
+    return true;
+}
+
 static tack_status
 check_device_type(int32_t type, const device_row **row)
 {
     if (type == kDLMetal) {
         /* data is an id<MTLBuffer> handle, not an address, and byte_offset locates
          * the tensor inside that buffer: nothing Tack could wrap. */
-        return TACK__FAIL_REMEDY(
+        return tack__fail_remedy(
             TACK_ERR_DLPACK_INVALID, TACK_REMEDY_HOST_COPY,
             "a kDLMetal tensor holds a Metal buffer handle, not an "
             "address, and cannot be imported as it is");
     }
     *row = find_device(type);
     if (!*row) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "DLPack device type %d has no Tack backend: Tack imports "
                           "CPU, pinned host, CUDA, ROCm and oneAPI memory; move the "
                           "tensor to one of those first",
@@ -134,7 +146,7 @@ strided_span(const DLTensor *t, size_t itemsize, int64_t *lo, int64_t *hi)
     *hi = high;
     return TACK_OK;
 overflow:
-    return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+    return tack__fail(TACK_ERR_DLPACK_INVALID,
                       "the DLPack tensor's strides reach beyond the address space: "
                       "the producer sent an invalid tensor");
 }
@@ -148,19 +160,19 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
         return st;
     }
     if (t->ndim < 0 || t->ndim > TACK_MAX_NDIM) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "a DLPack tensor with %d dimensions cannot be imported: Tack "
                           "arrays have 0 to %d",
                           (int)t->ndim, TACK_MAX_NDIM);
     }
     if (t->ndim > 0 && !t->shape) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor has %d dimensions but no shape: the "
                           "producer sent an invalid tensor",
                           (int)t->ndim);
     }
     if (t->dtype.lanes != 1) {
-        return TACK__FAIL(TACK_ERR_DLPACK_DTYPE,
+        return tack__fail(TACK_ERR_DLPACK_DTYPE,
                           "DLPack dtype (code %u, bits %u) with %u lanes has no Tack "
                           "equivalent: export vectors as a trailing dimension instead",
                           (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
@@ -176,7 +188,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     bool zero = false;
     for (int32_t k = 0; k < t->ndim; k++) {
         if (t->shape[k] < 0) {
-            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+            return tack__fail(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor has a negative extent %lld in "
                               "dimension %d: the producer sent an invalid tensor",
                               (long long)t->shape[k], (int)k);
@@ -189,7 +201,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     for (int32_t k = 0; k < t->ndim && !zero; k++) {
         size_t e = (size_t)t->shape[k];
         if (mul_size(nelem, e, &nelem) || nelem > max_nelem) {
-            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+            return tack__fail(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor's size overflows at dimension %d: "
                               "the producer sent an invalid tensor",
                               (int)k);
@@ -199,7 +211,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
         nelem = 0;
     }
     if (!t->data && nelem > 0) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor has %zu elements but a NULL data "
                           "pointer: the producer sent an invalid tensor",
                           nelem);
@@ -207,7 +219,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     uintptr_t address = (uintptr_t)t->data;
     if (nelem > 0) {
         if (t->byte_offset > (uint64_t)(UINTPTR_MAX - address)) {
-            return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+            return tack__fail(TACK_ERR_DLPACK_INVALID,
                               "the DLPack tensor's byte_offset %llu overflows its "
                               "data pointer: the producer sent an invalid tensor",
                               (unsigned long long)t->byte_offset);
@@ -219,7 +231,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     bool contiguous = true;
     int64_t lo = 0, hi = (int64_t)(nelem * itemsize);
     if (!tack__range_fits(address, nelem * itemsize)) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor's %zu bytes from %p reach past the end of "
                           "the address space: the producer sent an invalid tensor",
                           nelem * itemsize, (void *)address);
@@ -240,7 +252,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
             /* 0 - (uint64_t)lo is |lo| even for INT64_MIN. */
             if ((lo < 0 && (uint64_t)0 - (uint64_t)lo > address) ||
                 (hi > 0 && (uint64_t)hi > UINTPTR_MAX - address)) {
-                return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+                return tack__fail(TACK_ERR_DLPACK_INVALID,
                                   "the DLPack tensor's strides reach outside the "
                                   "address space: the producer sent an invalid tensor");
             }
@@ -305,7 +317,7 @@ open_tensor_device(const char *backend, int ordinal, tack_device **out)
     if (st == TACK_ERR_DEVICE_UNAVAILABLE) {
         char why[512];
         snprintf(why, sizeof why, "%s", tack_last_error_problem());
-        return TACK__FAIL_REMEDY(TACK_ERR_DLPACK_DEVICE, tack_last_error_remedy(),
+        return tack__fail_remedy(TACK_ERR_DLPACK_DEVICE, tack_last_error_remedy(),
                                  "the DLPack tensor lives on %s:%d, which this process "
                                  "cannot open: %s",
                                  backend, ordinal, why);
@@ -362,7 +374,7 @@ copy_host(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
     unsigned char *dst = direct ? arr->buffer->data : tack__alloc(arr->nbytes, 0);
     if (!dst) {
         tack_array_release(arr);
-        return TACK__FAIL(TACK_ERR_NO_MEMORY, "out of memory staging %zu bytes",
+        return tack__fail(TACK_ERR_NO_MEMORY, "out of memory staging %zu bytes",
                           arr->nbytes);
     }
     const unsigned char *src = (const unsigned char *)lay->address;
@@ -496,7 +508,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
     }
     if (copy == TACK_DLPACK_COPY_NEVER) {
         if (!wraps) {
-            st = TACK__FAIL_REMEDY(
+            st = tack__fail_remedy(
                 TACK_ERR_DLPACK_DEVICE, TACK_REMEDY_COPY,
                 "a DLPack tensor on device type %d, id %d cannot be "
                 "wrapped by %s:%d without a copy (its memory belongs to "
@@ -508,13 +520,13 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
                     : (int)t->device.device_id);
         }
         else if (!lay.contiguous) {
-            st = TACK__FAIL_REMEDY(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
+            st = tack__fail_remedy(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
                                    "the DLPack tensor is not C-contiguous and Tack "
                                    "arrays always are (a copy is contiguous; so is a "
                                    "tensor made contiguous by its producer)");
         }
         else {
-            st = TACK__FAIL_REMEDY(
+            st = tack__fail_remedy(
                 TACK_ERR_DLPACK_INVALID, TACK_REMEDY_COPY,
                 "the DLPack tensor's first element at %p is not aligned "
                 "to its %zu-byte scalars (a copy is aligned)",
@@ -542,7 +554,7 @@ tack_dlpack_import_versioned(DLManagedTensorVersioned *mt,
         /* Only the fields up to flags are known in another major version. */
         uint32_t major = mt->version.major, minor = mt->version.minor;
         release_versioned(mt);
-        return TACK__FAIL_REMEDY(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_DLPACK_1,
+        return tack__fail_remedy(TACK_ERR_DLPACK_INVALID, TACK_REMEDY_DLPACK_1,
                                  "the DLPack tensor has version %u.%u and Tack reads "
                                  "major version 1 (up to 1.%d)",
                                  (unsigned)major, (unsigned)minor, TACK_DLPACK_MINOR);
@@ -579,7 +591,7 @@ tack_dlpack_allocate(const DLTensor *prototype, DLManagedTensorVersioned **out)
         return st;
     }
     if (prototype->dtype.lanes != 1) {
-        return TACK__FAIL(TACK_ERR_DLPACK_DTYPE,
+        return tack__fail(TACK_ERR_DLPACK_DTYPE,
                           "cannot allocate %u-lane elements: Tack has scalar dtypes",
                           (unsigned)prototype->dtype.lanes);
     }
@@ -590,7 +602,7 @@ tack_dlpack_allocate(const DLTensor *prototype, DLManagedTensorVersioned **out)
     }
     if (prototype->ndim < 0 || prototype->ndim > TACK_MAX_NDIM ||
         (prototype->ndim > 0 && !prototype->shape)) {
-        return TACK__FAIL(TACK_ERR_DLPACK_INVALID,
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "cannot allocate a tensor of %d dimensions: Tack arrays "
                           "have 0 to %d",
                           (int)prototype->ndim, TACK_MAX_NDIM);

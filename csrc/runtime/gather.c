@@ -64,7 +64,7 @@ tack__array_gather(tack_device *dev, uintptr_t address, tack_dtype dtype, int32_
     tack_status (*copy_2d)(void *, void *, size_t, const void *, size_t, size_t,
                            size_t) = TACK__BACKEND_SLOT(dev->backend, copy_2d);
     if (!copy_2d) {
-        return TACK__FAIL(
+        return tack__fail(
             TACK_ERR_UNSUPPORTED,
             "a strided tensor in %s memory cannot be copied on the device "
             "in this build of Tack: make it contiguous in the producer",

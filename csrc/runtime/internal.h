@@ -248,14 +248,18 @@ tack_status tack__array_new(tack_buffer *buf, tack_dtype dtype, int32_t ndim,
                             const int64_t *shape, size_t nelem, bool writable,
                             tack_array **out);
 
-/* The same as tack__fail and tack__fail_remedy (older spelling). */
-#define TACK__FAIL(st, ...) tack__fail((st), __VA_ARGS__)
-#define TACK__FAIL_REMEDY(st, remedy, ...) \
-    tack__fail_remedy((st), (remedy), __VA_ARGS__)
-
 /* Whether stream is one the consumer may pass for a DLPack device type (the Array
- * API's numbering; dlpack_export.c). TACK_ERR_DLPACK_INVALID otherwise. */
+ * API's numbering; dlpack_stream.c). TACK_ERR_DLPACK_INVALID otherwise. */
 tack_status tack__dlpack_stream_check(int32_t device_type, int64_t stream);
+
+/* The row of dlpack_import.c's device table for a DLPack device type: the backend
+ * that wraps its memory (borrowed: static) and whether that memory is host memory.
+ * false, with the outputs untouched, for a type no backend imports. */
+bool tack__dlpack_device_row(int32_t device_type, const char **backend,
+                             bool *host_memory);
+
+/* The backend table of that name, or NULL (device.c). Borrowed: static. */
+const tack_backend *tack__backend_named(const char *name);
 
 /* What the import learns from validating a foreign DLTensor (dlpack_import.c). */
 typedef struct tack__dlpack_layout {

@@ -11,6 +11,7 @@
  * the same bytes as its kernel's argument).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -54,6 +55,13 @@ tack__kernel_build_with(const tack_backend *backend, const char *name,
     }
     *out = k;
     return TACK_OK;
+}
+
+bool
+tack_kernel_debug_default(void)
+{
+    const char *v = getenv("TACK_DEBUG");
+    return v && v[0] && strcmp(v, "0") != 0;
 }
 
 tack_status

@@ -179,6 +179,46 @@ TACK_API tack_status tack_dlpack_import_legacy(DLManagedTensor *mt,
 TACK_API tack_status tack_dlpack_exchange_api_find(uintptr_t address,
                                                    const DLPackExchangeAPI **out);
 
+/*
+ * The stream rules of a consumer (dlpack_stream.c). Tack has a stream for memory of
+ * a DLPack device type when that memory is device memory of a backend with streams
+ * (CUDA's: kDLCUDA, kDLCUDAManaged); host and pinned memory never need ordering.
+ */
+
+/* The name of the backend that wraps memory of a DLPack device type (import step 5
+ * above), or NULL for a type no backend imports. Borrowed: static. */
+TACK_API const char *tack_dlpack_backend_name(int32_t device_type);
+
+/*
+ * The device whose stream orders Tack's work on memory of that device type and id,
+ * or NULL where Tack has no stream for it (host memory, a backend without streams,
+ * an id out of range, a device that does not open here; no error is recorded).
+ * Returns: new reference, release with tack_device_release().
+ */
+TACK_API tack_device *tack_dlpack_stream_device(int32_t device_type, int64_t device_id);
+
+/*
+ * What Tack passes as stream= to a producer's __dlpack__ for a tensor on that device
+ * (from its __dlpack_device__()), so that the producer orders its pending writes
+ * before Tack's stream: Tack's stream there, 1 (CUDA's legacy default stream) when
+ * that device has none of its own, or 0 where no stream= is to be passed.
+ */
+TACK_API uintptr_t tack_dlpack_consumer_stream(int32_t device_type, int64_t device_id);
+
+/*
+ * The exchange API hands a tensor over without a stream request: Tack's stream on
+ * the tensor's device is made to wait (without blocking the host) for the producer's
+ * current work stream there, which api->current_work_stream names (NULL: the legacy
+ * default stream). Returns whether work may still be pending that Tack could not
+ * order after: false for host memory and once the wait is queued; true when the API
+ * cannot name its stream (no callback, or it fails; a Python producer's callback may
+ * leave its error set for the caller to clear), when ordering fails, or when Tack has
+ * no stream there and the producer's stream is not the default one. false for a NULL
+ * api or mt or a tensor of another major version.
+ */
+TACK_API bool tack_dlpack_exchange_pending_work(const DLPackExchangeAPI *api,
+                                                const DLManagedTensorVersioned *mt);
+
 #ifdef __cplusplus
 }
 #endif

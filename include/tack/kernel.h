@@ -187,6 +187,14 @@ TACK_API void tack_kernel_log_free(char *log);
 TACK_API const char *tack_kernel_cache_notice(void);
 
 /*
+ * Whether a kernel that was given no debug mode of its own runs checked (bounds,
+ * division by zero, casts; docs/kernels.md): the environment variable TACK_DEBUG
+ * set to anything but "" or "0", read at each call so that a change takes effect
+ * at the next launch. The one place the variable is read.
+ */
+TACK_API bool tack_kernel_debug_default(void);
+
+/*
  * Checks the arrays of one launch before anything runs: each must live on a device
  * whose backend runs kernels (has the kernel slots) and all in one memory domain
  * (TACK_ERR_DEVICE_MISMATCH); an array bound to

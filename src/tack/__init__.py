@@ -4,9 +4,9 @@ The C extension ``tack._tack`` holds every array, device and exchange; this pack
 re-exports its public names and adds the kernel front end.
 """
 
-from tack._exported_memory import ExportedMemory  # noqa: E402, F401
-from tack._paths import get_include, get_library_dir  # noqa: E402, F401
-from tack._tack import (  # noqa: F401  names, errors, dtypes and their short aliases
+from tack._exported_memory import ExportedMemory
+from tack._paths import get_include, get_library_dir
+from tack._tack import (
     MAX_NDIM,
     Array,
     CompileError,
@@ -67,9 +67,9 @@ from tack._tack import (  # noqa: F401  names, errors, dtypes and their short al
     vec4,
     zeros,
 )
-from tack.kernel import kernel  # noqa: E402, F401  (tack.kernel: the decorator)
-from tack.kernel.func import func  # noqa: E402, F401  (tack.func: the decorator)
-from tack.kernel.intrinsics import (  # noqa: E402, F401  (names used inside kernels)
+from tack.kernel import kernel
+from tack.kernel.func import func
+from tack.kernel.intrinsics import (
     atomic_add,
     atomic_max,
     atomic_min,
@@ -78,9 +78,8 @@ from tack.kernel.intrinsics import (  # noqa: E402, F401  (names used inside ker
 )
 
 # The public names: what `from tack import *` binds and what type checkers treat as
-# re-exported. tests/python/test_typing.py checks that it lists every public name.
+# re-exported. tests/python/test_typing.py checks that it lists every public name, once.
 __all__ = [
-    "__version__",
     "__version__",
     "Array",
     "array",

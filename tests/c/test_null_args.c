@@ -214,6 +214,18 @@ TACK_TEST(null_args_dlpack)
     CHECK_INVALID(tack_dlpack_export_prepare(arr, &req, NULL, &opts));
     CHECK_INVALID(tack_dlpack_export_prepare(arr, &req, &versioned, NULL));
     CHECK_INVALID(tack_dlpack_exchange_api_find(0, NULL));
+    /* The stream rules take no pointer but the exchange API's pair: none, no wait. */
+    CHECK(tack_dlpack_backend_name(-1) == NULL);
+    CHECK(tack_dlpack_stream_device(kDLCPU, 0) == NULL);
+    CHECK_EQ_INT(tack_dlpack_consumer_stream(kDLCPU, 0), 0);
+    DLPackExchangeAPI api;
+    memset(&api, 0, sizeof api);
+    DLManagedTensorVersioned mt;
+    memset(&mt, 0, sizeof mt);
+    mt.version.major = 1;
+    mt.dl_tensor.device.device_type = kDLCUDA;
+    CHECK(!tack_dlpack_exchange_pending_work(NULL, &mt));
+    CHECK(!tack_dlpack_exchange_pending_work(&api, NULL));
     CHECK(out == NULL);
     tack_array_release(arr);
 }

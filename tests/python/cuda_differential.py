@@ -135,7 +135,7 @@ class _Checked:
             object.__setattr__(self, attr, getattr(cpu, attr, None))
 
     @property  # type: ignore[misc]
-    def __class__(self) -> type:  # noqa: D105
+    def __class__(self) -> type:
         return _tack.Kernel
 
     def __getattr__(self, name: str) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 import tack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_kernels_reductions import total  # noqa: E402  (the reduction tests' sum)
+from test_kernels_reductions import total
 
 
 def main() -> int:

@@ -29,13 +29,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import cuda_compare  # noqa: E402
-import kernel_fuzz_gen as gen  # noqa: E402
-import kernel_fuzz_ref as ref  # noqa: E402
-from cuda_emulator import emulate, gxx_available  # noqa: E402
+import cuda_compare
+import kernel_fuzz_gen as gen
+import kernel_fuzz_ref as ref
+from cuda_emulator import emulate, gxx_available
 
-import tack  # noqa: E402
-from tack.kernel import generate_cuda  # noqa: E402
+import tack
+from tack.kernel import generate_cuda
 
 
 class _Host:

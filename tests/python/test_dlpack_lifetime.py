@@ -140,7 +140,7 @@ def test_eight_threads_exchanging_at_once(cp):
                     cp.delete_in_thread(h)
                 assert t[3] == 3.0 + seed
                 del n, t
-        except Exception as e:  # noqa: BLE001 - reported below
+        except Exception as e:
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]

@@ -168,7 +168,7 @@ def math_fns(x, out):
         out[i, 4] = math.floor(v) * 10 + math.ceil(-v)
         out[i, 5] = math.pow(v, 1.5) + math.fabs(-v)
         out[i, 6] = math.atan2(v, 2.0) + math.hypot(v, 3.0)
-        out[i, 7] = math.log(v, 2.0) + math.log2(v) + math.log10(v)  # noqa: FURB163
+        out[i, 7] = math.log(v, 2.0) + math.log2(v) + math.log10(v)
         out[i, 8] = math.copysign(v, -1.0) + math.fmod(v, 0.7)
         out[i, 9] = math.degrees(v) + math.radians(v) + math.pi + math.e
         out[i, 10] = 1.0 if math.isnan(v - v) or math.isinf(v) else 0.0
@@ -453,7 +453,7 @@ def test_loop_carried_local_makes_the_kernel_serial_and_exact():
 def weak_literals(a, out32, out64):
     for i in range(a.shape[0]):
         out32[i] = a[i] * 0.1 + 1
-        out64[i] = a[i] * float(0.1)  # noqa: UP018  (float() is a strong float64)
+        out64[i] = a[i] * float(0.1)
 
 
 def test_literals_keep_float32_and_float_promotes():

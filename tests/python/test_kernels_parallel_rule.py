@@ -128,7 +128,7 @@ def last_positive(x, out):
     for i in range(x.shape[0]):
         if x[i] > 0.0:
             t = x[i]
-        out[i] = t  # noqa: F821
+        out[i] = t
 
 
 @tack.kernel

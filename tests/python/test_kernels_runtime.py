@@ -137,7 +137,7 @@ def test_compiling_from_many_threads(tmp_path: Path, monkeypatch: pytest.MonkeyP
             out2 = tack.zeros(50, dtype=tack.f64)
             mine(out2)
             np.testing.assert_array_equal(out2.numpy(), np.arange(1, 51))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]

@@ -34,7 +34,7 @@ def plans() -> list[tuple[str, Any]]:
 def test_the_cuda_source_of_the_fixed_set_is_unchanged(plans: list[tuple[str, Any]]):
     value, count = suite.digest(suite.sources(suite.cuda_source, CUDA, plans))
     want = suite.DIGEST_FILE.read_text(encoding="utf-8").split()
-    assert count > 2 * suite.SEEDS  # the fuzzer's seeds, both debug modes, and more
+    assert count > 2 * len(suite.SEEDS)  # the fuzzer's seeds, both debug modes, and more
     assert [value, str(count)] == want, (
         "the CUDA emitter's output changed for the fixed set of kernels; if that is "
         "meant, regenerate the digest with `.venv/bin/python "
@@ -81,7 +81,7 @@ def clang_errors(sources: list[tuple[str, str]], folder: Path) -> list[str]:
 def test_every_kernel_of_the_fixed_set_is_opencl_c_that_clang_accepts(
         tmp_path: Path, plans: list[tuple[str, Any]]):
     sources = list(suite.sources(emit_opencl, OPENCL, plans))
-    assert len(sources) > 2 * suite.SEEDS
+    assert len(sources) > 2 * len(suite.SEEDS)
     errors = clang_errors(sources, tmp_path)
     assert not errors, "\n".join(errors)
 
@@ -92,7 +92,7 @@ def test_the_opencl_check_fails_without_address_spaces(tmp_path: Path,
     # The check can fail: spelled with C's pointers (no __global), a kernel whose
     # func takes an array is not OpenCL C.
     monkeypatch.setattr(OpenCLEmitter, "pointer", CEmitter.pointer)
-    k = next(k for label, k, sig, debug in suite.specializations(0)
+    k = next(k for label, k, sig, debug in suite.specializations(())
              if label.startswith("restricted"))
     sig = suite.EXTRA_SIGNATURES["restricted"][0]
     assert clang_errors([("restricted", opencl_source(k, sig, False))], tmp_path)

@@ -95,3 +95,33 @@ def test_every_public_header_is_installed():
     listed = set(re.findall(r"'(\w+\.h)'", text)) - {"version.h"}  # generated
     present = {p.name for p in (ROOT / "include" / "tack").glob("*.h")}
     assert listed == present, (sorted(present - listed), sorted(listed - present))
+
+
+C_FILES = [p for p in FILES if p.suffix in {".c", ".h"}]
+
+
+def test_failures_are_recorded_with_one_spelling():
+    # tack__fail / tack__fail_remedy (csrc/runtime/internal.h) are the only names of
+    # the failure macros: no second, upper-case spelling comes back.
+    old = re.compile(r"\bTACK__FAIL(?:_REMEDY)?\b")
+    found = [str(p.relative_to(ROOT)) for p in C_FILES
+             if old.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert not found, f"the old spelling TACK__FAIL is used in {found}"
+
+
+def test_the_binding_names_no_backend():
+    # Which backend serves a DLPack device type, and which stream Tack asks a
+    # producer for, are the runtime's (csrc/runtime/dlpack_stream.c): the binding
+    # opens no backend by name.
+    found = [str(p.relative_to(ROOT)) for p in C_FILES
+             if p.parent == ROOT / "csrc" / "python" and p.suffix == ".c"
+             and re.search(r'"cuda[":]', p.read_text(encoding="utf-8"))]
+    assert not found, f"a backend is named in {found}"
+
+
+def test_tack_debug_is_read_in_one_place():
+    readers = [str(p.relative_to(ROOT)) for p in FILES
+               if p.suffix in {".c", ".py"} and p.parts[len(ROOT.parts)] in ("csrc", "src")
+               and re.search(r'getenv\("TACK_DEBUG"\)|environ[^\n]*"TACK_DEBUG"',
+                             p.read_text(encoding="utf-8"))]
+    assert readers == ["csrc/runtime/kernel.c"], readers

@@ -19,6 +19,11 @@ def test_all_lists_every_public_name():
     assert public == set(tack.__all__) - {"__version__"}
 
 
+def test_all_names_each_public_name_once():
+    twice = sorted({name for name in tack.__all__ if tack.__all__.count(name) > 1})
+    assert not twice, f"tack.__all__ lists {twice} more than once"
+
+
 def test_star_import_binds_the_api_and_keeps_builtins():
     namespace: dict[str, object] = {}
     exec("from tack import *", namespace)

@@ -167,7 +167,7 @@ tack__cuda_export_memory(void *state, void *ptr, size_t nbytes,
         rec = rec->next;
     }
     if (!rec) {
-        st = TACK__FAIL(TACK_ERR_UNSUPPORTED,
+        st = tack__fail(TACK_ERR_UNSUPPORTED,
                         "address %p is not an exportable allocation of cuda:%d: "
                         "allocate with exportable=True",
                         ptr, s->ordinal);

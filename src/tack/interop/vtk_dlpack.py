@@ -248,7 +248,7 @@ def _refusal(vtk_array: Any, device_ok: bool = False) -> tuple[type[Exception], 
 
 def _aos_copy(vtk_array: Any) -> Any:
     """A new host AOS array with the same values (bits become uint8)."""
-    vtkDataArray = _vtk_core().vtkDataArray  # noqa: N806 (VTK's class name)
+    vtkDataArray = _vtk_core().vtkDataArray
 
     kind = vtk_array.GetDataType()
     out = vtkDataArray.CreateDataArray(VTK_UNSIGNED_CHAR if kind == VTK_BIT else kind)
@@ -323,7 +323,7 @@ def _to_vtk(array: Any, name: str | None) -> Any:
     VTK never frees the memory (save=1) and the array is the keep-alive. The caller
     has checked that the array may be written.
     """
-    vtkDataArray = _vtk_core().vtkDataArray  # noqa: N806 (VTK's class name)
+    vtkDataArray = _vtk_core().vtkDataArray
 
     shape = _scalar_shape(array)
     if len(shape) == 1:

@@ -15,15 +15,23 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
-from tack._tack import CompileError, Kernel, KernelError, _kernel_build, kDLCPU, kDLCUDA
+from tack._tack import (
+    CompileError,
+    Kernel,
+    KernelError,
+    _kernel_build,
+    _kernel_debug,
+    kDLCPU,
+    kDLCUDA,
+)
 from tack.kernel.emit_c import emit_c
 from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_bundle
+from tack.kernel.lir import Plan
 from tack.kernel.lower import CPU, CUDA, Target, lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.source import check_source
@@ -33,7 +41,8 @@ __all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
 
 
 def _debug_from_env() -> bool:
-    return os.environ.get("TACK_DEBUG", "") not in ("", "0")
+    """The mode a call without debug= uses now (TACK_DEBUG, as the runtime reads it)."""
+    return _kernel_debug()
 
 
 # The compiler walks expressions recursively, a few frames per nesting level; a
@@ -71,7 +80,10 @@ def _deep_recursion(name: str) -> Iterator[None]:
 # The emitter for each backend (DLPack device type): the plan lowered for the CPU
 # (which has every form; lower.for_target gives another target's) -> the source the
 # runtime builds for that backend (CUDA's: its source bundled with the C twin).
-EMITTERS: dict[int, Callable[[Any], str]] = {kDLCPU: emit_c, kDLCUDA: emit_cuda_bundle}
+EMITTERS: dict[int, Callable[[Plan], str]] = {kDLCPU: emit_c, kDLCUDA: emit_cuda_bundle}
+
+
+_Spelled = TypeVar("_Spelled")
 
 
 class _Compiler:
@@ -98,8 +110,8 @@ class _Compiler:
         """The CUDA source of a specialization and its launch facts."""
         return self.spell(emit_cuda, signature, debug, CUDA)
 
-    def spell(self, emit: Callable[[Any], Any], signature: tuple[Any, ...],
-              debug: bool | None, target: Target = CPU) -> Any:
+    def spell(self, emit: Callable[[Plan], _Spelled], signature: tuple[Any, ...],
+              debug: bool | None, target: Target = CPU) -> _Spelled:
         """emit over the plan of a specialization lowered for target (debug None:
         the mode a call would use now)."""
         if debug is None:
@@ -166,7 +178,8 @@ def generate_source(k: Kernel, signature: tuple[Any, ...],
     """The C source a kernel compiles to for a signature (for inspection and
     tests): e.g. (("array", "float32", 1), "int"). debug=None: the mode a call
     would use now."""
-    return k.compile.source(signature, debug)
+    compiler: _Compiler = k.compile
+    return compiler.source(signature, debug)
 
 
 def generate_cuda(k: Kernel, signature: tuple[Any, ...],
@@ -174,4 +187,5 @@ def generate_cuda(k: Kernel, signature: tuple[Any, ...],
     """The CUDA source a kernel compiles to for a signature, with what its launch
     needs (parameter block layout, names of the failure record, partial size; see
     emit_cuda.py). debug=None: the mode a call would use now."""
-    return k.compile.cuda(signature, debug)
+    compiler: _Compiler = k.compile
+    return compiler.cuda(signature, debug)

@@ -191,7 +191,7 @@ for _facts in ir.DTYPES.values():
     if _facts.components == 1:
         _dtype_builtin(_facts)
 
-_FLOAT_UNARY = (  # noqa: SIM905  (a word list reads better than 30 quoted names)
+_FLOAT_UNARY = (
     "sqrt cbrt exp exp2 expm1 log2 log10 log1p sin cos tan asin acos atan sinh cosh "
     "tanh asinh acosh atanh fabs erf erfc lgamma").split()
 _FLOAT_BINARY = "pow atan2 hypot copysign fmod remainder nextafter".split()

@@ -1,12 +1,14 @@
 """The lowered plan -> CUDA C++ source for NVRTC (one module per specialization).
 
-Like emit_c.py, this file only spells what lower.py decided; it reuses the C
-emitter's spelling of every node and changes only what CUDA spells differently
-(types without <stdint.h>, literals, the launch arguments, the failure record) and
-the entry points. The source includes no header at all, so NVRTC needs no include
-path; prelude.h is pasted with TK_INLINE as ``__device__ __forceinline__``, and
-with its C++ section: NVRTC has no -fwrapv, so integer + - * and unary minus are
-spelled as its wrapping overloads (``WRAPPING``).
+Like emit_c.py, this file only spells what lower.py decided (the plan for
+lower.CUDA). The grid algorithm (grid-stride loop, block tree, partial slots, the
+entry points' bodies) is emit_grid.GridEmitter's, shared with every GPU target;
+this file names CUDA's built-ins (``GridNames``), spells the entry points' heads,
+the ABI head (types without <stdint.h>, the launch record ``tk_ctx`` and its
+``TK_FAIL``) and a Let as a lambda. The source includes no header at all, so NVRTC
+needs no include path; prelude.h is pasted with TK_INLINE as ``__device__
+__forceinline__``, and with its C++ section: NVRTC has no -fwrapv, so integer + - *
+and unary minus are spelled as its wrapping overloads (GridEmitter.WRAPPING).
 
 What the launch side does with a module (the contract; see docs/kernels.md):
 
@@ -32,7 +34,7 @@ What the launch side does with a module (the contract; see docs/kernels.md):
   nblocks)`` on one thread folds the slots in block order and stores the returned
   value in ``ctx->result_i`` / ``result_f``. Results depend only on the launch
   shape (grid and block size), never on timing; a float min or max does not
-  depend on it either (its partial carries its value's trip: ``_partial_fields``).
+  depend on it either (its partial carries its value's trip: lir.partial_fields).
 - Debug mode: the first failing thread claims ``ctx->claimed`` with atomicCAS,
   fills why (kernel.h's tack_kernel_failure), line, axis, index, extent and name (an
   index into ``CudaKernel.names``), then sets ``failed``; every thread stops at

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from tack.kernel import builtins, ir, lir
 from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType
@@ -497,7 +498,8 @@ class Lowering:
         def trip(k: lir.Expr, slot: lir.Expr) -> list[lir.Stmt]:
             value = lir.Bin("+", lir.Ref(a), lir.Bin("*", k, lir.Ref(st)))
             self.partial = {n: lir.Index(lir.Ref(p), slot) for n, p in parts.items()}
-            body = [lir.Assign(var_name(s.var), self.conv(value, INT, var_ty))]
+            body: list[lir.Stmt] = [lir.Assign(var_name(s.var),
+                                               self.conv(value, INT, var_ty))]
             body += self.block(s.body)
             self.partial = {}
             return body
@@ -533,7 +535,8 @@ class Lowering:
                                  lir.Decl(INT, b, self.ex(s.stop, INT), const=True)]
         if isinstance(s.step, ir.Const) and s.step.value == 1:
             value: lir.Expr = lir.Ref(k)
-            begin, end = lir.Ref(a), lir.Ref(b)
+            begin: lir.Expr = lir.Ref(a)
+            end: lir.Expr = lir.Ref(b)
         else:
             st, nt = self.fresh("s"), self.fresh("n")
             inner += [lir.Decl(INT, st, self.ex(s.step, INT), const=True),
@@ -541,7 +544,7 @@ class Lowering:
                                                              lir.Ref(st)]), const=True)]
             value = lir.Bin("+", lir.Ref(a), lir.Bin("*", lir.Ref(k), lir.Ref(st)))
             begin, end = ZERO, lir.Ref(nt)
-        body = [lir.Assign(var_name(s.var), self.conv(value, INT, var_ty))]
+        body: list[lir.Stmt] = [lir.Assign(var_name(s.var), self.conv(value, INT, var_ty))]
         body += self.fail_check() + self.block(s.body)
         inner.append(lir.Loop(k, begin, end, body))
         return [lir.Scope(inner)] + self.fail_check()
@@ -930,7 +933,7 @@ def _bind(e: lir.Expr, lets: list[lir.Stmt]) -> lir.Expr:
         return lir.Bind(e.name, _bind(e.value, lets), _bind(e.body, lets))
     if not any(isinstance(n, lir.Let) for n in lir.walk(e)):
         return e
-    changes = {}
+    changes: dict[str, Any] = {}
     for f in dataclasses.fields(e):  # type: ignore[arg-type]
         v = getattr(e, f.name)
         if isinstance(v, lir.Expr):
@@ -945,7 +948,7 @@ _BODIES = ("body", "orelse")
 
 def _declared(lets: list[lir.Stmt], seen: set[str]) -> list[lir.Stmt]:
     """The Decls of lets whose names this block has not declared yet."""
-    out = []
+    out: list[lir.Stmt] = []
     for d in lets:
         assert isinstance(d, lir.Decl)
         if d.name not in seen:

@@ -191,11 +191,11 @@ class _Parser:
             raise self.error(stmt, "tack.local_array(...) is assigned to a local name")
         dims = call.args[0].elts if isinstance(call.args[0], ast.Tuple) \
             else [call.args[0]]
-        if not dims or not all(isinstance(d, ast.Constant) and type(d.value) is int
-                               and d.value > 0 for d in dims):
+        shape = tuple(d.value for d in dims if isinstance(d, ast.Constant)
+                      and type(d.value) is int and d.value > 0)
+        if not dims or len(shape) != len(dims):
             raise self.error(call, "the shape of tack.local_array is a tuple of "
                              "constant positive ints, such as (3,) or (4, 4)")
-        shape = tuple(int(d.value) for d in dims)  # type: ignore[union-attr]
         if math.prod(shape) > LOCAL_ARRAY_MAX:
             raise self.error(call, f"tack.local_array holds at most "
                              f"{LOCAL_ARRAY_MAX} elements (it lives on the stack)")
@@ -342,6 +342,9 @@ class _Parser:
                              "range(start, stop) or range(start, stop, step) only")
         args = [self.expr(a) for a in it.args]
         line = node.lineno
+        start: ir.Expr
+        stop: ir.Expr
+        step: ir.Expr
         if len(args) == 1:
             start, stop, step = ir.Const(line, 0), args[0], ir.Const(line, 1)
         elif len(args) == 2:
@@ -394,7 +397,7 @@ class _Parser:
     def use_scalar(self, name: str, node: ast.AST) -> None:
         self.first_use.setdefault(name, getattr(node, "lineno", self.first))
 
-    def const(self, node: ast.AST, value: Any) -> ir.Const:
+    def const(self, node: ast.expr, value: Any) -> ir.Const:
         if isinstance(value, (bool, float)):
             return ir.Const(node.lineno, value)
         if isinstance(value, int):
@@ -696,7 +699,7 @@ def check_prelude_reads(body: list[ir.Stmt], params: list[str],
 
 
 def _nonlocals(fn: Callable[..., Any]) -> dict[str, Any]:
-    return inspect.getclosurevars(fn).nonlocals if fn.__closure__ else {}
+    return dict(inspect.getclosurevars(fn).nonlocals) if fn.__closure__ else {}
 
 
 def read_name(fn: Callable[..., Any], name: str) -> Any:

@@ -16,20 +16,33 @@ from typing import Any
 
 from tack._tack import _KERNEL_MAX_PARTIAL_SIZE, KernelError
 from tack.kernel import builtins, ir, lir
-from tack.kernel.ir import BOOL, F32, F64, INT, ScalarType, is_weak, promote
+from tack.kernel.ir import (
+    BOOL,
+    F32,
+    F64,
+    INT,
+    ArrayType,
+    Expr,
+    KernelIR,
+    ScalarType,
+    Stmt,
+    is_weak,
+    promote,
+)
 
 
 @dataclass
 class TypedKernel:
     """One specialization: the typed body and everything a code generator needs."""
 
-    ir: ir.KernelIR
-    body: list[ir.Stmt]
-    arrays: dict[str, ir.ArrayType]  # array parameters
+    # (the field ir hides the module here: the class names the IR's types directly)
+    ir: KernelIR
+    body: list[Stmt]
+    arrays: dict[str, ArrayType]  # array parameters
     scalars: dict[str, ScalarType]  # scalar parameters: the kind passed
     locals: dict[str, ScalarType]  # every local name (scalar parameters included)
     debug: bool
-    result: ir.Expr | None = None  # the returned value, typed
+    result: Expr | None = None  # the returned value, typed
     # the typed @tack.func instances this specialization calls (shared with them),
     # by FuncCall.key
     funcs: dict[tuple[Any, ...], TypedKernel] = field(default_factory=dict)
@@ -164,8 +177,8 @@ class Typer:
 
     def _expr(self, e: ir.Expr) -> ScalarType | None:
         if isinstance(e, ir.Const):
-            v = e.value
-            return BOOL if isinstance(v, bool) else INT if isinstance(v, int) else F64
+            c = e.value
+            return BOOL if isinstance(c, bool) else INT if isinstance(c, int) else F64
         if isinstance(e, ir.Global):
             return self.global_value(e)
         if isinstance(e, ir.Name):
@@ -206,8 +219,8 @@ class Typer:
                 return INT
             return INT if t == BOOL else t
         if isinstance(e, ir.Compare):
-            ts = [self.expr(o) for o in e.operands]
-            if None in ts:
+            ts = _all_typed([self.expr(o) for o in e.operands])
+            if ts is None:
                 return None
             e.meet = [promote(ta, tb, is_weak(a), is_weak(b)) for ta, tb, a, b in zip(
                 ts, ts[1:], e.operands, e.operands[1:], strict=False)]
@@ -215,8 +228,8 @@ class Typer:
         if isinstance(e, ir.BoolOp):
             # Python's and/or give one of their operands: the type all of them meet
             # in (bool when every operand is a bool).
-            ts = [self.expr(v) for v in e.values]
-            if None in ts:
+            ts = _all_typed([self.expr(v) for v in e.values])
+            if ts is None:
                 return None
             r, w = ts[0], is_weak(e.values[0])
             for v, t in zip(e.values[1:], ts[1:], strict=False):
@@ -347,6 +360,12 @@ class Typer:
         return b.typing(e.args)
 
 
+def _all_typed(ts: list[ScalarType | None]) -> list[ScalarType] | None:
+    """ts when every one has a type; None when one has none yet."""
+    known = [t for t in ts if t is not None]
+    return known if len(known) == len(ts) else None
+
+
 def local_array_types(kir: ir.KernelIR) -> dict[str, ir.ArrayType]:
     return {n: ir.ArrayType(dt, len(shape)) for n, (shape, dt) in
             kir.local_arrays.items()}
@@ -370,7 +389,7 @@ def specialize(kir: ir.KernelIR, signature: tuple[Any, ...],
     typer.run(body, result)
     if kir.reductions:
         # the widest partial of any target: CUDA's carries, for a float min or max,
-        # the trip its value came from (emit_cuda._partial_fields)
+        # the trip its value came from (lir.partial_fields)
         fields = [t for n in sorted(kir.reductions) for t in (
             [typer.env[n], INT] if kir.reductions[n] in ("min", "max")
             and typer.env[n].is_float else [typer.env[n]])]

@@ -72,8 +72,10 @@ fail(const char *file, int line, const char *fmt, ...)
 }
 
 /* Opens the driver and resolves every entry point. In the child: the parent never
- * loads the driver, so each case starts from an uninitialized one. */
+ * loads the driver, so each case starts from an uninitialized one. clang-tidy counts
+ * the entry point list expanded, one lookup each, as this function's statements. */
 static void
+// NOLINTNEXTLINE(readability-function-size)
 driver_open(void)
 {
     cu.lib = dlopen(driver_path, RTLD_NOW | RTLD_LOCAL);
