@@ -24,7 +24,7 @@ $(VENV)/.ready: pyproject.toml
 	PYTHON=$(PYTHON) scripts/ensure_tools.sh setup
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q meson-python meson ninja numpy pytest ruff mypy "jax[cpu]" "vtk==9.7.1" pyvista
+	$(PY) -m pip install -q meson-python meson ninja numpy pytest pytest-xdist ruff mypy "jax[cpu]" "vtk==9.7.1" pyvista
 	touch $@
 
 # MPI for the distributed tests and example: mpi4py and MPICH's PyPI wheel (mpiexec runs
@@ -105,8 +105,9 @@ typecheck: setup
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) examples
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
+# pytest-xdist spreads the tests over $(JOBS) processes: each test is still one process's.
 test-py: setup
-	$(PY) -m pytest -q tests/python
+	$(PY) -m pytest -q -n $(JOBS) tests/python
 
 sanitize: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/asan -Dpython=false -Dtests=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
@@ -131,7 +132,7 @@ sanitize-py: $(VENV)/.ready
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -p no:cacheprovider -m "not slow" tests/python
+	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on
 # CPUs that have them: the kernels compiled under valgrind leave them out.

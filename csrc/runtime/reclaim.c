@@ -32,14 +32,6 @@ describe(const tack_array *arr, char *text, size_t size)
     }
 }
 
-/* TACK_DEBUG as the kernel dispatcher reads it: set, and neither empty nor "0". */
-static bool
-debug_mode(void)
-{
-    const char *v = getenv("TACK_DEBUG");
-    return v && v[0] != '\0' && strcmp(v, "0") != 0;
-}
-
 tack_status
 tack__array_reclaimed(const tack_array *arr, const char *what)
 {
@@ -68,7 +60,7 @@ tack_array_reclaim(tack_array *arr)
         tack_array_release(arr); /* runs the release callback of an import, here */
         return TACK_OK;
     }
-    bool cut_off = debug_mode();
+    bool cut_off = tack_kernel_debug_default();
     if (cut_off) {
         atomic_store_explicit(&buf->reclaimed, true, memory_order_relaxed);
     }

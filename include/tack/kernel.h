@@ -190,7 +190,8 @@ TACK_API const char *tack_kernel_cache_notice(void);
  * Whether a kernel that was given no debug mode of its own runs checked (bounds,
  * division by zero, casts; docs/kernels.md): the environment variable TACK_DEBUG
  * set to anything but "" or "0", read at each call so that a change takes effect
- * at the next launch. The one place the variable is read.
+ * at the next launch. The one place the variable is read: tack_array_reclaim's
+ * debug mode (docs/in_situ.md) asks it too.
  */
 TACK_API bool tack_kernel_debug_default(void);
 

@@ -277,11 +277,11 @@ def _device_copies(bound: list[Any]) -> list[Any]:
     return out
 
 
-def _kernel(fn: Any = None, *, debug: bool | None = None) -> Any:
+def _kernel(fn: Any = None, *, debug: bool | None = None, source: Any = None) -> Any:
     if fn is None:
-        return lambda f: _kernel(f, debug=debug)
-    cpu = _original_kernel(fn, debug=debug)
-    return _Checked(cpu, _original_kernel(fn, debug=debug))
+        return lambda f: _kernel(f, debug=debug, source=source)
+    cpu = _original_kernel(fn, debug=debug, source=source)
+    return _Checked(cpu, _original_kernel(fn, debug=debug, source=source))
 
 
 tack.kernel = _kernel
