@@ -340,6 +340,9 @@ typedef struct tack__cpu_kernel {
     int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
+    /* Serial launches far below the parallel threshold since the last timed one
+     * (launch.c times only one in TIME_EVERY of them). */
+    _Atomic uint32_t untimed;
     struct tack__cpu_kernel *next; /* in jit.c's table */
 } tack__cpu_kernel;
 

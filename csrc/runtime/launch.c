@@ -12,7 +12,10 @@
  * never inflates it; a caller that was descheduled during its share (it did less
  * than half of it) gives no sample, and the estimate rises slowly and falls fast
  * (update_estimate), so a tiny launch returns to the calling thread within a few
- * launches whatever the machine's load did to one measurement.
+ * launches whatever the machine's load did to one measurement. A serial launch
+ * predicted at under a sixteenth of the threshold is timed only once in TIME_EVERY
+ * (two clock reads are a tenth of a 16-element launch), which still lets a kernel
+ * whose trips grew dearer reach the pool; with one thread nothing is timed.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -25,6 +28,8 @@
 /* Chunks per thread: enough to balance uneven trips, few enough to keep each chunk
  * long and contiguous for the vectoriser. */
 #define CHUNKS_PER_THREAD 32
+/* Of the serial launches far below PARALLEL_MIN_NS, one in this many is timed. */
+#define TIME_EVERY 64u
 /* A reduction cuts its trips into at most this many chunks, whatever the thread
  * count, and combines their partials in order: the same association on any number of
  * threads, serial launches included. */
@@ -406,6 +411,24 @@ worth_parallel(tack__cpu_kernel *k, int64_t n, int threads)
     return (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 256u / per_trip;
 }
 
+/* Whether a serial launch of n trips measures itself: always while the cost is
+ * unknown or the launch is within a sixteenth of the parallel threshold; one in
+ * TIME_EVERY otherwise; never where the pool cannot help (one thread, one trip). */
+static bool
+worth_timing(tack__cpu_kernel *k, int64_t n, int threads)
+{
+    if (threads < 2 || n < 2) {
+        return false;
+    }
+    uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
+    /* n * per_trip / 256 >= PARALLEL_MIN_NS / 16, without overflow */
+    if (per_trip == 0 || (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 16u / per_trip) {
+        return true;
+    }
+    uint32_t seen = atomic_fetch_add_explicit(&k->untimed, 1, memory_order_relaxed);
+    return seen % TIME_EVERY == TIME_EVERY - 1;
+}
+
 /* Runs trips [0, n), n > 0: on the pool when worth it, else on this thread. With
  * fixed_chunk > 0 (a reduction) every body call covers exactly one chunk. */
 static void
@@ -445,14 +468,17 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
         l->body = k->body_serial;
         atomic_fetch_add_explicit(&tack__stat_plain_atomic, 1, memory_order_relaxed);
     }
-    uint64_t t0 = tack__now_ns();
+    bool timed = worth_timing(k, n, threads);
+    uint64_t t0 = timed ? tack__now_ns() : 0;
     int64_t step = fixed_chunk ? fixed_chunk : n;
     for (int64_t begin = 0; begin < n;) {
         int64_t end = n - begin < step ? n : begin + step; /* never past n */
         run_range(l, begin, end);
         begin = end;
     }
-    update_estimate(k, n, tack__now_ns() - t0, true);
+    if (timed) {
+        update_estimate(k, n, tack__now_ns() - t0, true);
+    }
     atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
 }
 

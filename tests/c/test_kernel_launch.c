@@ -188,6 +188,66 @@ TACK_TEST(a_descheduled_caller_does_not_send_tiny_launches_to_the_pool)
     free(out);
 }
 
+/* The double kernel, each trip busy for spin_ns nanoseconds (0: none). */
+static const char dear_source[] =
+    "#define _POSIX_C_SOURCE 200809L\n" KERNEL_TEST_PARAMS
+    "#include <time.h>\n"
+    "E long spin_ns;\n"
+    "static long now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);\n"
+    "    return t.tv_sec * 1000000000L + t.tv_nsec; }\n"
+    "E int64_t\n"
+    "tack_kernel_trips(const void *v, tk_ctx *c) { (void)c; return ((const P "
+    "*)v)->a0_n[0]; }\n"
+    "E void\n"
+    "tack_kernel_body(int64_t b, int64_t e, const void *v, tk_ctx *c) {\n"
+    "    const P *p = v; double *o = p->a0; (void)c;\n"
+    "    long spin = __atomic_load_n(&spin_ns, __ATOMIC_RELAXED);\n"
+    "    for (int64_t i = b; i < e; i++) {\n"
+    "        for (long t0 = spin ? now() : 0; spin && now() - t0 < spin;) {}\n"
+    "        o[i] = 2.0 * (double)i;\n"
+    "    }\n"
+    "}\n";
+
+TACK_TEST(tiny_launches_are_timed_by_sample_and_dearer_trips_still_reach_the_pool)
+{
+    setenv("TACK_NUM_THREADS", "2", 1);
+    fresh_cache_dir();
+    if (tack_kernel_num_threads() < 2) {
+        return; /* one thread: nothing is timed, nothing goes to the pool */
+    }
+    tack_kernel *k;
+    char *log = NULL;
+    CHECK_OK(tack_kernel_build("dear", "t.py", dear_source, &k, &log));
+    tack__cpu_kernel *impl = k->impl;
+    long *spin_ns = dlsym(impl->handle, "spin_ns");
+    CHECK(spin_ns != NULL);
+    double out[16];
+    int64_t shape[1] = {16};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    /* Cheap trips: once the cost is known, most launches read no clock. */
+    for (int round = 0; round < 200; round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+    }
+    check_doubled(out, 16);
+    if (!TIMING_IS_REAL) {
+        return;
+    }
+    CHECK(atomic_load(&impl->untimed) >= 100);
+    /* Trips of 5 us: 16 of them are 80 us, past the pool's threshold. The sampled
+     * launches raise the estimate until one goes to the pool. */
+    __atomic_store_n(spin_ns, 5000L, __ATOMIC_RELAXED);
+    tack_kernel_stats s;
+    tack_kernel_get_stats(&s);
+    uint64_t parallel_before = s.parallel_launches;
+    for (int round = 0; round < 64 * 80 && s.parallel_launches == parallel_before;
+         round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+        tack_kernel_get_stats(&s);
+    }
+    CHECK(s.parallel_launches > parallel_before);
+    check_doubled(out, 16);
+}
+
 TACK_TEST(debug_failure_stops_the_launch_with_index_error)
 {
     setenv("TACK_NUM_THREADS", "2", 1);
