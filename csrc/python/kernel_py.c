@@ -448,6 +448,19 @@ compile_spec(tackpy_state *st, tackpy_Kernel *kp, const uint32_t *key)
     return k;
 }
 
+/* tack_kernel_lock's hooks over the GIL; ctx holds the thread state meanwhile. */
+static void
+drop_gil(void *ctx)
+{
+    *(PyThreadState **)ctx = PyEval_SaveThread();
+}
+
+static void
+take_gil(void *ctx)
+{
+    PyEval_RestoreThread(*(PyThreadState **)ctx);
+}
+
 static PyObject *
 kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
                   PyObject *kwnames)
@@ -511,12 +524,15 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
     for (int k = 0; k < kp->nparams && !device; k++) {
         device = arrays[k] ? tack_array_device(arrays[k]) : NULL;
     }
-    Py_BEGIN_ALLOW_THREADS
-        status = on_stream
-                     ? tack_kernel_launch_on_stream(device, kernel, targs, flags,
-                                                    stream_value, &value)
-                     : tack_kernel_launch_on(device, kernel, targs, flags, &value);
-    Py_END_ALLOW_THREADS
+    /* The GIL is the caller's lock: the runtime drops it around every launch that
+     * may take long and keeps it over a short CPU one. */
+    PyThreadState *saved = NULL;
+    tack_kernel_lock gil = {drop_gil, take_gil, &saved};
+    tack_kernel_set_caller_lock(&gil);
+    status = on_stream ? tack_kernel_launch_on_stream(device, kernel, targs, flags,
+                                                      stream_value, &value)
+                       : tack_kernel_launch_on(device, kernel, targs, flags, &value);
+    tack_kernel_set_caller_lock(NULL);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }

@@ -343,6 +343,8 @@ typedef struct tack__cpu_kernel {
     /* Serial launches far below the parallel threshold since the last timed one
      * (launch.c times only one in TIME_EVERY of them). */
     _Atomic uint32_t untimed;
+    /* Whether the last launch was short enough to keep the caller's lock. */
+    _Atomic bool last_short;
     struct tack__cpu_kernel *next; /* in jit.c's table */
 } tack__cpu_kernel;
 
@@ -372,6 +374,10 @@ tack_status tack__kernel_failure_status(const tack_kernel *k,
  * CPU launch without its error): Out: *result on success; *failure always, with
  * failed set when the kernel stopped on a debug-mode check (still TACK_OK). Errors:
  * only the launch's own (no memory for the partials). */
+/* The calling thread's lock (tack_kernel_set_caller_lock): release says whether it
+ * was dropped, which reacquire is then given. */
+bool tack__caller_lock_release(void);
+void tack__caller_lock_reacquire(bool released);
 tack_status tack__cpu_kernel_run(tack_kernel *kernel, const void *params,
                                  unsigned flags, tack_kernel_value *result,
                                  tack__kernel_failure *failure);

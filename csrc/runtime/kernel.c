@@ -87,6 +87,43 @@ tack_kernel_build(const char *name, const char *filename, const char *source,
     return tack_kernel_build_for(kDLCPU, name, filename, source, out, log);
 }
 
+/* The calling thread's lock (tack_kernel_set_caller_lock), and whether a launch of
+ * this thread dropped it: a launch inside a launch (a GPU backend running its CPU
+ * twin) finds it dropped already and leaves it to the outer one. */
+static _Thread_local const tack_kernel_lock *caller_lock;
+static _Thread_local bool caller_lock_dropped;
+
+void
+tack_kernel_set_caller_lock(const tack_kernel_lock *lock)
+{
+    caller_lock = lock;
+    caller_lock_dropped = false;
+}
+
+bool
+tack__caller_lock_release(void)
+{
+    const tack_kernel_lock *lock = caller_lock;
+    if (!lock || !lock->release || caller_lock_dropped) {
+        return false;
+    }
+    lock->release(lock->ctx);
+    caller_lock_dropped = true;
+    return true;
+}
+
+void
+tack__caller_lock_reacquire(bool released)
+{
+    const tack_kernel_lock *lock = caller_lock;
+    if (released) {
+        caller_lock_dropped = false;
+        if (lock->reacquire) {
+            lock->reacquire(lock->ctx);
+        }
+    }
+}
+
 tack_status
 tack_kernel_launch_on(tack_device *device, tack_kernel *k, const tack_kernel_arg *args,
                       unsigned flags, tack_kernel_value *result)
@@ -122,8 +159,11 @@ tack_kernel_launch_on(tack_device *device, tack_kernel *k, const tack_kernel_arg
     }
     tack_kernel_params_pack(k->nparams, k->param_key, args, block);
     tack_kernel_value ignored; /* the slot writes a result only on success */
+    /* The CPU launch drops the caller's lock itself, where the launch is not short. */
+    bool released = k->backend != &tack__backend_cpu && tack__caller_lock_release();
     tack_status st = launch(device ? device->state : NULL, k, block, nbytes, flags,
                             result ? result : &ignored);
+    tack__caller_lock_reacquire(released);
     if (block != (void *)small) {
         tack__free(block);
     }

@@ -482,10 +482,27 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
     atomic_fetch_add_explicit(&tack__stat_serial, 1, memory_order_relaxed);
 }
 
+/* Whether n trips are short enough to run with the caller's lock held: known cost,
+ * serial (not worth the pool), under TACK_KERNEL_SHORT_LAUNCH_NS. A serial kernel
+ * (n < 0) has no trip count to predict from. */
+static bool
+is_short(tack__cpu_kernel *k, int64_t n)
+{
+    uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
+    if (n < 0 || per_trip == 0) {
+        return false;
+    }
+    /* n * per_trip / 256 < TACK_KERNEL_SHORT_LAUNCH_NS, without overflow */
+    return (uint64_t)n < (uint64_t)TACK_KERNEL_SHORT_LAUNCH_NS * 256u / per_trip &&
+           !worth_parallel(k, n, tack__pool_threads());
+}
+
 /* The launch proper, over l's parameter block; the returned value is left in
- * l->pub, a debug-mode failure in l->failure (not an error here). */
+ * l->pub, a debug-mode failure in l->failure (not an error here). *released says
+ * whether the caller's lock is dropped; run drops it for a launch that is not
+ * short, and the caller takes it back. */
 static tack_status
-run(launch *l)
+run(launch *l, bool *released)
 {
     tack__cpu_kernel *k = l->kernel;
     int64_t n = k->trips(l->params, &l->pub);
@@ -504,6 +521,11 @@ run(launch *l)
             return tack__fail(TACK_ERR_NO_MEMORY,
                               "out of memory for the partials of kernel '%s'", k->name);
         }
+    }
+    bool short_launch = is_short(k, n);
+    atomic_store_explicit(&k->last_short, short_launch, memory_order_relaxed);
+    if (!short_launch && !*released) {
+        *released = tack__caller_lock_release();
     }
     if (n < 0) {
         l->body(0, 1, l->params, &l->pub);
@@ -538,7 +560,12 @@ tack__cpu_kernel_run(tack_kernel *kernel, const void *params, unsigned flags,
         l.body = k->body_restrict;
         atomic_fetch_add_explicit(&tack__stat_restrict, 1, memory_order_relaxed);
     }
-    tack_status st = run(&l);
+    /* The trip count's setup runs with the caller's lock held only when the last
+     * launch was short (its cost, setup included, is in the estimate). */
+    bool released = !atomic_load_explicit(&k->last_short, memory_order_relaxed) &&
+                    tack__caller_lock_release();
+    tack_status st = run(&l, &released);
+    tack__caller_lock_reacquire(released);
     *failure = l.failure;
     if (st == TACK_OK) {
         result->kind = (tack_kernel_result_kind)kernel->result_kind;

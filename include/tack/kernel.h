@@ -331,6 +331,24 @@ TACK_API tack_status tack_kernel_launch_on(tack_device *device, tack_kernel *k,
                                            tack_kernel_value *result);
 
 /*
+ * A lock the calling thread holds while it launches and that other threads may wait
+ * for (Python's GIL). Launches drop it (release, then reacquire before they return)
+ * around any work that may take long: a GPU backend's launch, a CPU launch that uses
+ * the thread pool, or one of unknown cost. A CPU launch its cost estimate puts under
+ * TACK_KERNEL_SHORT_LAUNCH_NS of serial work runs with the lock held, which saves
+ * the release and reacquire (a quarter of a 16-element launch from Python). The
+ * lock is this thread's, for its launches until it is set again; NULL: none. The
+ * struct is borrowed: it must outlive those launches.
+ */
+#define TACK_KERNEL_SHORT_LAUNCH_NS 5000
+typedef struct tack_kernel_lock {
+    void (*release)(void *ctx);
+    void (*reacquire)(void *ctx);
+    void *ctx;
+} tack_kernel_lock;
+TACK_API void tack_kernel_set_caller_lock(const tack_kernel_lock *lock);
+
+/*
  * tack_kernel_launch_on ordered against another library's stream, which takes
  * DLPack's values for the device (tack_array_to_device_on_stream's): -1 orders
  * nothing; on CUDA 1 is the legacy default stream, 2 the per-thread default stream

@@ -248,6 +248,77 @@ TACK_TEST(tiny_launches_are_timed_by_sample_and_dearer_trips_still_reach_the_poo
     check_doubled(out, 16);
 }
 
+/* A caller's lock that counts how often a launch dropped it, and checks each drop
+ * is taken back before the launch returns. */
+typedef struct {
+    int released, reacquired;
+} counting_lock;
+
+static void
+count_release(void *ctx)
+{
+    counting_lock *c = ctx;
+    CHECK_EQ_INT(c->released, c->reacquired); /* never dropped twice */
+    c->released++;
+}
+
+static void
+count_reacquire(void *ctx)
+{
+    counting_lock *c = ctx;
+    c->reacquired++;
+    CHECK_EQ_INT(c->released, c->reacquired);
+}
+
+TACK_TEST(the_callers_lock_is_kept_over_short_launches_and_dropped_over_long_ones)
+{
+    setenv("TACK_NUM_THREADS", "2", 1);
+    tack_kernel *k = build_double();
+    enum { N = 1 << 20 };
+    double *out = calloc(N, sizeof *out);
+    CHECK(out != NULL);
+    int64_t shape[1] = {N};
+    tack_kernel_arg args[2] = {{out, shape, 0, 0}, {NULL, NULL, -1, 0}};
+    counting_lock c = {0, 0};
+    tack_kernel_lock lock = {count_release, count_reacquire, &c};
+    tack_kernel_set_caller_lock(&lock);
+    /* A big launch: dropped, on the pool or not. */
+    CHECK_OK(tack_kernel_launch(k, args));
+    CHECK_EQ_INT(c.released, 1);
+    CHECK_EQ_INT(c.reacquired, 1);
+    check_doubled(out, N);
+    /* Tiny launches: once the estimate knows them short, the lock stays held. */
+    shape[0] = 16;
+    for (int round = 0; round < 8; round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+    }
+    int settled = c.released;
+    for (int round = 0; round < 16; round++) {
+        CHECK_OK(tack_kernel_launch(k, args));
+    }
+    CHECK_EQ_INT(c.reacquired, c.released);
+    if (TIMING_IS_REAL) {
+        CHECK_EQ_INT(c.released, settled);
+    }
+    /* Big again: the first one runs its trip count's setup with the lock held (the
+     * last launch was short), and drops the lock before its trips. */
+    shape[0] = N;
+    int before_big = c.released;
+    CHECK_OK(tack_kernel_launch(k, args));
+    CHECK_EQ_INT(c.released, before_big + 1);
+    CHECK_EQ_INT(c.reacquired, c.released);
+    /* A failed launch takes the lock back too. */
+    args[1].i = 37;
+    CHECK_STATUS(tack_kernel_launch(k, args), TACK_ERR_INDEX);
+    CHECK_EQ_INT(c.reacquired, c.released);
+    tack_kernel_set_caller_lock(NULL);
+    args[1].i = -1;
+    int before = c.released;
+    CHECK_OK(tack_kernel_launch(k, args));
+    CHECK_EQ_INT(c.released, before);
+    free(out);
+}
+
 TACK_TEST(debug_failure_stops_the_launch_with_index_error)
 {
     setenv("TACK_NUM_THREADS", "2", 1);

@@ -359,6 +359,7 @@ TACK_TEST(null_args_kernel_launch)
     out[3] = 0;
     CHECK_OK(tack_kernel_launch_on(NULL, k, args, 0, NULL)); /* no device: fine */
     CHECK_EQ_DBL(out[3], 6.0);
+    tack_kernel_set_caller_lock(NULL); /* NULL is "no lock": nothing to refuse */
     CHECK_INVALID(tack_kernel_launch_on_stream(NULL, NULL, args, 0, -1, &result));
     CHECK_INVALID(tack_kernel_launch_on_stream(NULL, k, NULL, 0, -1, &result));
     out[3] = 0;

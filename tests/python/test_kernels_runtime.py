@@ -185,6 +185,50 @@ def test_gil_is_released_while_a_kernel_runs(tmp_path: Path, monkeypatch: pytest
     assert ticks > 100  # the main thread kept running during the launch
 
 
+def test_a_long_parallel_launch_after_short_ones_releases_the_gil(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Short CPU launches keep the GIL (their cost estimate says so); the first long
+    one after them still drops it while its trips run."""
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path / "cache"))
+
+    @tack.kernel
+    def churn(out, reps):
+        for i in range(out.shape[0]):
+            v = 0.0
+            for r in range(reps):
+                v = v * 0.5 + math_free(r)
+            out[i] = v
+
+    small = tack.zeros(16, dtype=tack.f64)
+    for _ in range(50):
+        churn(small, 1)  # short: the estimate learns it
+    out = tack.zeros(1 << 16, dtype=tack.f64)
+    reps = 1
+    t0 = time.perf_counter()
+    churn(out, reps)
+    while time.perf_counter() - t0 < 0.05 and reps < 1 << 30:  # find ~0.3 s of work
+        reps *= 4
+        t0 = time.perf_counter()
+        churn(out, reps)
+    reps *= 4
+    for _ in range(50):
+        churn(small, 1)  # short again: the next launch starts with the GIL held
+    ticks = 0
+    done = threading.Event()
+
+    def run() -> None:
+        churn(out, reps)
+        done.set()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0)
+    worker.join()
+    assert ticks > 100  # the main thread kept running during the launch
+
+
 math_free = float  # a global the kernel calls: float(i)
 
 
