@@ -169,20 +169,7 @@ def test_gil_is_released_while_a_kernel_runs(tmp_path: Path, monkeypatch: pytest
         t0 = time.perf_counter()
         spin(out, n)
     n *= 4
-    ticks = 0
-    done = threading.Event()
-
-    def run() -> None:
-        spin(out, n)
-        done.set()
-
-    worker = threading.Thread(target=run)
-    worker.start()
-    while not done.is_set():
-        ticks += 1
-        time.sleep(0)
-    worker.join()
-    assert ticks > 100  # the main thread kept running during the launch
+    assert main_thread_ticks_during(lambda: spin(out, n)) > 100
 
 
 def test_a_long_parallel_launch_after_short_ones_releases_the_gil(
@@ -213,11 +200,17 @@ def test_a_long_parallel_launch_after_short_ones_releases_the_gil(
     reps *= 4
     for _ in range(50):
         churn(small, 1)  # short again: the next launch starts with the GIL held
+    assert main_thread_ticks_during(lambda: churn(out, reps)) > 100
+
+
+def main_thread_ticks_during(launch) -> int:
+    """How often this thread ran while launch() ran on another: the launch holds
+    the GIL throughout when this is near 0."""
     ticks = 0
     done = threading.Event()
 
     def run() -> None:
-        churn(out, reps)
+        launch()
         done.set()
 
     worker = threading.Thread(target=run)
@@ -226,7 +219,7 @@ def test_a_long_parallel_launch_after_short_ones_releases_the_gil(
         ticks += 1
         time.sleep(0)
     worker.join()
-    assert ticks > 100  # the main thread kept running during the launch
+    return ticks
 
 
 math_free = float  # a global the kernel calls: float(i)
