@@ -64,6 +64,23 @@ libfuzzer() {
     "clang-$llvm" -fsanitize=fuzzer,address,undefined "$tmp/f.c" -o "$tmp/f"
 }
 
+# The Level Zero backend's tests: the loader (libze1, which dlopens drivers and layers)
+# and its headers (libze-dev: the ze_abi.h check and the stand-in driver build on them).
+level_zero_loader() {
+    printf '#include <ze_api.h>\nint main(void) { return zeInit(0) == ZE_RESULT_SUCCESS; }\n' \
+        >"$tmp/ze.c"
+    # shellcheck disable=SC2046 # pkg-config's flags are words
+    cc $(pkg-config --cflags level-zero) "$tmp/ze.c" -o "$tmp/ze" -lze_loader
+}
+
+# SPIR-V from the kernel compiler's OpenCL C: clang-15 and llvm-spirv-15 are the matched
+# pair on Debian 12 (clang-16 bitcode does not read back into llvm-spirv-15).
+opencl_c_to_spirv() {
+    printf '__kernel void k(__global float *x) { x[get_global_id(0)] = 1.0f; }\n' >"$tmp/k.cl"
+    clang-15 -cl-std=CL3.0 -target spir64 -O2 -emit-llvm -c "$tmp/k.cl" -o "$tmp/k.bc" &&
+        llvm-spirv-15 --spirv-max-version=1.2 "$tmp/k.bc" -o "$tmp/k.spv"
+}
+
 python_venv() { "$python" -c 'import ensurepip, venv'; }
 
 python_headers() {
@@ -113,6 +130,11 @@ check_all() {
     need "clang-format-$llvm" "clang-format-$llvm" have "clang-format-$llvm"
     need "cppcheck" "cppcheck" have cppcheck
     need "shellcheck" "shellcheck" have shellcheck
+    need "the Level Zero loader and headers" "libze1 libze-dev" level_zero_loader
+    need "clang-15 (OpenCL C to SPIR-V)" "clang-15" have clang-15
+    need "llvm-spirv-15" "llvm-spirv-15" have llvm-spirv-15
+    need "clang-15 and llvm-spirv-15 making SPIR-V" "clang-15 llvm-spirv-15" opencl_c_to_spirv
+    need "spirv-val" "spirv-tools" have spirv-val
 }
 
 report() {

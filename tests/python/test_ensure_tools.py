@@ -62,6 +62,9 @@ PACKAGES = {
     f"clang-tidy-{LLVM}": f"clang-tidy-{LLVM}",
     f"clang-{LLVM}": f"clang-{LLVM} libclang-rt-{LLVM}-dev",
     "g++": "g++",
+    "clang-15": "clang-15",
+    "llvm-spirv-15": "llvm-spirv-15",
+    "spirv-val": "spirv-tools",
 }
 
 
