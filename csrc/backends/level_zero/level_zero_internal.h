@@ -1,0 +1,59 @@
+/*
+ * level_zero_internal.h: what the files of the level_zero backend share: the loaded
+ * Level Zero loader with its drivers and root devices, and one device's state.
+ */
+#ifndef TACK_LEVEL_ZERO_INTERNAL_H
+#define TACK_LEVEL_ZERO_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "../../runtime/internal.h"
+#include "ze_abi.h"
+
+/* Root devices beyond this many (over all drivers) are not offered. */
+#define TACK__ZE_MAX_DEVICES 64
+
+/* A root device as discovery found it: its driver and that driver's API version. */
+typedef struct tack__ze_root {
+    tze_driver driver;
+    tze_device device;
+    tze_api_version version; /* zeDriverGetApiVersion of its driver */
+} tack__ze_root;
+
+/* The loader, loaded and initialised once per process (and never unloaded: drivers
+ * may still run work of ours at exit). Read-only once tack__ze_loader_get returned it.
+ */
+typedef struct tack__ze_loader {
+    tze_api api;    /* the 1.0 calls, every one non-NULL; the newer ones may be NULL */
+    char path[512]; /* the library opened, for messages and the device's repr */
+    uint32_t ndrivers;
+    uint32_t ndevices;
+    tack__ze_root
+        roots[TACK__ZE_MAX_DEVICES]; /* every driver's root devices, in order */
+} tack__ze_loader;
+
+/*
+ * The loader: $TACK_LEVEL_ZERO_DRIVER when set (a full path), else libze_loader.so.1,
+ * opened with dlopen, zeInit(0) called, drivers and their root devices listed. A
+ * failure is retried by the next call: the environment may change.
+ * Out: *out (Borrowed: static) only on success. TACK_ERR_DEVICE_UNAVAILABLE naming the
+ * cause: no loader, no driver, no device, or a loader that lacks an entry point.
+ */
+tack_status tack__ze_loader_get(const tack__ze_loader **out);
+
+/* Whether a call that the driver left out answered rc: the loader says
+ * UNSUPPORTED_FEATURE for a NULL table entry, and UNINITIALIZED for one in its
+ * intercept mode. */
+bool tack__ze_unsupported(tze_result rc);
+
+/* A failed Level Zero call as Tack's status: out of memory is TACK_ERR_NO_MEMORY, a
+ * lost device TACK_ERR_DEVICE_UNAVAILABLE, the rest TACK_ERR_BACKEND, each naming the
+ * call and the ze_result_t. */
+tack_status tack__ze_error(tze_result rc, const char *call);
+
+/* The ze_result_t's name, "ZE_RESULT_..." or "an unknown ze_result_t". Borrowed:
+ * static. */
+const char *tack__ze_result_name(tze_result rc);
+
+#endif /* TACK_LEVEL_ZERO_INTERNAL_H */
