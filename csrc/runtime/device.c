@@ -174,6 +174,9 @@ device_make(const tack_backend *b, int ordinal, const tack_device_options *optio
     dev->ordinal = ordinal;
     dev->state = state;
     dev->external_context = options && options->external_context;
+    if (dev->external_context) {
+        dev->external = *options->external_context;
+    }
     dev->memory_domain = b->memory_domain(state, ordinal);
     *out = dev;
     return TACK_OK;
@@ -278,6 +281,16 @@ bool
 tack_device_has_external_context(const tack_device *dev)
 {
     return dev && dev->external_context;
+}
+
+bool
+tack_device_external_context(const tack_device *dev, tack_external_context *out)
+{
+    if (!dev || !dev->external_context || !out) {
+        return false;
+    }
+    *out = dev->external;
+    return true;
 }
 
 const tack_backend *

@@ -121,9 +121,10 @@ struct tack_device {
     atomic_size_t refcount;
     const tack_backend *backend; /* Borrowed: static table */
     int ordinal;
-    void *state;           /* Owned: made by backend->open */
-    bool external_context; /* opened with options: not in the registry */
-    bool in_registry;      /* registry devices are never freed */
+    void *state;                    /* Owned: made by backend->open */
+    bool external_context;          /* opened with options: not in the registry */
+    tack_external_context external; /* the handles, when external_context */
+    bool in_registry;               /* registry devices are never freed */
     uint64_t memory_domain;
 };
 

@@ -107,6 +107,10 @@ TACK_API const char *tack_device_driver_path(const tack_device *dev);
 
 /* Whether the device was opened with an external context. */
 TACK_API bool tack_device_has_external_context(const tack_device *dev);
+/* The handles of the external context dev was opened with, copied into *out: true;
+ * false (*out untouched) for a device opened without one, or a NULL argument. */
+TACK_API bool tack_device_external_context(const tack_device *dev,
+                                           tack_external_context *out);
 /* Borrowed: the backend table, valid while dev lives. */
 TACK_API const tack_backend *tack_device_backend(const tack_device *dev);
 /* Waits for every launch queued on the device. */

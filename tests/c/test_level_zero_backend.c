@@ -6,11 +6,15 @@
  * Each test runs in its own process, so each one sets the loader's and the stand-in's
  * environment before the first open. Built only where the level-zero headers are.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../../csrc/backends/level_zero/ze_abi.h"
 #include "harness.h"
+#include "tack/array.h"
 #include "tack/device.h"
 
 #ifndef TACK_TEST_STANDIN_ZE
@@ -74,9 +78,296 @@ TACK_TEST(level_zero_ordinal_beyond_the_devices_is_refused)
     check_open_unavailable(2, "reports 2");
 }
 
-TACK_TEST(level_zero_discovery_reaches_the_standin_through_the_loader)
+/* ---- the test's own view of the loader: what another library would do ------------ */
+
+static tze_api test_api;
+/* Tack never destroys a context, so ze_abi.h does not declare the call. */
+static tze_result (*test_zeContextDestroy)(tze_context);
+
+/* The process's loader (the one Tack loaded, or loads), initialised; the first driver
+ * and its first device. */
+static void
+test_loader(tze_driver *driver, tze_device *device)
+{
+    void *lib = dlopen("libze_loader.so.1", RTLD_NOW | RTLD_LOCAL);
+    CHECK(lib != NULL);
+#define TEST_RESOLVE(name, params, version)       \
+    {                                             \
+        void *pfn = dlsym(lib, #name);            \
+        memcpy(&test_api.name, &pfn, sizeof pfn); \
+    }
+    TZE_ENTRY_POINTS(TEST_RESOLVE)
+#undef TEST_RESOLVE
+    void *destroy = dlsym(lib, "zeContextDestroy");
+    memcpy(&test_zeContextDestroy, &destroy, sizeof destroy);
+    CHECK_EQ_INT(test_api.zeInit(0), 0);
+    uint32_t n = 1;
+    CHECK_EQ_INT(test_api.zeDriverGet(&n, driver), 0);
+    n = 1;
+    CHECK_EQ_INT(test_api.zeDeviceGet(*driver, &n, device), 0);
+}
+
+static tze_context
+test_context(tze_driver driver)
+{
+    tze_context_desc desc = {TZE_STRUCTURE_TYPE_CONTEXT_DESC, NULL, 0};
+    tze_context ctx = NULL;
+    CHECK_EQ_INT(test_api.zeContextCreate(driver, &desc, &ctx), 0);
+    return ctx;
+}
+
+static char log_path[] = "/tmp/tack-standin-ze-XXXXXX";
+
+static void
+remove_log(void)
+{
+    unlink(log_path);
+}
+
+/* A fresh file the stand-in appends its complaints to from here on (removed when the
+ * test's process ends). */
+static FILE *
+capture_complaints(void)
+{
+    int fd = mkstemp(log_path);
+    CHECK(fd >= 0);
+    setenv("TACK_STANDIN_ZE_LOG", log_path, 1);
+    atexit(remove_log);
+    FILE *f = fdopen(fd, "r");
+    CHECK(f != NULL);
+    return f;
+}
+
+/* Fails unless what the stand-in complained of since capture_complaints contains want
+ * (or, with want NULL, nothing at all). */
+static void
+check_complaints(FILE *f, const char *want)
+{
+    char text[4096] = "";
+    rewind(f);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    bool ok = want ? strstr(text, want) != NULL : n == 0;
+    if (!ok) {
+        tack_test_fail(__FILE__, __LINE__, "stand-in said '%s', expected %s%s", text,
+                       want ? "" : "nothing", want ? want : "");
+    }
+}
+
+static tack_device *
+open_plain(int ordinal)
+{
+    tack_device *dev = NULL;
+    CHECK_OK(tack_device_open("level_zero", ordinal, NULL, &dev));
+    return dev;
+}
+
+TACK_TEST(level_zero_opens_a_standin_device_through_the_loader)
 {
     use_standin("2");
-    check_open_unavailable(1, "Tack stand-in Level Zero GPU 1");
-    check_error_says("driver API 1.4");
+    tack_device *dev = open_plain(1);
+    CHECK_EQ_INT(tack_device_dlpack_type(dev), 14);
+    CHECK_EQ_INT(tack_device_ordinal(dev), 1);
+    CHECK(!tack_device_has_external_context(dev));
+    const char *path = tack_device_driver_path(dev);
+    CHECK(path && strstr(path, "libze_loader.so.1"));
+    CHECK(strstr(path, "Tack stand-in Level Zero GPU 1") && strstr(path, "API 1.4"));
+    tack_device *again = open_plain(1);
+    CHECK(again == dev); /* the registry's */
+    CHECK(tack_device_memory_domain(open_plain(0)) != tack_device_memory_domain(dev));
+}
+
+TACK_TEST(level_zero_fill_copy_and_read_back_every_width)
+{
+    use_standin("1");
+    FILE *err = capture_complaints();
+    tack_device *dev = open_plain(0);
+    tack_device *cpu = NULL;
+    CHECK_OK(tack_device_open("cpu", 0, NULL, &cpu));
+    const tack_dtype dtypes[] = {TACK_INT8,    TACK_INT16, TACK_FLOAT32,
+                                 TACK_FLOAT64, TACK_VEC3F, TACK_VEC4F};
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
+        int64_t shape[1] = {1000};
+        tack_array *a = NULL, *b = NULL, *h = NULL;
+        CHECK_OK(tack_array_empty(dev, dtypes[k], 1, shape, TACK_BUFFER_WRITABLE, &a));
+        CHECK_OK(tack_array_zeros(dev, dtypes[k], 1, shape, TACK_BUFFER_WRITABLE, &b));
+        double v = tack_dtype_get(dtypes[k])->kind == 'f' ? 1.5 : 3;
+        CHECK_OK(tack_array_fill(a, &v, TACK_FLOAT64));
+        CHECK_OK(tack_array_copyto(b, a)); /* device to device, queued */
+        CHECK_OK(tack_array_to_device(b, cpu, &h));
+        size_t n = 1000 * tack_dtype_get(dtypes[k])->ncomponents;
+        double *host = malloc(n * sizeof *host);
+        CHECK(host != NULL);
+        CHECK_OK(tack_array_copy_to_host(h, host, TACK_FLOAT64));
+        for (size_t i = 0; i < n; i++) {
+            CHECK_EQ_DBL(host[i], v);
+        }
+        free(host);
+        tack_array_release(a);
+        tack_array_release(b);
+        tack_array_release(h);
+    }
+    check_complaints(err, NULL);
+}
+
+/* Wraps 16 float32 at p on dev; the status. */
+static tack_status
+wrap16(tack_device *dev, void *p)
+{
+    int64_t shape[1] = {16};
+    tack_array *w = NULL;
+    tack_status st =
+        tack_array_wrap_memory(dev, p, TACK_FLOAT32, 1, shape, true, NULL, NULL, &w);
+    tack_array_release(w);
+    return st;
+}
+
+TACK_TEST(level_zero_device_memory_is_the_devices_and_not_the_hosts)
+{
+    use_standin("2");
+    FILE *err = capture_complaints();
+    tack_device *dev = open_plain(0);
+    int64_t shape[1] = {16};
+    tack_array *a = NULL, *other = NULL;
+    CHECK_OK(tack_array_empty(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(tack_array_empty(open_plain(1), TACK_FLOAT32, 1, shape,
+                              TACK_BUFFER_WRITABLE, &other));
+    float host[16];
+    CHECK_STATUS(wrap16(dev, host), TACK_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(wrap16(dev, tack_array_data(other)), TACK_ERR_INVALID_ARGUMENT);
+    CHECK_OK(wrap16(dev, tack_array_data(a)));
+    tack_array_release(other);
+    tack_array_release(a);
+    check_complaints(err, NULL);
+}
+
+static tack_status
+open_adopted(int ordinal, uintptr_t driver, uintptr_t device, uintptr_t context,
+             tack_device **out)
+{
+    tack_external_context ext = {driver, device, context, 7};
+    tack_device_options options = {&ext};
+    return tack_device_open("level_zero", ordinal, &options, out);
+}
+
+/* The allocation type the test's own query gives for p in ctx. */
+static uint32_t
+memory_type_in(tze_context ctx, const void *p)
+{
+    tze_memory_allocation_properties props;
+    memset(&props, 0, sizeof props);
+    props.stype = TZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+    tze_device owner = NULL;
+    CHECK_EQ_INT(test_api.zeMemGetAllocProperties(ctx, p, &props, &owner), 0);
+    return props.type;
+}
+
+/* The stand-in with ndevices, complaints captured, and a context the test makes on its
+ * first driver's first device, as another library would. */
+static tze_context
+adoption_setup(const char *ndevices, FILE **err, tze_driver *driver, tze_device *device)
+{
+    use_standin(ndevices);
+    *err = capture_complaints();
+    test_loader(driver, device);
+    return test_context(*driver);
+}
+
+TACK_TEST(level_zero_adopted_context_holds_every_allocation)
+{
+    tze_driver driver = NULL;
+    tze_device device = NULL;
+    FILE *err = NULL;
+    tze_context ctx = adoption_setup("1", &err, &driver, &device);
+    tack_device *dev = NULL;
+    CHECK_OK(
+        open_adopted(0, (uintptr_t)driver, (uintptr_t)device, (uintptr_t)ctx, &dev));
+    CHECK(tack_device_has_external_context(dev));
+    tack_external_context got = {0, 0, 0, 0};
+    CHECK(tack_device_external_context(dev, &got));
+    CHECK(got.driver == (uintptr_t)driver && got.device == (uintptr_t)device &&
+          got.context == (uintptr_t)ctx);
+    tack_device *plain = open_plain(0);
+    CHECK(!tack_device_external_context(plain, &got));
+    CHECK(tack_device_memory_domain(plain) != tack_device_memory_domain(dev));
+
+    int64_t shape[1] = {256};
+    tack_array *a = NULL, *mine = NULL;
+    CHECK_OK(tack_array_zeros(dev, TACK_INT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(
+        tack_array_zeros(plain, TACK_INT32, 1, shape, TACK_BUFFER_WRITABLE, &mine));
+    CHECK_EQ_INT(memory_type_in(ctx, tack_array_data(a)), TZE_MEMORY_TYPE_DEVICE);
+    /* The plain device's memory is its own context's, unknown in the adopted one. */
+    CHECK_EQ_INT(memory_type_in(ctx, tack_array_data(mine)), TZE_MEMORY_TYPE_UNKNOWN);
+    CHECK_STATUS(wrap16(dev, tack_array_data(mine)), TACK_ERR_INVALID_ARGUMENT);
+    int32_t seven = 7, back[256];
+    CHECK_OK(tack_array_fill(a, &seven, TACK_INT32));
+    CHECK_OK(tack_array_copy_to_host(a, back, TACK_INT32));
+    CHECK_EQ_INT(back[255], 7);
+    tack_array_release(a);
+    tack_array_release(mine);
+    tack_device_release(dev);
+    /* Tack freed its memory and destroyed its queue and list, and left the context to
+     * its owner: destroying it succeeds (the stand-in refuses a context still in use,
+     * and reports one destroyed twice). */
+    CHECK_EQ_INT(test_zeContextDestroy(ctx), 0);
+    check_complaints(err, NULL);
+}
+
+TACK_TEST(level_zero_external_handles_must_be_the_loaders)
+{
+    tze_driver driver = NULL;
+    tze_device device = NULL;
+    FILE *err = NULL;
+    tze_context ctx = adoption_setup("2", &err, &driver, &device);
+    tack_device *dev = NULL;
+    uintptr_t d = (uintptr_t)driver, v = (uintptr_t)device, c = (uintptr_t)ctx;
+    CHECK_STATUS(open_adopted(0, d + 8, v, c, &dev), TACK_ERR_INVALID_ARGUMENT);
+    check_error_says("external_context['driver']");
+    CHECK_STATUS(open_adopted(0, d, c, c, &dev), TACK_ERR_INVALID_ARGUMENT);
+    check_error_says("external_context['device']");
+    CHECK_STATUS(open_adopted(1, d, v, c, &dev), TACK_ERR_INVALID_ARGUMENT);
+    check_error_says("level_zero:0");
+    CHECK(dev == NULL);
+    CHECK_EQ_INT(test_zeContextDestroy(ctx), 0);
+    check_complaints(err, NULL);
+    CHECK_STATUS(open_adopted(0, d, v, c, &dev), TACK_ERR_INVALID_ARGUMENT);
+    check_error_says("external_context['context']");
+    check_complaints(err, "was destroyed");
+}
+
+/* A copy queued on the device, then its source released at once: the free must wait
+ * for the copy (the stand-in reports a queued command on freed memory). */
+static void
+check_free_after_queued_copy(void)
+{
+    FILE *err = capture_complaints();
+    tack_device *dev = open_plain(0);
+    int64_t shape[1] = {512};
+    tack_array *a = NULL, *b = NULL;
+    CHECK_OK(tack_array_empty(dev, TACK_FLOAT64, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT64, 1, shape, TACK_BUFFER_WRITABLE, &b));
+    double v = 2.25, back[512];
+    CHECK_OK(tack_array_fill(a, &v, TACK_FLOAT64));
+    CHECK_OK(tack_array_copyto(b, a));
+    tack_array_release(a);
+    CHECK_OK(tack_array_copy_to_host(b, back, TACK_FLOAT64));
+    CHECK_EQ_DBL(back[0], 2.25);
+    CHECK_EQ_DBL(back[511], 2.25);
+    tack_array_release(b);
+    check_complaints(err, NULL);
+}
+
+TACK_TEST(level_zero_free_waits_for_queued_work_with_zeMemFreeExt)
+{
+    use_standin("1");
+    check_free_after_queued_copy();
+}
+
+TACK_TEST(level_zero_free_waits_for_queued_work_before_api_1_3)
+{
+    /* The stand-in refuses zeMemFreeExt from a driver that reports API 1.2. */
+    use_standin("1");
+    setenv("TACK_STANDIN_ZE_API_VERSION", "1.2", 1);
+    check_free_after_queued_copy();
 }

@@ -168,6 +168,8 @@ TACK_TEST(null_args_devices)
     CHECK_EQ_INT(tack_device_dlpack_type(NULL), 0);
     CHECK_EQ_INT(tack_device_memory_domain(NULL), 0);
     CHECK(!tack_device_has_external_context(NULL));
+    tack_external_context ext_out = {0, 0, 0, 0};
+    CHECK(!tack_device_external_context(NULL, &ext_out));
     CHECK(tack_device_backend(NULL) == NULL);
     CHECK_INVALID(tack_device_synchronize(NULL));
     CHECK_EQ_INT(tack_device_stream(NULL), 0);

@@ -163,6 +163,9 @@ discover(tack__ze_loader *l)
     }
     l->ndrivers = count;
     for (uint32_t k = 0; k < count; k++) {
+        l->drivers[k] = drivers[k];
+    }
+    for (uint32_t k = 0; k < count; k++) {
         tack_status st = add_devices(l, drivers[k]);
         if (st != TACK_OK) {
             return st;

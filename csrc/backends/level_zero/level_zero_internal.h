@@ -29,6 +29,7 @@ typedef struct tack__ze_loader {
     char path[512]; /* the library opened, for messages and the device's repr */
     uint32_t ndrivers;
     uint32_t ndevices;
+    tze_driver drivers[TACK__ZE_MAX_DEVICES];
     tack__ze_root
         roots[TACK__ZE_MAX_DEVICES]; /* every driver's root devices, in order */
 } tack__ze_loader;
@@ -55,5 +56,38 @@ tack_status tack__ze_error(tze_result rc, const char *call);
 /* The ze_result_t's name, "ZE_RESULT_..." or "an unknown ze_result_t". Borrowed:
  * static. */
 const char *tack__ze_result_name(tze_result rc);
+
+/*
+ * One device's state. Tack's work goes into one command list, executed on one command
+ * queue, both made in the device's context: the work is queued by appending, runs when
+ * the list is executed, and is known done after zeCommandQueueSynchronize. A list
+ * that was executed is not touched again until its queue is synchronized.
+ */
+typedef struct tack__ze_state {
+    const tack__ze_loader *ze; /* Borrowed: static */
+    tze_driver driver;
+    tze_device device;
+    tze_context context;
+    tze_api_version version; /* the driver's */
+    bool adopted;            /* the context is another library's (external_context) */
+    int ordinal;             /* the root device's index over all drivers */
+    pthread_mutex_t lock;    /* guards what follows */
+    tze_command_queue queue;
+    tze_command_list list;
+    size_t appended; /* commands in the list since it was last executed */
+    bool in_flight;  /* the list was executed and its queue not yet synchronized */
+    bool free_ext;   /* zeMemFreeExt may be called (API 1.3, and the driver has it) */
+    char describe[1024]; /* the loader and the device's name, for the device's repr */
+} tack__ze_state;
+
+/* The backend table's memory slots (level_zero_memory.c). */
+tack_status tack__ze_alloc(void *state, size_t nbytes, bool exportable, void **ptr);
+void tack__ze_free(void *state, void *ptr);
+tack_status tack__ze_copy(void *state, void *dst, const void *src, size_t nbytes,
+                          tack_copy_kind kind);
+tack_status tack__ze_fill(void *state, void *dst, const void *pattern,
+                          size_t pattern_nbytes, size_t count);
+tack_status tack__ze_memory_space(void *state, const void *ptr, tack_memory_space *out);
+tack_status tack__ze_synchronize(void *state);
 
 #endif /* TACK_LEVEL_ZERO_INTERNAL_H */

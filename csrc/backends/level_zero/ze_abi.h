@@ -221,6 +221,7 @@ typedef struct tze_memory_free_ext_desc {
     X(zeContextCreate,                                                                \
       (tze_driver hDriver, const tze_context_desc *desc, tze_context *phContext),     \
       TZE_API_VERSION_1_0)                                                            \
+    X(zeContextGetStatus, (tze_context hContext), TZE_API_VERSION_1_0)                \
     X(zeCommandQueueCreate,                                                           \
       (tze_context hContext, tze_device hDevice, const tze_command_queue_desc *desc,  \
        tze_command_queue *phCommandQueue),                                            \
@@ -234,6 +235,12 @@ typedef struct tze_memory_free_ext_desc {
     X(zeCommandListCreate,                                                            \
       (tze_context hContext, tze_device hDevice, const tze_command_list_desc *desc,   \
        tze_command_list *phCommandList),                                              \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeCommandQueueDestroy, (tze_command_queue hCommandQueue), TZE_API_VERSION_1_0)  \
+    X(zeCommandListDestroy, (tze_command_list hCommandList), TZE_API_VERSION_1_0)     \
+    X(zeCommandListAppendBarrier,                                                     \
+      (tze_command_list hCommandList, tze_event hSignalEvent, uint32_t numWaitEvents, \
+       tze_event * phWaitEvents),                                                     \
       TZE_API_VERSION_1_0)                                                            \
     X(zeCommandListClose, (tze_command_list hCommandList), TZE_API_VERSION_1_0)       \
     X(zeCommandListReset, (tze_command_list hCommandList), TZE_API_VERSION_1_0)       \

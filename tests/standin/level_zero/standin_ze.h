@@ -12,7 +12,7 @@
  *
  * Environment: TACK_STANDIN_ZE_DEVICES (root devices, default 1, at most 4);
  * TACK_STANDIN_ZE_API_VERSION ("1.0" to "1.4": what zeDriverGetApiVersion reports,
- * default 1.4).
+ * default 1.4); TACK_STANDIN_ZE_LOG (a file each complaint is appended to as well).
  */
 #ifndef TACK_STANDIN_ZE_H
 #define TACK_STANDIN_ZE_H
@@ -59,6 +59,57 @@ typedef struct standin_context {
     size_t live; /* allocations, queues and lists made in it and not yet destroyed */
 } standin_context;
 
+/* A device allocation: memfd pages mapped twice. user (what the application gets) is
+ * PROT_NONE, so a host access faults at once; the stand-in copies through alias. A
+ * freed allocation keeps its user range reserved (PROT_NONE), so a use after free
+ * faults too and its address is never handed out again. */
+typedef struct standin_allocation {
+    standin_context *context;
+    standin_device *device;
+    char *user;
+    char *alias; /* NULL once freed */
+    size_t size;
+    uint64_t id;
+    bool deferred; /* zeMemFreeExt(DEFER_FREE): freed at the context's next sync */
+    struct standin_allocation *next;
+} standin_allocation;
+
+/* One appended command. Pointers are the application's, translated at execution. */
+typedef enum standin_command_kind {
+    STANDIN_COPY,
+    STANDIN_FILL,
+    STANDIN_BARRIER,
+} standin_command_kind;
+
+#define STANDIN_MAX_PATTERN 128
+
+typedef struct standin_command {
+    standin_command_kind kind;
+    char *dst;
+    const char *src;
+    size_t size;
+    size_t pattern_size;
+    unsigned char pattern[STANDIN_MAX_PATTERN];
+} standin_command;
+
+typedef struct standin_list {
+    standin_object obj;
+    standin_context *context;
+    standin_device *device;
+    bool closed;
+    size_t pending; /* times it is queued and not yet run */
+    standin_command *commands;
+    size_t ncommands, cap;
+} standin_list;
+
+typedef struct standin_queue {
+    standin_object obj;
+    standin_context *context;
+    standin_device *device;
+    standin_list **pending; /* executed, to run at the next synchronization */
+    size_t npending, cap;
+} standin_queue;
+
 /* The process-wide state, under standin_lock. */
 extern pthread_mutex_t standin_lock;
 extern standin_driver standin_the_driver;
@@ -68,6 +119,9 @@ extern uint32_t standin_ndevices;
 /* Prints "standin-ze: call: why (0x...)" on stderr and returns rc. */
 ze_result_t standin_complain(ze_result_t rc, const char *call, const char *why, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* What zeDriverGetApiVersion reports. */
+ze_api_version_t standin_api_version(void);
 
 /* Whether zeInit succeeded; every other call but the getters refuses before it. */
 bool standin_initialised(void);
@@ -99,5 +153,69 @@ ze_result_t standin_zeContextCreate(ze_driver_handle_t hDriver,
                                     const ze_context_desc_t *desc,
                                     ze_context_handle_t *phContext);
 ze_result_t standin_zeContextDestroy(ze_context_handle_t hContext);
+
+/* The live allocation holding [p, p + n) (n may be 0), or NULL; with deferred_ok one
+ * whose free waits for queued work counts as live (for that work). *any_alloc is set
+ * to the allocation (live, freed or deferred) whose reserved range holds p, if any.
+ * Call under standin_lock. */
+standin_allocation *standin_allocation_at(const void *p, size_t n, bool deferred_ok,
+                                          standin_allocation **any_alloc);
+/* Frees every deferred allocation of context c. Call under standin_lock. */
+void standin_free_deferred(standin_context *c);
+/* Whether context c has lists queued and not yet run. Call under standin_lock. */
+bool standin_context_busy(const standin_context *c);
+/* A context of a call, looked up under standin_lock (taken and released here). */
+standin_context *standin_context_of(ze_context_handle_t h, const char *call,
+                                    ze_result_t *rc);
+/* check_stype of standin_ze_core.c: ZE_RESULT_ERROR_INVALID_ARGUMENT (complained)
+ * unless got == want. */
+ze_result_t standin_check_stype(ze_structure_type_t got, ze_structure_type_t want,
+                                const char *call);
+
+ze_result_t standin_zeContextGetStatus(ze_context_handle_t hContext);
+ze_result_t standin_zeMemAllocDevice(ze_context_handle_t hContext,
+                                     const ze_device_mem_alloc_desc_t *desc,
+                                     size_t size, size_t alignment,
+                                     ze_device_handle_t hDevice, void **pptr);
+ze_result_t standin_zeMemFree(ze_context_handle_t hContext, void *ptr);
+ze_result_t standin_zeMemFreeExt(ze_context_handle_t hContext,
+                                 const ze_memory_free_ext_desc_t *desc, void *ptr);
+ze_result_t standin_zeMemGetAllocProperties(ze_context_handle_t hContext,
+                                            const void *ptr,
+                                            ze_memory_allocation_properties_t *props,
+                                            ze_device_handle_t *phDevice);
+ze_result_t standin_zeCommandQueueCreate(ze_context_handle_t hContext,
+                                         ze_device_handle_t hDevice,
+                                         const ze_command_queue_desc_t *desc,
+                                         ze_command_queue_handle_t *phCommandQueue);
+ze_result_t standin_zeCommandQueueDestroy(ze_command_queue_handle_t hCommandQueue);
+ze_result_t standin_zeCommandQueueExecuteCommandLists(
+    ze_command_queue_handle_t hCommandQueue, uint32_t numCommandLists,
+    ze_command_list_handle_t *phCommandLists, ze_fence_handle_t hFence);
+ze_result_t standin_zeCommandQueueSynchronize(ze_command_queue_handle_t hCommandQueue,
+                                              uint64_t timeout);
+ze_result_t standin_zeCommandListCreate(ze_context_handle_t hContext,
+                                        ze_device_handle_t hDevice,
+                                        const ze_command_list_desc_t *desc,
+                                        ze_command_list_handle_t *phCommandList);
+ze_result_t standin_zeCommandListDestroy(ze_command_list_handle_t hCommandList);
+ze_result_t standin_zeCommandListClose(ze_command_list_handle_t hCommandList);
+ze_result_t standin_zeCommandListReset(ze_command_list_handle_t hCommandList);
+ze_result_t standin_zeCommandListAppendBarrier(ze_command_list_handle_t hCommandList,
+                                               ze_event_handle_t hSignalEvent,
+                                               uint32_t numWaitEvents,
+                                               ze_event_handle_t *phWaitEvents);
+ze_result_t standin_zeCommandListAppendMemoryCopy(ze_command_list_handle_t hCommandList,
+                                                  void *dstptr, const void *srcptr,
+                                                  size_t size,
+                                                  ze_event_handle_t hSignalEvent,
+                                                  uint32_t numWaitEvents,
+                                                  ze_event_handle_t *phWaitEvents);
+ze_result_t standin_zeCommandListAppendMemoryFill(ze_command_list_handle_t hCommandList,
+                                                  void *ptr, const void *pattern,
+                                                  size_t pattern_size, size_t size,
+                                                  ze_event_handle_t hSignalEvent,
+                                                  uint32_t numWaitEvents,
+                                                  ze_event_handle_t *phWaitEvents);
 
 #endif /* TACK_STANDIN_ZE_H */

@@ -32,7 +32,19 @@ standin_complain(ze_result_t rc, const char *call, const char *why, ...)
     vsnprintf(text, sizeof text, why, ap);
     va_end(ap);
     fprintf(stderr, "standin-ze: %s: %s (0x%x)\n", call, text, (unsigned)rc);
+    const char *log = getenv("TACK_STANDIN_ZE_LOG");
+    FILE *f = log && *log ? fopen(log, "a") : NULL;
+    if (f) {
+        fprintf(f, "standin-ze: %s: %s (0x%x)\n", call, text, (unsigned)rc);
+        fclose(f);
+    }
     return rc;
+}
+
+ze_api_version_t
+standin_api_version(void)
+{
+    return api_version;
 }
 
 bool
@@ -106,6 +118,13 @@ free_objects(void)
 {
     while (objects) {
         standin_object *next = objects->next;
+        /* A device that is never closed (Tack's registry) leaves its queue and list. */
+        if (objects->tag == STANDIN_LIST) {
+            free(((standin_list *)objects)->commands);
+        }
+        if (objects->tag == STANDIN_QUEUE) {
+            free(((standin_queue *)objects)->pending);
+        }
         free(objects);
         objects = next;
     }
@@ -220,9 +239,8 @@ standin_zeDriverGetApiVersion(ze_driver_handle_t hDriver, ze_api_version_t *vers
     return ZE_RESULT_SUCCESS;
 }
 
-/* Whether a descriptor's stype is the one its call takes (else the complaint). */
-static ze_result_t
-check_stype(ze_structure_type_t got, ze_structure_type_t want, const char *call)
+ze_result_t
+standin_check_stype(ze_structure_type_t got, ze_structure_type_t want, const char *call)
 {
     if (got != want) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
@@ -243,8 +261,8 @@ standin_zeDriverGetProperties(ze_driver_handle_t hDriver, ze_driver_properties_t
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER,
                                 "zeDriverGetProperties", "props is NULL");
     }
-    rc = check_stype(props->stype, ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES,
-                     "zeDriverGetProperties");
+    rc = standin_check_stype(props->stype, ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES,
+                             "zeDriverGetProperties");
     if (rc == ZE_RESULT_SUCCESS) {
         memset(&props->uuid, 0, sizeof props->uuid);
         memcpy(props->uuid.id, "tack-standin-ze", 15);
@@ -296,8 +314,8 @@ standin_zeDeviceGetProperties(ze_device_handle_t hDevice, ze_device_properties_t
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER,
                                 "zeDeviceGetProperties", "props is NULL");
     }
-    rc = check_stype(props->stype, ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES,
-                     "zeDeviceGetProperties");
+    rc = standin_check_stype(props->stype, ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES,
+                             "zeDeviceGetProperties");
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
     }
@@ -333,7 +351,8 @@ standin_zeContextCreate(ze_driver_handle_t hDriver, const ze_context_desc_t *des
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, "zeContextCreate",
                                 "desc or phContext is NULL");
     }
-    rc = check_stype(desc->stype, ZE_STRUCTURE_TYPE_CONTEXT_DESC, "zeContextCreate");
+    rc = standin_check_stype(desc->stype, ZE_STRUCTURE_TYPE_CONTEXT_DESC,
+                             "zeContextCreate");
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
     }
@@ -349,6 +368,23 @@ standin_zeContextCreate(ze_driver_handle_t hDriver, const ze_context_desc_t *des
     }
     *phContext = (ze_context_handle_t)c;
     return ZE_RESULT_SUCCESS;
+}
+
+standin_context *
+standin_context_of(ze_context_handle_t h, const char *call, ze_result_t *rc)
+{
+    pthread_mutex_lock(&standin_lock);
+    standin_context *c = standin_find(h, STANDIN_CONTEXT, call, rc);
+    pthread_mutex_unlock(&standin_lock);
+    return c;
+}
+
+ze_result_t
+standin_zeContextGetStatus(ze_context_handle_t hContext)
+{
+    ze_result_t rc = ZE_RESULT_SUCCESS;
+    standin_context_of(hContext, "zeContextGetStatus", &rc);
+    return rc;
 }
 
 ze_result_t

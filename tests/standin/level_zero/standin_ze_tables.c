@@ -126,26 +126,39 @@ fill_zeGetContextProcAddrTable(ze_context_dditable_t *t)
 {
     t->pfnCreate = standin_zeContextCreate;
     t->pfnDestroy = standin_zeContextDestroy;
+    t->pfnGetStatus = standin_zeContextGetStatus;
 }
 STANDIN_FILLED(zeGetContextProcAddrTable, ze_context_dditable_t)
 
 static void
 fill_zeGetCommandQueueProcAddrTable(ze_command_queue_dditable_t *t)
 {
-    (void)t;
+    t->pfnCreate = standin_zeCommandQueueCreate;
+    t->pfnDestroy = standin_zeCommandQueueDestroy;
+    t->pfnExecuteCommandLists = standin_zeCommandQueueExecuteCommandLists;
+    t->pfnSynchronize = standin_zeCommandQueueSynchronize;
 }
 STANDIN_FILLED(zeGetCommandQueueProcAddrTable, ze_command_queue_dditable_t)
 
 static void
 fill_zeGetCommandListProcAddrTable(ze_command_list_dditable_t *t)
 {
-    (void)t;
+    t->pfnCreate = standin_zeCommandListCreate;
+    t->pfnDestroy = standin_zeCommandListDestroy;
+    t->pfnClose = standin_zeCommandListClose;
+    t->pfnReset = standin_zeCommandListReset;
+    t->pfnAppendBarrier = standin_zeCommandListAppendBarrier;
+    t->pfnAppendMemoryCopy = standin_zeCommandListAppendMemoryCopy;
+    t->pfnAppendMemoryFill = standin_zeCommandListAppendMemoryFill;
 }
 STANDIN_FILLED(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)
 
 static void
 fill_zeGetMemProcAddrTable(ze_mem_dditable_t *t)
 {
-    (void)t;
+    t->pfnAllocDevice = standin_zeMemAllocDevice;
+    t->pfnFree = standin_zeMemFree;
+    t->pfnFreeExt = standin_zeMemFreeExt;
+    t->pfnGetAllocProperties = standin_zeMemGetAllocProperties;
 }
 STANDIN_FILLED(zeGetMemProcAddrTable, ze_mem_dditable_t)
