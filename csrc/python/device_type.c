@@ -328,6 +328,20 @@ device_get_shares_external_context(PyObject *self, void *c)
     return PyBool_FromLong(tack_device_has_external_context(dev_of(self)));
 }
 
+/* The adopted handles, as the runtime keeps them, or None. */
+static PyObject *
+device_get_external_context(PyObject *self, void *c)
+{
+    (void)c;
+    tack_external_context ext;
+    if (!tack_device_external_context(dev_of(self), &ext)) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("{sNsNsN}", "driver", PyLong_FromVoidPtr((void *)ext.driver),
+                         "device", PyLong_FromVoidPtr((void *)ext.device), "context",
+                         PyLong_FromVoidPtr((void *)ext.context));
+}
+
 static PyObject *
 device_synchronize(PyObject *self, PyObject *unused)
 {
@@ -354,6 +368,10 @@ static PyGetSetDef device_getset[] = {
      NULL},
     {"shares_external_context", device_get_shares_external_context, NULL,
      "Whether the device was opened in another library's context.", NULL},
+    {"external_context", device_get_external_context, NULL,
+     "The driver, device and context handles the device was opened with (a new dict), "
+     "or None.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

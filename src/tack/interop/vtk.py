@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 __all__ = ["array_to_vtk", "init_level_zero", "vtk_to_array"]
 
-# Handles adopted by init_level_zero(), by device. The extension does not report a
-# device's adopted context yet, so the guard reads it from here; a device that
-# reports one itself (an ``external_context`` dict attribute) is read directly.
+# Handles adopted by init_level_zero(), by device. A tack.Device reports its own
+# (Device.external_context, from the runtime), which the guard reads first; this
+# record serves objects that do not.
 _adopted_handles: dict[Any, dict[str, int]] = {}
 
 

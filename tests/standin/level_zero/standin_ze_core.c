@@ -176,7 +176,7 @@ standin_zeInit(ze_init_flags_t flags)
     return ZE_RESULT_SUCCESS;
 }
 
-/* The spec's count protocol: *pCount 0 asks for the count; otherwise up to *pCount
+/* Level Zero's count protocol: *pCount 0 asks for the count; otherwise up to *pCount
  * handles are written and *pCount becomes the number written. */
 static ze_result_t
 list_handles(const char *call, uint32_t *pCount, void **out, void *const *all,
