@@ -201,10 +201,11 @@ TK_INLINE uint16_t tk_f2h(float f) {
 }
 /* float64 -> float16 straight from the double's bits: one rounding (to nearest,
  * ties to even), as NumPy's astype and tack_convert; going through float32 would
- * round twice. */
+ * round twice. No ull literal: in OpenCL C unsigned long long is 128 bits wide,
+ * which SPIR-V has no type for. */
 TK_INLINE uint16_t tk_d2h(double d) {
     union { double d; uint64_t u; } v = {d};
-    uint64_t x = v.u, mant = x & 0xfffffffffffffull;
+    uint64_t x = v.u, mant = x & (uint64_t)0xfffffffffffff;
     int32_t exp = (int32_t)((x >> 52) & 0x7ffu);
     uint16_t sign = (uint16_t)((x >> 48) & 0x8000u);
     if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
@@ -212,16 +213,16 @@ TK_INLINE uint16_t tk_d2h(double d) {
     if (e >= 0x1f) return (uint16_t)(sign | 0x7c00u);
     if (e <= 0) {
         if (e < -10) return sign;
-        mant |= 1ull << 52;
+        mant |= (uint64_t)1 << 52;
         uint32_t shift = (uint32_t)(43 - e);
-        uint64_t hm = mant >> shift, rem = mant & ((1ull << shift) - 1u);
-        uint64_t tie = 1ull << (shift - 1u);
+        uint64_t hm = mant >> shift, rem = mant & (((uint64_t)1 << shift) - 1u);
+        uint64_t tie = (uint64_t)1 << (shift - 1u);
         if (rem > tie || (rem == tie && (hm & 1u))) hm++;
         return (uint16_t)(sign | hm);
     }
-    uint64_t hm = mant >> 42, rem = mant & ((1ull << 42) - 1u);
+    uint64_t hm = mant >> 42, rem = mant & (((uint64_t)1 << 42) - 1u);
     uint64_t out = ((uint64_t)e << 10) | hm;
-    if (rem > (1ull << 41) || (rem == (1ull << 41) && (hm & 1u))) out++;
+    if (rem > ((uint64_t)1 << 41) || (rem == ((uint64_t)1 << 41) && (hm & 1u))) out++;
     return (uint16_t)(sign | out);
 }
 #endif /* TK_HALF */
