@@ -89,6 +89,14 @@ CHECK_STRUCT(tze_device_properties, ze_device_properties_t)
     CHECK_FIELD(tze_device_properties, ze_device_properties_t, f)
 DEVICE_PROPERTIES_FIELDS(CHECK_DEVICE_PROPERTIES)
 
+CHECK_STRUCT(tze_command_queue_group_properties, ze_command_queue_group_properties_t)
+#define GROUP_FIELDS(X) \
+    X(stype) X(pNext) X(flags) X(maxMemoryFillPatternSize) X(numQueues)
+#define CHECK_GROUP(f)                              \
+    CHECK_FIELD(tze_command_queue_group_properties, \
+                ze_command_queue_group_properties_t, f)
+GROUP_FIELDS(CHECK_GROUP)
+
 CHECK_STRUCT(tze_context_desc, ze_context_desc_t)
 #define CONTEXT_DESC_FIELDS(X) X(stype) X(pNext) X(flags)
 #define CHECK_CONTEXT_DESC(f) CHECK_FIELD(tze_context_desc, ze_context_desc_t, f)

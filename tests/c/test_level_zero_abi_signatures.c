@@ -14,6 +14,7 @@
 typedef ze_result_t tze_result;
 typedef ze_driver_properties_t tze_driver_properties;
 typedef ze_device_properties_t tze_device_properties;
+typedef ze_command_queue_group_properties_t tze_command_queue_group_properties;
 typedef ze_context_desc_t tze_context_desc;
 typedef ze_command_queue_desc_t tze_command_queue_desc;
 typedef ze_command_list_desc_t tze_command_list_desc;

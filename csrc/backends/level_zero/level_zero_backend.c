@@ -127,14 +127,47 @@ make_context(tack__ze_state *s, const tack_external_context *ext)
     return rc == TZE_RESULT_SUCCESS ? TACK_OK : tack__ze_error(rc, "zeContextCreate");
 }
 
-/* Tack's command queue and list, in s->context. */
+/* The first queue group that computes (kernels will run there; it also copies and
+ * fills), into s->group and s->fill_pattern. */
+static tack_status
+find_compute_group(tack__ze_state *s)
+{
+    tze_command_queue_group_properties groups[16];
+    uint32_t count = 16;
+    for (uint32_t k = 0; k < count; k++) {
+        memset(&groups[k], 0, sizeof groups[k]);
+        groups[k].stype = TZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES;
+    }
+    tze_result rc =
+        s->ze->api.zeDeviceGetCommandQueueGroupProperties(s->device, &count, groups);
+    if (rc != TZE_RESULT_SUCCESS) {
+        return tack__ze_error(rc, "zeDeviceGetCommandQueueGroupProperties");
+    }
+    for (uint32_t k = 0; k < count && k < 16; k++) {
+        if (groups[k].flags & TZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE) {
+            s->group = k;
+            s->fill_pattern = groups[k].maxMemoryFillPatternSize;
+            return TACK_OK;
+        }
+    }
+    return tack__fail_remedy(TACK_ERR_DEVICE_UNAVAILABLE, TACK_REMEDY_CPU,
+                             "the Level Zero device %d has no compute queue group: it "
+                             "cannot run Tack's work",
+                             s->ordinal);
+}
+
+/* Tack's command queue and list, in s->context, on the compute group. */
 static tack_status
 make_queue(tack__ze_state *s)
 {
     const tze_api *api = &s->ze->api;
+    tack_status st = find_compute_group(s);
+    if (st != TACK_OK) {
+        return st;
+    }
     tze_command_queue_desc qdesc = {TZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
                                     NULL,
-                                    0,
+                                    s->group,
                                     0,
                                     0,
                                     TZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
@@ -143,7 +176,8 @@ make_queue(tack__ze_state *s)
     if (rc != TZE_RESULT_SUCCESS) {
         return tack__ze_error(rc, "zeCommandQueueCreate");
     }
-    tze_command_list_desc ldesc = {TZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, 0};
+    tze_command_list_desc ldesc = {TZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, s->group,
+                                   0};
     rc = api->zeCommandListCreate(s->context, s->device, &ldesc, &s->list);
     if (rc != TZE_RESULT_SUCCESS) {
         (void)api->zeCommandQueueDestroy(s->queue);

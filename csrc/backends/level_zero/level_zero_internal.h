@@ -72,6 +72,8 @@ typedef struct tack__ze_state {
     bool adopted;            /* the context is another library's (external_context) */
     int ordinal;             /* the root device's index over all drivers */
     pthread_mutex_t lock;    /* guards what follows */
+    uint32_t group;      /* the compute queue group, which Tack's queue and list use */
+    size_t fill_pattern; /* that group's maxMemoryFillPatternSize */
     tze_command_queue queue;
     tze_command_list list;
     size_t appended; /* commands in the list since it was last executed */

@@ -198,7 +198,8 @@ tack__ze_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes
     }
     pthread_mutex_lock(&s->lock);
     tack_status st = writable_locked(s);
-    bool native = pattern_nbytes <= 16 && (pattern_nbytes & (pattern_nbytes - 1)) == 0;
+    bool native = pattern_nbytes <= s->fill_pattern &&
+                  (pattern_nbytes & (pattern_nbytes - 1)) == 0;
     if (st == TACK_OK && native) {
         tze_result rc = s->ze->api.zeCommandListAppendMemoryFill(
             s->list, dst, pattern, pattern_nbytes, pattern_nbytes * count, NULL, 0,

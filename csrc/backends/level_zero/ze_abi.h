@@ -61,29 +61,31 @@ enum {
 #define TZE_MINOR_VERSION(v) ((unsigned)(v)&0x0000ffffu)
 
 /* X(name, value): checked against ze_api.h under ZE_<name>. */
-#define TZE_CONSTANT_LIST(X)                             \
-    X(API_VERSION_1_0, 0x10000)                          \
-    X(API_VERSION_1_3, 0x10003)                          \
-    X(API_VERSION_1_4, 0x10004)                          \
-    X(STRUCTURE_TYPE_DRIVER_PROPERTIES, 0x1)             \
-    X(STRUCTURE_TYPE_DEVICE_PROPERTIES, 0x3)             \
-    X(STRUCTURE_TYPE_CONTEXT_DESC, 0xd)                  \
-    X(STRUCTURE_TYPE_COMMAND_QUEUE_DESC, 0xe)            \
-    X(STRUCTURE_TYPE_COMMAND_LIST_DESC, 0xf)             \
-    X(STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, 0x15)        \
-    X(STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, 0x17) \
-    X(STRUCTURE_TYPE_MEMORY_FREE_EXT_DESC, 0x1000a)      \
-    X(DEVICE_TYPE_GPU, 1)                                \
-    X(DEVICE_PROPERTY_FLAG_SUBDEVICE, 2)                 \
-    X(MEMORY_TYPE_UNKNOWN, 0)                            \
-    X(MEMORY_TYPE_HOST, 1)                               \
-    X(MEMORY_TYPE_DEVICE, 2)                             \
-    X(MEMORY_TYPE_SHARED, 3)                             \
-    X(COMMAND_QUEUE_MODE_ASYNCHRONOUS, 2)                \
-    X(COMMAND_QUEUE_PRIORITY_NORMAL, 0)                  \
-    X(DRIVER_MEMORY_FREE_POLICY_EXT_FLAG_DEFER_FREE, 2)  \
-    X(MAX_DRIVER_UUID_SIZE, 16)                          \
-    X(MAX_DEVICE_UUID_SIZE, 16)                          \
+#define TZE_CONSTANT_LIST(X)                              \
+    X(API_VERSION_1_0, 0x10000)                           \
+    X(API_VERSION_1_3, 0x10003)                           \
+    X(API_VERSION_1_4, 0x10004)                           \
+    X(STRUCTURE_TYPE_DRIVER_PROPERTIES, 0x1)              \
+    X(STRUCTURE_TYPE_DEVICE_PROPERTIES, 0x3)              \
+    X(STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES, 0x6) \
+    X(COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE, 1)       \
+    X(STRUCTURE_TYPE_CONTEXT_DESC, 0xd)                   \
+    X(STRUCTURE_TYPE_COMMAND_QUEUE_DESC, 0xe)             \
+    X(STRUCTURE_TYPE_COMMAND_LIST_DESC, 0xf)              \
+    X(STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, 0x15)         \
+    X(STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, 0x17)  \
+    X(STRUCTURE_TYPE_MEMORY_FREE_EXT_DESC, 0x1000a)       \
+    X(DEVICE_TYPE_GPU, 1)                                 \
+    X(DEVICE_PROPERTY_FLAG_SUBDEVICE, 2)                  \
+    X(MEMORY_TYPE_UNKNOWN, 0)                             \
+    X(MEMORY_TYPE_HOST, 1)                                \
+    X(MEMORY_TYPE_DEVICE, 2)                              \
+    X(MEMORY_TYPE_SHARED, 3)                              \
+    X(COMMAND_QUEUE_MODE_ASYNCHRONOUS, 2)                 \
+    X(COMMAND_QUEUE_PRIORITY_NORMAL, 0)                   \
+    X(DRIVER_MEMORY_FREE_POLICY_EXT_FLAG_DEFER_FREE, 2)   \
+    X(MAX_DRIVER_UUID_SIZE, 16)                           \
+    X(MAX_DEVICE_UUID_SIZE, 16)                           \
     X(MAX_DEVICE_NAME, 256)
 
 enum {
@@ -157,6 +159,14 @@ typedef struct tze_device_properties {
     char name[TZE_MAX_DEVICE_NAME];
 } tze_device_properties;
 
+typedef struct tze_command_queue_group_properties {
+    tze_structure_type stype;
+    void *pNext;
+    tze_flags flags;
+    size_t maxMemoryFillPatternSize;
+    uint32_t numQueues;
+} tze_command_queue_group_properties;
+
 typedef struct tze_context_desc {
     tze_structure_type stype;
     const void *pNext;
@@ -217,6 +227,10 @@ typedef struct tze_memory_free_ext_desc {
     X(zeDeviceGet, (tze_driver hDriver, uint32_t * pCount, tze_device * phDevices),   \
       TZE_API_VERSION_1_0)                                                            \
     X(zeDeviceGetProperties, (tze_device hDevice, tze_device_properties * props),     \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeDeviceGetCommandQueueGroupProperties,                                         \
+      (tze_device hDevice, uint32_t * pCount,                                         \
+       tze_command_queue_group_properties * pCommandQueueGroupProperties),            \
       TZE_API_VERSION_1_0)                                                            \
     X(zeContextCreate,                                                                \
       (tze_driver hDriver, const tze_context_desc *desc, tze_context *phContext),     \

@@ -29,6 +29,7 @@
 
 #define STANDIN_EXPORT __attribute__((visibility("default")))
 #define STANDIN_MAX_DEVICES 4
+#define STANDIN_QUEUE_GROUPS 2
 
 /* What a handle points at. The tag is the first member of every object. */
 typedef enum standin_tag {
@@ -96,6 +97,7 @@ typedef struct standin_list {
     standin_object obj;
     standin_context *context;
     standin_device *device;
+    uint32_t group; /* the queue group it was made for */
     bool closed;
     size_t pending; /* times it is queued and not yet run */
     standin_command *commands;
@@ -106,6 +108,7 @@ typedef struct standin_queue {
     standin_object obj;
     standin_context *context;
     standin_device *device;
+    uint32_t group;
     standin_list **pending; /* executed, to run at the next synchronization */
     size_t npending, cap;
 } standin_queue;
@@ -149,6 +152,11 @@ ze_result_t standin_zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount,
                                 ze_device_handle_t *phDevices);
 ze_result_t standin_zeDeviceGetProperties(ze_device_handle_t hDevice,
                                           ze_device_properties_t *props);
+ze_result_t standin_zeDeviceGetCommandQueueGroupProperties(
+    ze_device_handle_t hDevice, uint32_t *pCount,
+    ze_command_queue_group_properties_t *props);
+/* The largest fill pattern of queue group group (0 for no such group). */
+size_t standin_fill_pattern_limit(uint32_t group);
 ze_result_t standin_zeContextCreate(ze_driver_handle_t hDriver,
                                     const ze_context_desc_t *desc,
                                     ze_context_handle_t *phContext);

@@ -405,3 +405,56 @@ standin_zeContextDestroy(ze_context_handle_t hContext)
     pthread_mutex_unlock(&standin_lock);
     return rc;
 }
+
+/* Two queue groups, so that a driver's order is not taken for granted: group 0 copies
+ * only (fill patterns up to 4 bytes), group 1 computes (up to 16 bytes). */
+static const ze_command_queue_group_properties_t groups[STANDIN_QUEUE_GROUPS] = {
+    {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES, NULL,
+     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY, 4, 1},
+    {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES, NULL,
+     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE |
+         ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY,
+     16, 1},
+};
+
+size_t
+standin_fill_pattern_limit(uint32_t group)
+{
+    return group < STANDIN_QUEUE_GROUPS ? groups[group].maxMemoryFillPatternSize : 0;
+}
+
+ze_result_t
+standin_zeDeviceGetCommandQueueGroupProperties(
+    ze_device_handle_t hDevice, uint32_t *pCount,
+    ze_command_queue_group_properties_t *props)
+{
+    const char *call = "zeDeviceGetCommandQueueGroupProperties";
+    ze_result_t rc = ZE_RESULT_SUCCESS;
+    pthread_mutex_lock(&standin_lock);
+    standin_device *d = standin_find(hDevice, STANDIN_DEVICE, call, &rc);
+    pthread_mutex_unlock(&standin_lock);
+    if (!d) {
+        return rc;
+    }
+    if (!pCount) {
+        return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
+                                "pCount is NULL");
+    }
+    if (*pCount == 0 || !props) {
+        *pCount = STANDIN_QUEUE_GROUPS;
+        return ZE_RESULT_SUCCESS;
+    }
+    uint32_t n = *pCount < STANDIN_QUEUE_GROUPS ? *pCount : STANDIN_QUEUE_GROUPS;
+    for (uint32_t k = 0; k < n; k++) {
+        rc = standin_check_stype(
+            props[k].stype, ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES, call);
+        if (rc != ZE_RESULT_SUCCESS) {
+            return rc;
+        }
+        void *next = props[k].pNext;
+        props[k] = groups[k];
+        props[k].pNext = next;
+    }
+    *pCount = n;
+    return ZE_RESULT_SUCCESS;
+}

@@ -63,13 +63,13 @@ standin_zeCommandQueueCreate(ze_context_handle_t hContext, ze_device_handle_t hD
         create_args(hContext, hDevice, desc, ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
                     phCommandQueue, call, &d, &rc);
     if (c && rc == ZE_RESULT_SUCCESS &&
-        (desc->ordinal != 0 || desc->index != 0 ||
+        (desc->ordinal >= STANDIN_QUEUE_GROUPS || desc->index != 0 ||
          desc->mode > ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS)) {
         rc = standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
-                              "ordinal %u, index %u, mode %u: the device has one queue "
-                              "group with one queue",
+                              "ordinal %u, index %u, mode %u: the device has %d queue "
+                              "groups of one queue each",
                               (unsigned)desc->ordinal, (unsigned)desc->index,
-                              (unsigned)desc->mode);
+                              (unsigned)desc->mode, STANDIN_QUEUE_GROUPS);
     }
     size_t slot = 0;
     while (slot < sizeof queues / sizeof queues[0] && queues[slot]) {
@@ -86,6 +86,7 @@ standin_zeCommandQueueCreate(ze_context_handle_t hContext, ze_device_handle_t hD
     }
     if (q) {
         q->context = c;
+        q->group = desc->ordinal;
         q->device = d;
         queues[slot] = q;
         c->live++;
@@ -197,6 +198,15 @@ append(ze_command_list_handle_t h, const standin_command *cmd, ze_event_handle_t
                               "the command list is %s: reset it first",
                               l->pending ? "queued" : "closed");
     }
+    if (l && rc == ZE_RESULT_SUCCESS && cmd->kind == STANDIN_FILL &&
+        cmd->pattern_size > standin_fill_pattern_limit(l->group)) {
+        rc = standin_complain(
+            ZE_RESULT_ERROR_INVALID_SIZE, call,
+            "a %zu-byte pattern: the list's queue group %u takes up to "
+            "%zu (maxMemoryFillPatternSize)",
+            cmd->pattern_size, (unsigned)l->group,
+            standin_fill_pattern_limit(l->group));
+    }
     if (l && rc == ZE_RESULT_SUCCESS && cmd->kind != STANDIN_BARRIER) {
         rc = check_range(l, cmd->dst, cmd->size, false, call, "the destination");
         if (rc == ZE_RESULT_SUCCESS && cmd->kind == STANDIN_COPY) {
@@ -289,10 +299,12 @@ standin_zeCommandListCreate(ze_context_handle_t hContext, ze_device_handle_t hDe
     standin_context *c =
         create_args(hContext, hDevice, desc, ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC,
                     phCommandList, call, &d, &rc);
-    if (c && rc == ZE_RESULT_SUCCESS && desc->commandQueueGroupOrdinal != 0) {
+    if (c && rc == ZE_RESULT_SUCCESS &&
+        desc->commandQueueGroupOrdinal >= STANDIN_QUEUE_GROUPS) {
         rc = standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
-                              "queue group ordinal %u: the device has one group",
-                              (unsigned)desc->commandQueueGroupOrdinal);
+                              "queue group ordinal %u: the device has %d groups",
+                              (unsigned)desc->commandQueueGroupOrdinal,
+                              STANDIN_QUEUE_GROUPS);
     }
     standin_list *l = NULL;
     if (c && rc == ZE_RESULT_SUCCESS) {
@@ -301,6 +313,7 @@ standin_zeCommandListCreate(ze_context_handle_t hContext, ze_device_handle_t hDe
     }
     if (l) {
         l->context = c;
+        l->group = desc->commandQueueGroupOrdinal;
         l->device = d;
         c->live++;
         *phCommandList = (ze_command_list_handle_t)l;
@@ -388,10 +401,12 @@ standin_zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t hCommandQueu
     standin_queue *q = standin_find(hCommandQueue, STANDIN_QUEUE, call, &rc);
     for (uint32_t k = 0; q && rc == ZE_RESULT_SUCCESS && k < numCommandLists; k++) {
         standin_list *l = standin_find(phCommandLists[k], STANDIN_LIST, call, &rc);
-        if (l && (!l->closed || l->context != q->context || l->device != q->device)) {
+        if (l && (!l->closed || l->context != q->context || l->device != q->device ||
+                  l->group != q->group)) {
             rc = standin_complain(
                 ZE_RESULT_ERROR_INVALID_ARGUMENT, call, "list %u is %s", (unsigned)k,
-                !l->closed ? "not closed" : "of another context or device");
+                !l->closed ? "not closed"
+                           : "of another context, device or queue group");
         }
     }
     if (q && rc == ZE_RESULT_SUCCESS && q->npending + numCommandLists > q->cap) {

@@ -118,6 +118,8 @@ fill_zeGetDeviceProcAddrTable(ze_device_dditable_t *t)
 {
     t->pfnGet = standin_zeDeviceGet;
     t->pfnGetProperties = standin_zeDeviceGetProperties;
+    t->pfnGetCommandQueueGroupProperties =
+        standin_zeDeviceGetCommandQueueGroupProperties;
 }
 STANDIN_FILLED(zeGetDeviceProcAddrTable, ze_device_dditable_t)
 
