@@ -72,6 +72,24 @@ build-c: configure-c
 test-c: build-c
 	$(BUILD)/c/tests/c/tack_c_tests
 	$(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
+	@$(MAKE) --no-print-directory test-c-level-zero-modes
+
+# The Level Zero C tests again in the loader's other modes (docs/level_zero.md): through
+# its intercept layer, its validation layer, and both (the plain run is above). Tests
+# named *_plain_mode use a destroyed handle, which the intercept layer cannot survive.
+LEVEL_ZERO_C_TESTS = $(shell sed -n 's/^TACK_TEST(\(level_zero_[A-Za-z0-9_]*\)).*/\1/p' tests/c/test_level_zero_backend.c | grep -v '_plain_mode$$')
+LEVEL_ZERO_MODES := "ZE_ENABLE_LOADER_INTERCEPT=1" \
+	"ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1" \
+	"ZE_ENABLE_LOADER_INTERCEPT=1 ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1"
+.PHONY: test-c-level-zero-modes
+test-c-level-zero-modes:
+	@if pkg-config --exists level-zero; then \
+		for mode in $(LEVEL_ZERO_MODES); do for t in $(LEVEL_ZERO_C_TESTS); do \
+			env $$mode $(BUILD)/c/tests/c/tack_c_tests $$t > /dev/null || \
+				{ echo "FAIL $$t ($$mode)"; exit 1; }; \
+		done; done; \
+		echo "level_zero C tests: passed in 3 more loader modes"; \
+	fi
 
 # The C host example, built the way a user builds it: libtack and its headers
 # installed into a prefix, the program compiled and linked through pkg-config.
