@@ -50,6 +50,16 @@ kernel_debug_fn(PyObject *module, PyObject *unused)
     return PyBool_FromLong(tack_kernel_debug_default());
 }
 
+/* Registered with atexit by tack/__init__.py: the objects freed during finalization
+ * are then left to the process's end (tack_process_exiting). */
+static PyObject *
+tackpy_process_exiting_fn(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    tack_process_exiting();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"empty", FASTKW(tackpy_empty_fn),
      "empty(shape, dtype=None, device=None, exportable=False)\n--\n\n"
@@ -92,6 +102,8 @@ static PyMethodDef module_methods[] = {
      "Build source generated for a backend (a DLPack device type; 1, the CPU, "
      "builds C)\ninto a kernel of that backend (raises CompileError; RuntimeError "
      "for a backend\nthat runs no kernels)."},
+    {"_process_exiting", tackpy_process_exiting_fn, METH_NOARGS,
+     "_process_exiting()\n--\n\nTell the runtime the interpreter is exiting (atexit)."},
     {"_runtime_library", tackpy_runtime_library_fn, METH_NOARGS,
      "_runtime_library()\n--\n\nThe path of the libtack this extension calls."},
     {"_kernel_debug", kernel_debug_fn, METH_NOARGS,

@@ -361,6 +361,20 @@ tack_device_driver_path(const tack_device *dev)
     return path ? path(dev->state) : NULL;
 }
 
+static atomic_bool exiting;
+
+void
+tack_process_exiting(void)
+{
+    atomic_store_explicit(&exiting, true, memory_order_release);
+}
+
+bool
+tack__process_exiting(void)
+{
+    return atomic_load_explicit(&exiting, memory_order_acquire);
+}
+
 tack_status
 tack_default_device(tack_device **out)
 {

@@ -259,6 +259,9 @@ tack_status tack__dlpack_stream_check(int32_t device_type, int64_t stream);
 bool tack__dlpack_device_row(int32_t device_type, const char **backend,
                              bool *host_memory);
 
+/* Whether tack_process_exiting was called (device.c). */
+bool tack__process_exiting(void);
+
 /* The backend table of that name, or NULL (device.c). Borrowed: static. */
 const tack_backend *tack__backend_named(const char *name);
 

@@ -117,6 +117,14 @@ TACK_API const tack_backend *tack_device_backend(const tack_device *dev);
 TACK_API tack_status tack_device_synchronize(tack_device *dev);
 
 /*
+ * Says the process is ending (a binding calls it when its interpreter begins to exit):
+ * from then on a backend that may outlive the libraries owning its driver's objects
+ * (Level Zero, whose contexts another library may own) frees and destroys nothing; the
+ * memory goes with the process. Cannot be undone.
+ */
+TACK_API void tack_process_exiting(void);
+
+/*
  * The default device: the CPU until tack_set_default_device() says otherwise.
  * Returns: new reference. Never fails (the CPU device is always there) except for
  * TACK_ERR_NO_MEMORY on first use.

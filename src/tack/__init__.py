@@ -4,6 +4,8 @@ The C extension ``tack._tack`` holds every array, device and exchange; this pack
 re-exports its public names and adds the kernel front end.
 """
 
+import atexit
+
 from tack._exported_memory import ExportedMemory
 from tack._paths import get_include, get_library_dir
 from tack._tack import (
@@ -27,6 +29,7 @@ from tack._tack import (
     TackValueError,
     TackZeroDivisionError,
     __version__,
+    _process_exiting,
     array,
     array_from_ptr,
     b1,
@@ -76,6 +79,10 @@ from tack.kernel.intrinsics import (
     atomic_sub,
     local_array,
 )
+
+# The arrays and devices freed while the interpreter finalizes are left to the process's
+# end: the library that owns an adopted Level Zero context may be gone by then.
+atexit.register(_process_exiting)
 
 # The public names: what `from tack import *` binds and what type checkers treat as
 # re-exported. tests/python/test_typing.py checks that it lists every public name, once.

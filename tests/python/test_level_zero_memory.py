@@ -125,3 +125,16 @@ def test_the_vtk_guard_reads_the_context_the_device_adopted():
             else:
                 raise AssertionError("a different context passed the guard")
     """)
+
+
+def test_nothing_is_freed_or_destroyed_once_the_interpreter_exits():
+    # The owner of an adopted context may be gone by then (its own atexit, its module
+    # torn down): the stand-in complains of a free or destroy once told the
+    # application has ended, which this child says first at its exit.
+    run("""
+        import atexit
+        h = foreign_context()
+        shared = tack.device("level_zero", external_context=h)
+        keep = [tack.zeros(16, device=shared), tack.zeros(16, device="level_zero"), shared]
+        atexit.register(os.environ.__setitem__, "TACK_STANDIN_ZE_ENDED", "1")
+    """)

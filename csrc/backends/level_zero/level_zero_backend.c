@@ -220,6 +220,12 @@ level_zero_close(void *state)
         return;
     }
     const tze_api *api = &s->ze->api;
+    if (tack__process_exiting()) {
+        /* The context's owner may already be gone: nothing is destroyed. */
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return;
+    }
     (void)tack__ze_synchronize(s);
     /* Only what Tack made: an adopted context stays, and so does Tack's own (the
      * registry's devices, which own one, are never closed). */

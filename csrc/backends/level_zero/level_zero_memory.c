@@ -106,8 +106,8 @@ void
 tack__ze_free(void *state, void *ptr)
 {
     tack__ze_state *s = state;
-    if (!ptr) {
-        return;
+    if (!ptr || tack__process_exiting()) {
+        return; /* at exit the memory goes with the process (docs/level_zero.md) */
     }
     const tze_api *api = &s->ze->api;
     pthread_mutex_lock(&s->lock);

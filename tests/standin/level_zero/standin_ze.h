@@ -12,7 +12,8 @@
  *
  * Environment: TACK_STANDIN_ZE_DEVICES (root devices, default 1, at most 4);
  * TACK_STANDIN_ZE_API_VERSION ("1.0" to "1.4": what zeDriverGetApiVersion reports,
- * default 1.4); TACK_STANDIN_ZE_LOG (a file each complaint is appended to as well).
+ * default 1.4); TACK_STANDIN_ZE_ENDED (standin_check_not_ended); TACK_STANDIN_ZE_LOG (a
+ * file each complaint is appended to as well).
  */
 #ifndef TACK_STANDIN_ZE_H
 #define TACK_STANDIN_ZE_H
@@ -122,6 +123,11 @@ extern uint32_t standin_ndevices;
 /* Prints "standin-ze: call: why (0x...)" on stderr and returns rc. */
 ze_result_t standin_complain(ze_result_t rc, const char *call, const char *why, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* ZE_RESULT_ERROR_UNINITIALIZED, complained of, once $TACK_STANDIN_ZE_ENDED is set (a
+ * test sets it when its application has ended: a free or destroy after that is the
+ * mistake of a library that outlives its context's owner); else success. */
+ze_result_t standin_check_not_ended(const char *call);
 
 /* What zeDriverGetApiVersion reports. */
 ze_api_version_t standin_api_version(void);

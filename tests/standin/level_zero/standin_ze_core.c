@@ -41,6 +41,18 @@ standin_complain(ze_result_t rc, const char *call, const char *why, ...)
     return rc;
 }
 
+ze_result_t
+standin_check_not_ended(const char *call)
+{
+    const char *ended = getenv("TACK_STANDIN_ZE_ENDED");
+    if (ended && *ended) {
+        return standin_complain(ZE_RESULT_ERROR_UNINITIALIZED, call,
+                                "called after the application ended (the library that "
+                                "owns the context may be gone)");
+    }
+    return ZE_RESULT_SUCCESS;
+}
+
 ze_api_version_t
 standin_api_version(void)
 {
@@ -390,7 +402,10 @@ standin_zeContextGetStatus(ze_context_handle_t hContext)
 ze_result_t
 standin_zeContextDestroy(ze_context_handle_t hContext)
 {
-    ze_result_t rc = ZE_RESULT_SUCCESS;
+    ze_result_t rc = standin_check_not_ended("zeContextDestroy");
+    if (rc != ZE_RESULT_SUCCESS) {
+        return rc;
+    }
     pthread_mutex_lock(&standin_lock);
     standin_context *c =
         standin_find(hContext, STANDIN_CONTEXT, "zeContextDestroy", &rc);

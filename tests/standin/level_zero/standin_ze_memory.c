@@ -208,6 +208,9 @@ allocation_to_free(standin_context *c, void *ptr, const char *call, ze_result_t 
 ze_result_t
 standin_zeMemFree(ze_context_handle_t hContext, void *ptr)
 {
+    if (standin_check_not_ended("zeMemFree") != ZE_RESULT_SUCCESS) {
+        return ZE_RESULT_ERROR_UNINITIALIZED;
+    }
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
     standin_context *c = standin_find(hContext, STANDIN_CONTEXT, "zeMemFree", &rc);
@@ -223,6 +226,9 @@ ze_result_t
 standin_zeMemFreeExt(ze_context_handle_t hContext,
                      const ze_memory_free_ext_desc_t *desc, void *ptr)
 {
+    if (standin_check_not_ended("zeMemFreeExt") != ZE_RESULT_SUCCESS) {
+        return ZE_RESULT_ERROR_UNINITIALIZED;
+    }
     const char *call = "zeMemFreeExt";
     if (standin_api_version() < ZE_API_VERSION_1_3) {
         /* The loader has the call; a driver reporting an older API must not get it. */

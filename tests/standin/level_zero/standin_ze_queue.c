@@ -99,6 +99,9 @@ standin_zeCommandQueueCreate(ze_context_handle_t hContext, ze_device_handle_t hD
 ze_result_t
 standin_zeCommandQueueDestroy(ze_command_queue_handle_t hCommandQueue)
 {
+    if (standin_check_not_ended("zeCommandQueueDestroy") != ZE_RESULT_SUCCESS) {
+        return ZE_RESULT_ERROR_UNINITIALIZED;
+    }
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
     standin_queue *q =
@@ -338,6 +341,9 @@ idle_list(ze_command_list_handle_t h, const char *call, ze_result_t *rc)
 ze_result_t
 standin_zeCommandListDestroy(ze_command_list_handle_t hCommandList)
 {
+    if (standin_check_not_ended("zeCommandListDestroy") != ZE_RESULT_SUCCESS) {
+        return ZE_RESULT_ERROR_UNINITIALIZED;
+    }
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
     standin_list *l = idle_list(hCommandList, "zeCommandListDestroy", &rc);
