@@ -290,7 +290,7 @@ uint16_t tack__float_to_half(float f);
 /* Rounds to nearest even in one step (no double rounding through float). */
 uint16_t tack__double_to_half(double d);
 
-/* ---- kernels (thread_pool.c, jit.c, kernel_cache.c, launch.c) ------------------- */
+/* ---- kernels (kernel*.c, jit.c, hash.c, launch.c, thread_pool.c) ----------------- */
 
 #include "tack/kernel.h"
 
@@ -366,7 +366,7 @@ typedef struct tack__kernel_failure {
 } tack__kernel_failure;
 
 /* The error a failure raises: TACK_ERR_INDEX or TACK_ERR_ZERO_DIVISION with the
- * array, index, axis, extent, file and line, as every backend words it. */
+ * array, index, axis, extent, file and line, as every backend words it (kernel.c). */
 tack_status tack__kernel_failure_status(const tack_kernel *k,
                                         const tack__kernel_failure *f);
 
@@ -411,13 +411,8 @@ int tack__pool_threads(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t tack__now_ns(void);
 
-/* Reads a loaded kernel's parameter key and its optional entry points and constants
- * (the restrict body, the finish function, the partial size and the result kind;
- * kernel.h's ABI). jit.c has checked that the mandatory symbols exist. */
-void tack__kernel_optional(tack__cpu_kernel *k, void *handle);
-
-/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer; jit.c,
- * beside the cache key it computes).
+/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer;
+ * hash.c).
  * Cache entries also store and compare the full source, so a collision can never
  * load the wrong kernel. */
 typedef struct tack__hash {
