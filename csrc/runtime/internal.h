@@ -163,7 +163,7 @@ tack__device_is_host(const tack_device *dev)
     return dev->backend->dlpack_device_type == kDLCPU;
 }
 
-/* ---- buffers and arrays (buffer.c, array.c) ---------------------------------- */
+/* ---- buffers and arrays (buffer.c, array*.c) --------------------------------- */
 
 struct tack_buffer {
     atomic_size_t refcount;
@@ -235,8 +235,15 @@ tack__array_dl_strides(const tack_array *arr)
     return tack__array_dl_shape(arr) + tack__dl_ndim(arr->dtype, arr->ndim);
 }
 void tack__array_fill_dl_layout(tack_array *arr);
+/* A dtype from a caller is an int: anything outside the enumeration is
+ * TACK_ERR_BAD_DTYPE before it indexes a table (array.c). */
+tack_status tack__check_dtype(tack_dtype dtype);
+/* The element count of a shape of dtype, the dtype checked first (array.c). Out:
+ * *nelem only on success. */
+tack_status tack__dtype_shape_size(tack_dtype dtype, int32_t ndim, const int64_t *shape,
+                                   size_t *nelem);
 /* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
- * is their element count (array.c). Consumes the release obligation. */
+ * is their element count (array_wrap.c). Consumes the release obligation. */
 tack_status tack__array_wrap_validated(tack_device *dev, void *data, tack_dtype dtype,
                                        int32_t ndim, const int64_t *shape, size_t nelem,
                                        bool writable, tack_release_fn release,
