@@ -1,8 +1,10 @@
 /*
- * kernel_args.c: what a launch checks and builds from its arguments before any
- * backend sees them, the same for every backend: the checks of the arrays against
- * each other and against the build, the specialization key, and the parameter block
- * that kernel.c hands to the backend's kernel_launch slot.
+ * kernel_args.c: what a launch checks and builds from its arguments before a
+ * backend sees them, the same for every backend: the checks of the arrays (live, on
+ * a backend that runs kernels, of one memory domain, writable where stored to, apart
+ * where the kernel needs it) and of a build against the call, the specialization
+ * key, and the parameter block that kernel.c hands to the backend's kernel_launch
+ * slot.
  *
  * The key (kernel.h) is one word per parameter and a two-word tail; the block is the
  * parameters in order, 8 bytes a word: an array is its data pointer and its extents,

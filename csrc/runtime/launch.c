@@ -18,7 +18,6 @@
  * (two clock reads are a tenth of a 16-element launch), which still lets a kernel
  * whose trips grew dearer reach the pool; with one thread nothing is timed.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
