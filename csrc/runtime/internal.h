@@ -363,6 +363,10 @@ tack_status tack__cpu_kernel_launch(void *state, tack_kernel *k, const void *par
                                     size_t params_nbytes, unsigned flags,
                                     tack_kernel_value *result);
 
+/* The CPU launch's counters (launch.c counts, jit.c reports them in the stats). */
+extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict,
+    tack__stat_plain_atomic, tack__stat_privatized;
+
 /* A debug-mode kernel's first failure, as a launch recorded it (launch.c). */
 typedef struct tack__kernel_failure {
     int failed;     /* 0: none, and the other fields are unset */

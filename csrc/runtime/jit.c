@@ -85,8 +85,6 @@ static bool cache_unwritable; /* under build_lock */
 static bool swept;            /* stale temporary files removed once, under build_lock */
 static _Atomic uint64_t stat_compiles, stat_disk_hits, stat_memory_hits, stat_rebuilds,
     stat_failures;
-extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict,
-    tack__stat_plain_atomic, tack__stat_privatized;
 
 void
 tack_kernel_get_stats(tack_kernel_stats *out)
