@@ -52,7 +52,7 @@ struct tack_backend {
     const char *const *option_names;
 
     /* What the backend's own code needs to know about itself, static (the GPU
-     * backends: their driver libraries, a tack__gpu_driver); may be NULL. */
+     * backends: their driver libraries, a tack__driver_stub); may be NULL. */
     const void *impl;
 
     /* Prepares the backend state of a device: loads the driver, checks the ordinal,

@@ -127,11 +127,12 @@ struct tack_device {
     uint64_t memory_domain;
 };
 
-/* What the CUDA backend knows of a pointer the CPU backend is asked to wrap:
- * TACK_MEMORY_DEVICE for CUDA device memory (which the host cannot touch) once a CUDA
- * device is open in this process, TACK_MEMORY_HOST otherwise; the driver is never
- * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
-tack_memory_space tack__cuda_pointer_kind(const void *ptr);
+/* What the devices of this process know of a pointer the CPU backend is asked to
+ * wrap: TACK_MEMORY_DEVICE when the memory_space slot of the first registry device
+ * opened of some non-host backend calls it device memory of any ordinal (which the
+ * host cannot touch), TACK_MEMORY_HOST otherwise. No driver is loaded for this
+ * question: only open devices are asked (device.c). */
+tack_memory_space tack__device_foreign_space(const void *ptr);
 
 /*
  * Work on dev's own stream bracketed by another library's stream (the Array API's

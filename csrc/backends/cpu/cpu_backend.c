@@ -116,10 +116,10 @@ static tack_status
 cpu_memory_space(void *state, const void *ptr, tack_memory_space *out)
 {
     (void)state;
-    /* The CPU cannot tell one host allocation from another, but a CUDA device
-     * pointer wrapped here would crash the first host access: ask CUDA when it is in
-     * use in this process. */
-    *out = tack__cuda_pointer_kind(ptr);
+    /* The CPU cannot tell one host allocation from another, but a GPU's device
+     * pointer wrapped here would crash the first host access: ask the GPU devices
+     * open in this process. */
+    *out = tack__device_foreign_space(ptr);
     return TACK_OK;
 }
 

@@ -66,17 +66,18 @@ _Static_assert(offsetof(cuda_record, index) == 24 &&
 
 /* An entry point of a loaded module and its launch shape. */
 typedef struct cuda_entry {
-    tcu_function fn; /* NULL when the kernel has no such entry */
-    unsigned block;  /* threads per block: the occupancy API's, or FIXED_BLOCK */
-    unsigned grid;   /* blocks of that size that fill the device */
+    tack__gpu_function fn; /* NULL when the kernel has no such entry */
+    unsigned block;        /* threads per block: the occupancy API's, or FIXED_BLOCK */
+    unsigned grid;         /* blocks of that size that fill the device */
 } cuda_entry;
 
 /* One context's loaded module of a kernel. */
 typedef struct cuda_module {
-    tcu_context ctx;
-    tcu_module mod;
+    tack__gpu_context ctx;
+    tack__gpu_module mod;
     cuda_entry body, body_restrict;
-    tcu_function finish; /* NULL unless the kernel reduces or returns in parallel */
+    /* NULL unless the kernel reduces or returns in parallel */
+    tack__gpu_function finish;
     struct cuda_module *next;
 } cuda_module;
 
@@ -130,7 +131,7 @@ static pthread_once_t standin_probe = PTHREAD_ONCE_INIT;
 static void
 probe_standin(void)
 {
-    const tack__cuda_driver *drv = NULL; /* loaded: a device is open */
+    const tack__gpu_driver *drv = NULL; /* loaded: a device is open */
     void *h = tack__cuda_driver_get(&drv) == TACK_OK
                   ? dlopen(drv->path, RTLD_NOW | RTLD_NOLOAD)
                   : NULL;
@@ -524,10 +525,10 @@ finish_twin(const tack_standin_launch *l, void *user)
 
 /* A device attribute of s's device. Inside a guard. */
 static tack_status
-attribute(tack__cuda_state *s, tcu_device_attribute attr, int *out)
+attribute(tack__gpu_state *s, tack__gpu_attribute attr, int *out)
 {
-    return tack__cuda_check(s, s->drv->api.cuDeviceGetAttribute(out, attr, s->device),
-                            "cuDeviceGetAttribute");
+    return tack__gpu_check(s, s->drv->api.device_attribute(out, attr, s->device),
+                           "cuDeviceGetAttribute");
 }
 
 /* The entry point `name` of mod and the block size and grid that fill the device
@@ -536,31 +537,30 @@ attribute(tack__cuda_state *s, tcu_device_attribute attr, int *out)
  * needs partial_size bytes of shared memory per thread: the block stays within
  * SHARED_MAX of them, a multiple of 32 threads where that fits. Inside a guard. */
 static tack_status
-entry_of(tack__cuda_state *s, tcu_module mod, const char *name, int partial_size,
+entry_of(tack__gpu_state *s, tack__gpu_module mod, const char *name, int partial_size,
          cuda_entry *out)
 {
-    const tack__cuda_api *api = &s->drv->api;
-    tack_status st = tack__cuda_check(s, api->cuModuleGetFunction(&out->fn, mod, name),
-                                      "cuModuleGetFunction");
+    const tack__gpu_api *api = &s->drv->api;
+    tack_status st = tack__gpu_check(s, api->module_get_function(&out->fn, mod, name),
+                                     "cuModuleGetFunction");
     int limit = 0; /* none */
     if (partial_size > 0) {
         limit = SHARED_MAX / partial_size;
         limit = limit > 1024 ? 1024 : limit >= 32 ? limit / 32 * 32 : limit;
     }
     int grid = 0, block = 0;
-    if (st == TACK_OK && api->cuOccupancyMaxPotentialBlockSize) {
-        st = tack__cuda_check(s,
-                              api->cuOccupancyMaxPotentialBlockSize(
-                                  &grid, &block, out->fn, NULL,
-                                  (size_t)limit * (size_t)partial_size, limit),
-                              "cuOccupancyMaxPotentialBlockSize");
+    if (st == TACK_OK && api->occupancy_max_block_size) {
+        st = tack__gpu_check(
+            s,
+            api->occupancy_max_block_size(&grid, &block, out->fn, NULL,
+                                          (size_t)limit * (size_t)partial_size, limit),
+            "cuOccupancyMaxPotentialBlockSize");
     }
     else if (st == TACK_OK) {
         int sms = 0, threads = 0;
-        st = attribute(s, TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &sms);
+        st = attribute(s, TACK__GPU_ATTRIBUTE_MULTIPROCESSORS, &sms);
         if (st == TACK_OK) {
-            st = attribute(s, TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-                           &threads);
+            st = attribute(s, TACK__GPU_ATTRIBUTE_THREADS_PER_MULTIPROCESSOR, &threads);
         }
         block = limit > 0 && limit < FIXED_BLOCK ? limit : FIXED_BLOCK;
         grid = sms * (threads / block);
@@ -597,7 +597,7 @@ tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
 
 /* tack__cuda_nvrtc_fits for the NVRTC Tack loaded and s's driver. */
 static tack_status
-nvrtc_fits_driver(const tack__cuda_state *s, const char *kernel, tack_nvrtc_output kind)
+nvrtc_fits_driver(const tack__gpu_state *s, const char *kernel, tack_nvrtc_output kind)
 {
     int major = 0, minor = 0;
     tack_status st = tack_nvrtc_version(&major, &minor);
@@ -608,9 +608,10 @@ nvrtc_fits_driver(const tack__cuda_state *s, const char *kernel, tack_nvrtc_outp
 
 /* cuModuleLoadData; a PTX newer than the driver reads gets the remedy. */
 static tack_status
-load_module(tack__cuda_state *s, const char *kernel, const void *image, tcu_module *mod)
+load_module(tack__gpu_state *s, const char *kernel, const void *image,
+            tack__gpu_module *mod)
 {
-    tcu_result rc = s->drv->api.cuModuleLoadData(mod, image);
+    tack__gpu_result rc = s->drv->api.module_load(mod, image);
     int major = 0, minor = 0;
     if (rc == TCU_ERROR_UNSUPPORTED_PTX_VERSION &&
         tack_nvrtc_version(&major, &minor) == TACK_OK) {
@@ -623,26 +624,26 @@ load_module(tack__cuda_state *s, const char *kernel, const void *image, tcu_modu
                           kernel, s->drv->version / 1000, s->drv->version % 1000 / 10,
                           major, minor);
     }
-    return tack__cuda_check(s, rc, "cuModuleLoadData");
+    return tack__gpu_check(s, rc, "cuModuleLoadData");
 }
 
 /* Under the stand-in, hands it the CUDA source of k's module, which its emulated
  * launches (TACK_STANDIN_EXEC=emulate) compile for the host and run. Inside a guard. */
 static tack_status
-give_standin_source(tack__cuda_state *s, const cuda_kernel *k, tcu_module mod)
+give_standin_source(tack__gpu_state *s, const cuda_kernel *k, tack__gpu_module mod)
 {
     module_source_fn give = standin_register() ? standin_module_source : NULL;
-    return give ? tack__cuda_check(s, give(mod, k->cuda_source),
-                                   "tack_standin_cuda_module_source")
+    return give ? tack__gpu_check(s, give((tcu_module)mod, k->cuda_source),
+                                  "tack_standin_cuda_module_source")
                 : TACK_OK;
 }
 
 /* The module of k on s's context, compiled and loaded at its first launch there.
  * Inside a guard. */
 static tack_status
-module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
+module_of(cuda_kernel *k, tack__gpu_state *s, const cuda_module **out)
 {
-    const tack__cuda_api *api = &s->drv->api;
+    const tack__gpu_api *api = &s->drv->api;
     pthread_mutex_lock(&k->lock);
     cuda_module *m = k->modules;
     while (m && m->ctx != s->ctx) {
@@ -655,9 +656,9 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
         void *image = NULL;
         size_t image_nbytes = 0;
         char *log = NULL;
-        st = attribute(s, TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major);
+        st = attribute(s, TACK__GPU_ATTRIBUTE_COMPUTE_MAJOR, &major);
         if (st == TACK_OK) {
-            st = attribute(s, TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor);
+            st = attribute(s, TACK__GPU_ATTRIBUTE_COMPUTE_MINOR, &minor);
         }
         if (st == TACK_OK) {
             st = tack_nvrtc_choose(major * 10 + minor, &kind, &target);
@@ -695,8 +696,8 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
                           &m->body_restrict);
         }
         if (st == TACK_OK && needs_finish(k)) {
-            st = tack__cuda_check(
-                s, api->cuModuleGetFunction(&m->finish, m->mod, "tack_kernel_finish"),
+            st = tack__gpu_check(
+                s, api->module_get_function(&m->finish, m->mod, "tack_kernel_finish"),
                 "cuModuleGetFunction");
         }
         tack_nvrtc_free(image);
@@ -709,7 +710,7 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
             /* A module whose entry points could not be looked up is of no use: the
              * next launch loads the kernel afresh. */
             if (loaded) {
-                (void)api->cuModuleUnload(m->mod);
+                (void)api->module_unload(m->mod);
             }
             tack__free(m);
             m = NULL;
@@ -722,9 +723,9 @@ module_of(cuda_kernel *k, tack__cuda_state *s, const cuda_module **out)
 
 /* Queues fn on Tack's stream, its stand-in twin registered just before. */
 static tack_status
-launch_entry(tack__cuda_state *s, cuda_kernel *k, const char *entry, tcu_function fn,
-             tack_standin_twin_fn twin, unsigned grid, unsigned block, unsigned shared,
-             void **args)
+launch_entry(tack__gpu_state *s, cuda_kernel *k, const char *entry,
+             tack__gpu_function fn, tack_standin_twin_fn twin, unsigned grid,
+             unsigned block, unsigned shared, void **args)
 {
     register_twin_fn reg = standin_register();
     tack_status st = TACK_OK;
@@ -735,10 +736,10 @@ launch_entry(tack__cuda_state *s, cuda_kernel *k, const char *entry, tcu_functio
         }
     }
     if (st == TACK_OK) {
-        st = tack__cuda_check(s,
-                              s->drv->api.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1,
-                                                         shared, s->stream, args, NULL),
-                              "cuLaunchKernel");
+        st = tack__gpu_check(s,
+                             s->drv->api.launch_kernel(fn, grid, 1, 1, block, 1, 1,
+                                                       shared, s->stream, args, NULL),
+                             "cuLaunchKernel");
     }
     if (reg) {
         pthread_mutex_unlock(&twin_lock);
@@ -785,15 +786,15 @@ read_record(const cuda_kernel *k, const cuda_record *r, tack_kernel_value *resul
  * queued. Inside a guard.
  */
 static tack_status
-launch_with_record(tack__cuda_state *s, cuda_kernel *k, const cuda_module *m,
+launch_with_record(tack__gpu_state *s, cuda_kernel *k, const cuda_module *m,
                    const cuda_entry *e, const char *entry, void *params, unsigned grid,
                    unsigned block, int64_t trips, tack_kernel_value *result)
 {
-    const tack__cuda_api *api = &s->drv->api;
+    const tack__gpu_api *api = &s->drv->api;
     size_t partials = (size_t)grid * (size_t)k->partial_size;
     size_t nbytes = sizeof(cuda_record) + partials;
-    tcu_deviceptr scratch = 0;
-    tack_status st = tack__cuda_alloc_queued(s, nbytes, &scratch);
+    tack__gpu_ptr scratch = 0;
+    tack_status st = tack__gpu_alloc_queued(s, nbytes, &scratch);
     if (st != TACK_OK) {
         return st;
     }
@@ -803,9 +804,8 @@ launch_with_record(tack__cuda_state *s, cuda_kernel *k, const cuda_module *m,
     uint64_t addr = scratch;
     int64_t nblocks = finish_blocks(k, trips, grid);
     void *args[3] = {params, &addr, &nblocks};
-    st = tack__cuda_check(s,
-                          api->cuMemcpyHtoDAsync(scratch, &rec, sizeof rec, s->stream),
-                          "cuMemcpyHtoDAsync");
+    st = tack__gpu_check(s, api->copy_htod_async(scratch, &rec, sizeof rec, s->stream),
+                         "cuMemcpyHtoDAsync");
     if (st == TACK_OK && trips != 0) {
         st = launch_entry(s, k, entry, e->fn, body_twin, grid, block,
                           block * (unsigned)k->partial_size, args);
@@ -815,15 +815,15 @@ launch_with_record(tack__cuda_state *s, cuda_kernel *k, const cuda_module *m,
                           args);
     }
     if (st == TACK_OK) {
-        st = tack__cuda_check(
-            s, api->cuMemcpyDtoHAsync(&rec, scratch, sizeof rec, s->stream),
-            "cuMemcpyDtoHAsync");
+        st = tack__gpu_check(s,
+                             api->copy_dtoh_async(&rec, scratch, sizeof rec, s->stream),
+                             "cuMemcpyDtoHAsync");
     }
     /* Always: the queued copies read and write this stack frame. */
     tack_status synced =
-        tack__cuda_check(s, api->cuStreamSynchronize(s->stream), "cuStreamSynchronize");
+        tack__gpu_check(s, api->stream_synchronize(s->stream), "cuStreamSynchronize");
     st = st == TACK_OK ? synced : st;
-    tack__cuda_free_queued(s, scratch);
+    tack__gpu_free_queued(s, scratch);
     return st == TACK_OK ? read_record(k, &rec, result) : st;
 }
 
@@ -833,7 +833,7 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
                          tack_kernel_value *result)
 {
     cuda_kernel *k = kernel->impl;
-    tack__cuda_state *s = state;
+    tack__gpu_state *s = state;
     if (!s) {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "kernel '%s' runs on CUDA: launch it on a CUDA device "
@@ -853,8 +853,8 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
         }
         trips = trips < 0 ? 0 : trips;
     }
-    tack__cuda_guard g;
-    tack_status st = tack__cuda_enter(s, &g);
+    tack__gpu_guard g;
+    tack_status st = tack__gpu_enter(s, &g);
     if (st != TACK_OK) {
         return st;
     }
@@ -888,10 +888,10 @@ tack__cuda_kernel_launch(void *state, tack_kernel *kernel, const void *params,
         }
     }
     if (st == TACK_OK && !k->needs_ctx && (flags & TACK_KERNEL_SHARED)) {
-        st = tack__cuda_check(s, s->drv->api.cuStreamSynchronize(s->stream),
-                              "cuStreamSynchronize");
+        st = tack__gpu_check(s, s->drv->api.stream_synchronize(s->stream),
+                             "cuStreamSynchronize");
     }
-    tack__cuda_leave(s, &g);
+    tack__gpu_leave(s, &g);
     if (st == TACK_OK) {
         *result = value;
     }

@@ -50,11 +50,11 @@ level_zero_open(const tack_backend *self, int ordinal,
             return st;
         }
     }
-    return tack__gpu_open(self, ordinal, options, state);
+    return tack__stub_open(self, ordinal, options, state);
 }
 
 static const char *const libraries[] = {"libze_loader.so.1", "libze_loader.so", NULL};
-static const tack__gpu_driver driver = {libraries, "the oneAPI Level Zero loader"};
+static const tack__driver_stub driver = {libraries, "the oneAPI Level Zero loader"};
 static const char *const options[] = {"external_context", NULL};
 
 const tack_backend tack__backend_level_zero = {
@@ -64,5 +64,5 @@ const tack_backend tack__backend_level_zero = {
     .option_names = options,
     .impl = &driver,
     .open = level_zero_open, /* checks external_context first */
-    TACK__GPU_SLOTS,
+    TACK__STUB_SLOTS,
 };
