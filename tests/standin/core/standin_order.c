@@ -19,7 +19,7 @@
 #include "standin.h"
 
 uint64_t
-standin_clock_get(const standin_clock *c, const struct CUstream_st *s)
+standin_clock_get(const standin_clock *c, const struct standin_queue *s)
 {
     if (c->everything) {
         return UINT64_MAX;
@@ -33,7 +33,7 @@ standin_clock_get(const standin_clock *c, const struct CUstream_st *s)
 }
 
 void
-standin_clock_tick(standin_clock *c, struct CUstream_st *s, uint64_t seq)
+standin_clock_tick(standin_clock *c, struct standin_queue *s, uint64_t seq)
 {
     for (size_t k = 0; k < c->n; k++) {
         if (c->ticks[k].stream == s) {
@@ -81,7 +81,7 @@ standin_clock_free(standin_clock *c)
 }
 
 bool
-standin_ordered_after(const standin_stamp *use, const struct CUstream_st *s,
+standin_ordered_after(const standin_stamp *use, const struct standin_queue *s,
                       uint64_t seq)
 {
     if (use->stream == s) {

@@ -11,69 +11,70 @@
  */
 #include <stdlib.h>
 
-#include "standin.h"
+#include "cuda_layer.h"
 
 /* Queues one OP_COPY (OP_FAULT where a side faults) of n bytes on s. */
-static tcu_result
-queue_copy(struct CUstream_st *s, const standin_range *dst, const standin_range *src,
+static standin_rc
+queue_copy(struct standin_queue *s, const standin_range *dst, const standin_range *src,
            size_t offset_dst, size_t offset_src, size_t n)
 {
     standin_op *op = standin_op_new(dst->faults || src->faults ? OP_FAULT : OP_COPY);
     if (!op) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     op->dst = dst->alias + offset_dst;
     op->src = src->alias + offset_src;
     op->nbytes = n;
     standin_enqueue(s, op);
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 /* The calling thread's current context and a stream of it. Out: *ctx, *s. */
-static tcu_result
-current_stream(tcu_stream stream, struct CUctx_st **ctx, struct CUstream_st **s)
+static standin_rc
+current_stream(tcu_stream stream, struct standin_context **ctx,
+               struct standin_queue **s)
 {
-    tcu_result rc = standin_current(ctx);
-    return rc == TCU_SUCCESS ? standin_stream(*ctx, stream, s) : rc;
+    standin_rc rc = standin_current(ctx);
+    return rc == STANDIN_OK ? cuda_stream(*ctx, stream, s) : rc;
 }
 
-static tcu_result
-peer_copy(tcu_deviceptr dst_ptr, tcu_context dst_handle, tcu_deviceptr src_ptr,
+static standin_rc
+peer_copy(standin_addr dst_ptr, tcu_context dst_handle, standin_addr src_ptr,
           tcu_context src_handle, size_t n, tcu_stream stream)
 {
-    struct CUctx_st *ctx = NULL;
-    struct CUstream_st *s = NULL;
-    tcu_result rc = current_stream(stream, &ctx, &s);
-    if (rc != TCU_SUCCESS) {
+    struct standin_context *ctx = NULL;
+    struct standin_queue *s = NULL;
+    standin_rc rc = current_stream(stream, &ctx, &s);
+    if (rc != STANDIN_OK) {
         return rc;
     }
-    struct CUctx_st *dctx = standin_known_context(dst_handle);
-    struct CUctx_st *sctx = standin_known_context(src_handle);
+    struct standin_context *dctx = standin_known_context(dst_handle);
+    struct standin_context *sctx = standin_known_context(src_handle);
     if (!dctx || !sctx || !dctx->alive || !sctx->alive) {
-        return TCU_ERROR_INVALID_CONTEXT;
+        return STANDIN_ERR_INVALID_CONTEXT;
     }
-    if (dctx->sticky != TCU_SUCCESS || sctx->sticky != TCU_SUCCESS) {
-        return dctx->sticky != TCU_SUCCESS ? dctx->sticky : sctx->sticky;
+    if (dctx->sticky != STANDIN_OK || sctx->sticky != STANDIN_OK) {
+        return dctx->sticky != STANDIN_OK ? dctx->sticky : sctx->sticky;
     }
     if (n == 0) {
-        return TCU_SUCCESS; /* nothing to move is a success, as in the driver */
+        return STANDIN_OK; /* nothing to move is a success, as in the driver */
     }
     /* Each pointer must be memory of its own context's device. */
     standin_range dst = {0}, src = {0};
     rc = standin_device_range(dctx, dst_ptr, n, true, &dst);
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_device_range(sctx, src_ptr, n, false, &src);
     }
-    return rc == TCU_SUCCESS ? queue_copy(s, &dst, &src, 0, 0, n) : rc;
+    return rc == STANDIN_OK ? queue_copy(s, &dst, &src, 0, 0, n) : rc;
 }
 
 STANDIN_EXPORT tcu_result
-cuMemcpyPeerAsync(tcu_deviceptr dstDevice, tcu_context dstContext,
-                  tcu_deviceptr srcDevice, tcu_context srcContext, size_t ByteCount,
+cuMemcpyPeerAsync(standin_addr dstDevice, tcu_context dstContext,
+                  standin_addr srcDevice, tcu_context srcContext, size_t ByteCount,
                   tcu_stream hStream)
 {
-    tcu_result rc = standin_enter("cuMemcpyPeerAsync");
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuMemcpyPeerAsync");
+    if (rc == STANDIN_OK) {
         rc =
             peer_copy(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
     }
@@ -105,21 +106,21 @@ side_span(size_t x, size_t y, size_t pitch, size_t width, size_t height, size_t 
     return true;
 }
 
-static tcu_result
+static standin_rc
 copy_2d(const tcu_memcpy2d *c, tcu_stream stream)
 {
-    struct CUctx_st *ctx = NULL;
-    struct CUstream_st *s = NULL;
-    tcu_result rc = current_stream(stream, &ctx, &s);
-    if (rc != TCU_SUCCESS) {
+    struct standin_context *ctx = NULL;
+    struct standin_queue *s = NULL;
+    standin_rc rc = current_stream(stream, &ctx, &s);
+    if (rc != STANDIN_OK) {
         return rc;
     }
     if (!c || c->srcMemoryType != TCU_MEMORYTYPE_DEVICE ||
         c->dstMemoryType != TCU_MEMORYTYPE_DEVICE) {
-        return TCU_ERROR_INVALID_VALUE;
+        return STANDIN_ERR_INVALID_VALUE;
     }
     if (c->WidthInBytes == 0 || c->Height == 0) {
-        return TCU_SUCCESS;
+        return STANDIN_OK;
     }
     size_t soff, sspan, doff, dspan;
     if (!side_span(c->srcXInBytes, c->srcY, c->srcPitch, c->WidthInBytes, c->Height,
@@ -127,15 +128,15 @@ copy_2d(const tcu_memcpy2d *c, tcu_stream stream)
         !side_span(c->dstXInBytes, c->dstY, c->dstPitch, c->WidthInBytes, c->Height,
                    &doff, &dspan) ||
         c->srcDevice > UINT64_MAX - soff || c->dstDevice > UINT64_MAX - doff) {
-        return TCU_ERROR_INVALID_VALUE;
+        return STANDIN_ERR_INVALID_VALUE;
     }
     standin_range dst = {0}, src = {0};
     rc = standin_device_range(ctx, c->dstDevice + doff, dspan, true, &dst);
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_device_range(ctx, c->srcDevice + soff, sspan, false, &src);
     }
     /* One queued copy per row, in row order. */
-    for (size_t r = 0; rc == TCU_SUCCESS && r < c->Height; r++) {
+    for (size_t r = 0; rc == STANDIN_OK && r < c->Height; r++) {
         rc = queue_copy(s, &dst, &src, r * c->dstPitch, r * c->srcPitch,
                         c->WidthInBytes);
     }
@@ -145,8 +146,8 @@ copy_2d(const tcu_memcpy2d *c, tcu_stream stream)
 STANDIN_EXPORT tcu_result
 cuMemcpy2DAsync_v2(const tcu_memcpy2d *pCopy, tcu_stream hStream)
 {
-    tcu_result rc = standin_enter("cuMemcpy2DAsync");
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuMemcpy2DAsync");
+    if (rc == STANDIN_OK) {
         rc = copy_2d(pCopy, hStream);
     }
     if (!pCopy) {

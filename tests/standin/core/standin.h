@@ -31,33 +31,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../../csrc/backends/cuda/cuda_abi.h"
-#include "standin_twin.h"
+#include "standin_layer.h" /* the layer's result numbers (tests/standin/<layer>/) */
+#include "standin_twin.h"  /* the CPU twin ABI, beside the layer's header */
 
-/* The exported entry points carry cuda.h's names; hidden everything else. */
-#define STANDIN_EXPORT __attribute__((visibility("default")))
+/* A device address, as every layer's entry points hand it out. */
+typedef unsigned long long standin_addr;
 
-#define STANDIN_DRIVER_VERSION 13000 /* cuDriverGetVersion */
 #define STANDIN_MAX_DEVICES 8
-#define STANDIN_ALLOC_ALIGN 256u                 /* cuMemAlloc's documented alignment */
-#define STANDIN_GRANULARITY ((size_t)2 << 20)    /* VMM minimum and recommended */
+#define STANDIN_ALLOC_ALIGN 256u              /* the documented allocation alignment */
+#define STANDIN_GRANULARITY ((size_t)2 << 20) /* VMM minimum and recommended */
 #define STANDIN_DEFAULT_MEMORY ((size_t)8 << 30) /* pool bytes per process */
 #define STANDIN_VMM_VA ((size_t)16 << 30)        /* VMM address space per process */
 #define STANDIN_FILL 0xA5                        /* contents of new memory */
-
-/* Every entry point the stand-in exports, declared from cuda_abi.h's list, so the
- * compiler checks each definition against the ABI Tack pins. */
-#define STANDIN_DECLARE(name, symbol, version) STANDIN_EXPORT tcu_fn_##name symbol;
-TCU_ENTRY_POINTS(STANDIN_DECLARE)
-TCU_TEST_ENTRY_POINTS(STANDIN_DECLARE)
-#undef STANDIN_DECLARE
-STANDIN_EXPORT int tack_standin_cuda_register_twin(const char *entry,
-                                                   tack_standin_twin_fn fn, void *user);
-STANDIN_EXPORT int tack_standin_cuda_module_source(struct CUmod_st *module,
-                                                   const char *cuda_source);
-/* Tears the driver down now, as it is at process exit (docs/cuda.md): every later
- * call returns CUDA_ERROR_DEINITIALIZED. A test hook: not part of the CUDA API. */
-STANDIN_EXPORT void tack_standin_cuda_teardown(void);
 
 /* ---- contexts, streams, events --------------------------------------------------- */
 
@@ -68,7 +53,7 @@ struct standin_op;
 /* For each stream, the newest sequence number of its work certain to run first. */
 typedef struct standin_clock {
     struct standin_tick {
-        struct CUstream_st *stream;
+        struct standin_queue *stream;
         uint64_t seq;
     } * ticks;
     size_t n, cap;
@@ -78,55 +63,59 @@ typedef struct standin_clock {
 /* Where a queued operation stands: its stream, its sequence number, and what it is
  * ordered after on other streams. */
 typedef struct standin_stamp {
-    struct CUstream_st *stream;
+    struct standin_queue *stream;
     uint64_t seq;
     standin_clock after;
 } standin_stamp;
 
-uint64_t standin_clock_get(const standin_clock *c, const struct CUstream_st *s);
+uint64_t standin_clock_get(const standin_clock *c, const struct standin_queue *s);
 /* Raises c's entry for s to at least seq. */
-void standin_clock_tick(standin_clock *c, struct CUstream_st *s, uint64_t seq);
+void standin_clock_tick(standin_clock *c, struct standin_queue *s, uint64_t seq);
 void standin_clock_merge(standin_clock *into, const standin_clock *from);
 void standin_clock_copy(standin_clock *to, const standin_clock *from);
 void standin_clock_free(standin_clock *c);
 /* Whether the operation stamped `use` is certain to run after s's work up to seq. */
-bool standin_ordered_after(const standin_stamp *use, const struct CUstream_st *s,
+bool standin_ordered_after(const standin_stamp *use, const struct standin_queue *s,
                            uint64_t seq);
 
-struct CUctx_st {
+struct standin_context {
     int device;
     bool primary;
     bool alive;
-    tcu_result sticky; /* 0, or the error every later call on this context returns */
-    struct CUstream_st *legacy; /* the NULL / CU_STREAM_LEGACY stream */
-    struct CUctx_st *next; /* every context ever made (handles stay recognisable) */
+    standin_rc sticky; /* 0, or the error every later call on this context returns */
+    struct standin_queue *legacy; /* the legacy queue (CUDA's NULL stream) */
+    struct standin_context
+        *next; /* every context ever made (handles stay recognisable) */
 };
 
-struct CUstream_st {
-    struct CUctx_st *ctx;
-    unsigned flags; /* TCU_STREAM_DEFAULT (blocking) or TCU_STREAM_NON_BLOCKING */
+struct standin_queue {
+    struct standin_context *ctx;
+    bool non_blocking; /* takes no part in the legacy queue's implicit waits */
     bool alive;
-    bool legacy;     /* the context's NULL stream */
-    bool per_thread; /* a CU_STREAM_PER_THREAD stream, owned by `owner` */
+    bool legacy;     /* the context's legacy queue */
+    bool per_thread; /* a per-thread default queue, owned by `owner` */
     pthread_t owner;
     struct standin_op *head, *tail; /* pending work, oldest first */
     uint64_t last_seq;              /* sequence number of the newest queued operation */
-    int queries;         /* cuStreamQuery calls that found this queue pending */
+    int queries;                    /* queries that found this queue pending */
     standin_clock clock; /* what the next operation queued here is ordered after */
-    struct CUstream_st *next;
+    struct standin_queue *next;
 };
 
-struct CUevent_st {
-    struct CUctx_st *ctx;
+struct standin_event {
+    struct standin_context *ctx;
     bool alive;
-    struct CUstream_st *stream; /* where it was last recorded; NULL if never */
-    uint64_t seq;               /* complete once `stream` ran past this sequence */
-    standin_clock clock;        /* what a wait on it orders after, `stream` included */
+    struct standin_queue *stream; /* where it was last recorded; NULL if never */
+    uint64_t seq;                 /* complete once `stream` ran past this sequence */
+    standin_clock clock; /* what a wait on it orders after, `stream` included */
     int queries;
-    struct CUevent_st *next;
+    struct standin_event *next;
 };
 
 /* ---- memory ---------------------------------------------------------------------- */
+
+/* What a device may do with a VMM mapping (the bits CUDA's access flags also use). */
+enum { STANDIN_ACCESS_NONE = 0, STANDIN_ACCESS_READ = 1, STANDIN_ACCESS_READWRITE = 3 };
 
 enum standin_alloc_kind {
     ALLOC_PLAIN,
@@ -143,27 +132,27 @@ enum standin_alloc_kind {
 typedef struct standin_alloc {
     uintptr_t base;
     size_t nbytes;
-    size_t capacity;                  /* pool blocks: the bytes reserved at base */
-    struct standin_alloc *older;      /* the previous allocation at this block */
-    uint64_t born;                    /* the newest sequence number when it was made */
-    struct CUstream_st *alloc_stream; /* cuMemAllocAsync: usable in its stream order */
-    uint64_t alloc_seq;               /* ... after this operation of alloc_stream */
+    size_t capacity;             /* pool blocks: the bytes reserved at base */
+    struct standin_alloc *older; /* the previous allocation at this block */
+    uint64_t born;               /* the newest sequence number when it was made */
+    struct standin_queue
+        *alloc_stream;    /* cuMemAllocAsync: usable in its stream order */
+    uint64_t alloc_seq;   /* ... after this operation of alloc_stream */
     uint64_t ready_at;    /* 0, or the newest sequence number when alloc_seq ran */
     unsigned char *alias; /* where the stand-in reads and writes these bytes */
-    struct CUctx_st *ctx;
+    struct standin_context *ctx;
     int device;
     enum standin_alloc_kind kind;
     bool freed;
     bool host_owned;   /* ALLOC_PINNED: from cuMemHostAlloc (else registered) */
     bool free_pending; /* a cuMemFreeAsync is queued: no new work may use it */
-    struct CUstream_st *free_stream; /* the stream that free is queued on */
-    const standin_stamp *free_stamp; /* the queued free's stamp; NULL once gone */
+    struct standin_queue *free_stream; /* the stream that free is queued on */
+    const standin_stamp *free_stamp;   /* the queued free's stamp; NULL once gone */
     uint64_t buffer_id;
     struct standin_vmm_handle *vmm; /* ALLOC_VMM: the physical allocation mapped */
     uintptr_t reservation;          /* ALLOC_VMM: start of the reserved range */
     size_t reservation_size;
-    unsigned
-        access[STANDIN_MAX_DEVICES]; /* ALLOC_VMM: TCU_MEM_ACCESS_FLAGS_* by device */
+    unsigned access[STANDIN_MAX_DEVICES]; /* ALLOC_VMM: STANDIN_ACCESS_* by device */
 } standin_alloc;
 
 /* A device range checked for an operation: where its bytes live on the host side. */
@@ -194,7 +183,7 @@ typedef struct standin_op {
     uint32_t pattern; /* OP_MEMSET: value, `width` bytes wide, `count` times */
     unsigned width;
     size_t count;
-    struct CUstream_st *wait_stream; /* OP_WAIT: run wait_stream up to wait_seq */
+    struct standin_queue *wait_stream; /* OP_WAIT: run wait_stream up to wait_seq */
     uint64_t wait_seq;
     standin_alloc *alloc;     /* OP_FREE, OP_ALLOC */
     standin_alloc *dst_alloc; /* OP_COPY, OP_MEMSET: the device sides, or NULL */
@@ -219,11 +208,11 @@ typedef struct standin_state {
     bool emulate;       /* TACK_STANDIN_EXEC=emulate: launches run the module's code */
     bool exec_unknown;  /* TACK_STANDIN_EXEC names no mode: cuInit refuses */
     int log_fd;         /* TACK_STANDIN_LOG, or -1 */
-    struct CUctx_st *primary[STANDIN_MAX_DEVICES];
+    struct standin_context *primary[STANDIN_MAX_DEVICES];
     int primary_retains[STANDIN_MAX_DEVICES];
-    struct CUctx_st *contexts;
-    struct CUstream_st *streams;
-    struct CUevent_st *events;
+    struct standin_context *contexts;
+    struct standin_queue *streams;
+    struct standin_event *events;
     uint64_t next_seq;
     uint64_t next_buffer_id;
 } standin_state;
@@ -233,41 +222,76 @@ extern pthread_mutex_t standin_lock;
 
 /* ---- standin_core.c -------------------------------------------------------------- */
 
+/* What an entry point needs before it may run. */
+enum standin_entry {
+    STANDIN_ENTRY_INITIALIZED, /* almost all: the driver initialized by this process */
+    STANDIN_ENTRY_INIT,        /* the initialization call itself */
+    STANDIN_ENTRY_ANYTIME      /* version and error-name queries: even after teardown */
+};
+
 /*
  * The prologue of every entry point: takes the lock, counts the call for fault
- * injection, and checks initialization. Returns TCU_SUCCESS with the lock held, or the
- * error to return (the lock is still held: every path ends with standin_leave).
+ * injection under `name` (the name the layer logs), and checks what `kind` needs.
+ * Returns STANDIN_OK with the lock held, or the error to return (the lock is still
+ * held: every path ends with standin_leave). standin_enter is
+ * standin_enter_as(name, STANDIN_ENTRY_INITIALIZED).
  */
-tcu_result standin_enter(const char *name);
-/* Logs the call (when TACK_STANDIN_LOG is set) and releases the lock. Returns rc. */
-tcu_result standin_leave(tcu_result rc, const char *name, const char *fmt, ...)
+standin_rc standin_enter(const char *name);
+standin_rc standin_enter_as(const char *name, enum standin_entry kind);
+/* Logs the call (when TACK_STANDIN_LOG is set) as "name(arguments) -> rc", and releases
+ * the lock. Returns rc. */
+standin_rc standin_leave(standin_rc rc, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The calling thread's current context, checked alive and not poisoned. */
-tcu_result standin_current(struct CUctx_st **out);
-/* A stream handle as the caller passed it (NULL, the special handles, or a stream)
- * resolved in ctx. INVALID_HANDLE for a stream of another context or a destroyed one.
- */
-tcu_result standin_stream(struct CUctx_st *ctx, tcu_stream handle,
-                          struct CUstream_st **out);
+standin_rc standin_current(struct standin_context **out);
 /* A context handle looked up among those ever made (an unknown pointer is never
  * dereferenced), or NULL. */
-struct CUctx_st *standin_known_context(tcu_context handle);
+struct standin_context *standin_known_context(const void *handle);
 /* Marks ctx unusable: every later call on it returns rc (a sticky error). */
-void standin_poison(struct CUctx_st *ctx, tcu_result rc);
-struct CUstream_st *standin_stream_new(struct CUctx_st *ctx, unsigned flags);
-bool standin_device_ok(tcu_device dev);
+void standin_poison(struct standin_context *ctx, standin_rc rc);
+bool standin_device_ok(int dev);
+/* OK, or INVALID_DEVICE for an ordinal the stand-in does not have. */
+standin_rc standin_device_check(int dev);
+/* A fixed, recognisable UUID per device ("tack-standin" and the ordinal). */
+standin_rc standin_device_uuid(int dev, unsigned char uuid[16]);
+
+/* Initializes the driver (devices, device memory); INVALID_VALUE when TACK_STANDIN_EXEC
+ * names no mode, NO_DEVICE with TACK_STANDIN_DEVICES=0. */
+standin_rc standin_init(void);
+/* Tears the driver down now, as at process exit: no queued work runs any more, and
+ * every later call but the STANDIN_ENTRY_ANYTIME ones is DEINITIALIZED. */
+void standin_teardown(void);
+
+/* Primary contexts: one per device, reference counted. */
+standin_rc standin_primary_retain(int dev, struct standin_context **out);
+/* INVALID_CONTEXT for a release without a retain; the last one kills the context. */
+standin_rc standin_primary_release(int dev);
+standin_rc standin_primary_active(int dev, bool *active);
+
+/* The calling thread's stack of current contexts (a per-thread push/pop stack). */
+/* Makes a context on dev and pushes it. */
+standin_rc standin_context_create(int dev, struct standin_context **out);
+/* INVALID_CONTEXT for an unknown, dead or primary context. */
+standin_rc standin_context_destroy(const void *handle);
+/* The top of the stack, or NULL. */
+struct standin_context *standin_context_top(void);
+/* Replaces the top (NULL pops); INVALID_CONTEXT for an unknown or dead handle. */
+standin_rc standin_context_set(const void *handle);
+standin_rc standin_context_push(const void *handle);
+standin_rc standin_context_pop(struct standin_context **out);
+int standin_context_depth(void);
 
 /* ---- standin_memory.c ------------------------------------------------------------ */
 
 /* Maps the device view and its alias on first use. */
-tcu_result standin_memory_init(void);
+standin_rc standin_memory_init(void);
 /* The device memory of the process (TACK_STANDIN_MEMORY, rounded to the granularity).
  */
 size_t standin_memory_total(void);
 /* The live allocation containing [ptr, ptr + nbytes), usable from ctx for reading
  * (write false) or writing. INVALID_VALUE if there is none. */
-tcu_result standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes,
-                                bool write, standin_range *out);
+standin_rc standin_device_range(struct standin_context *ctx, standin_addr ptr,
+                                size_t nbytes, bool write, standin_range *out);
 /* The allocation whose range contains addr (live or freed), or NULL. */
 standin_alloc *standin_alloc_find(uintptr_t addr);
 /* True when [p, p + nbytes) overlaps the device view (a device address used as host).
@@ -280,30 +304,97 @@ const standin_alloc *standin_host_overlapping(const void *p, size_t nbytes);
 void standin_alloc_release(standin_alloc *a);
 /* Host view of an address for the CPU twin of a launch stamped `use` (see
  * standin_twin.h), or NULL: not one live allocation the launch may use. */
-void *standin_queued_translate(struct CUctx_st *ctx, const standin_stamp *use,
+void *standin_queued_translate(struct standin_context *ctx, const standin_stamp *use,
                                uint64_t device_address, size_t nbytes);
 /* Whether queued work stamped `use` may touch a (an allocation it named when queued)
  * now that it runs: not freed, not racing a free, ordered after its allocation. */
 bool standin_use_ok(const standin_alloc *a, const standin_stamp *use);
 /* Takes size bytes of the VMM address range, aligned; addresses are never reused. */
-tcu_result standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out);
+standin_rc standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out);
 /* Adds an allocation (pool) or mapping (VMM) to the table. NULL when out of memory. */
 standin_alloc *standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *alias,
-                                 struct CUctx_st *ctx, enum standin_alloc_kind kind);
+                                 struct standin_context *ctx,
+                                 enum standin_alloc_kind kind);
 uintptr_t standin_vmm_base(void);
 
-/* ---- standin_stream.c ------------------------------------------------------------ */
+/* The operations behind the allocation entry points, in the current context ctx. */
+standin_rc standin_mem_alloc(struct standin_context *ctx, size_t nbytes,
+                             standin_addr *out);
+/* Usable in stream order: on s after this point, on a queue ordered after it, or
+ * anywhere once the host waited for s. */
+standin_rc standin_mem_alloc_async(struct standin_context *ctx, struct standin_queue *s,
+                                   size_t nbytes, standin_addr *out);
+/* Host memory mapped read-write at the address handed out. */
+standin_rc standin_mem_alloc_managed(struct standin_context *ctx, size_t nbytes,
+                                     standin_addr *out);
+/* Frees a live allocation of ctx named by its start (not a VMM mapping) once the
+ * context's work ran; INVALID_VALUE for anything else. */
+standin_rc standin_mem_free(struct standin_context *ctx, standin_addr ptr);
+/* Queues the free on s: no new work may name the allocation, queued work still may. */
+standin_rc standin_mem_free_async(struct standin_context *ctx, struct standin_queue *s,
+                                  standin_addr ptr);
+void standin_mem_info(size_t *free_bytes, size_t *total);
 
-/* Queues op on s (with the implicit waits of the legacy stream). Takes ownership. */
-void standin_enqueue(struct CUstream_st *s, standin_op *op);
+/* A copy or memset: a 0 device address means that side is host memory. */
+typedef struct standin_transfer {
+    standin_addr dst_dev, src_dev;
+    void *dst_host;
+    const void *src_host;
+    size_t nbytes;    /* bytes of a copy; elements of a memset */
+    uint32_t pattern; /* memset: value and width; width 0 for a copy */
+    unsigned width;
+    struct standin_queue *queue; /* ignored when sync */
+    bool sync; /* a synchronous call: the legacy queue, run up to this operation */
+} standin_transfer;
+/* Checks both sides and queues the work (running it, when sync). */
+standin_rc standin_transfer_queue(struct standin_context *ctx,
+                                  const standin_transfer *t);
+
+/* The live allocation a pointer query about ptr sees, or NULL. */
+const standin_alloc *standin_pointer_target(standin_addr ptr);
+/* Managed and page-locked memory: the host reaches it at its own address. */
+bool standin_alloc_host_reachable(const standin_alloc *a);
+
+/* ---- standin_queue.c ------------------------------------------------------------- */
+
+struct standin_queue *standin_queue_new(struct standin_context *ctx, bool non_blocking);
+/* The calling thread's own default queue in ctx (made on first use), or NULL. */
+struct standin_queue *standin_queue_per_thread(struct standin_context *ctx);
+/* A queue handle made by standin_queue_create, alive and of ctx; INVALID_HANDLE for
+ * anything else (a destroyed queue, another context's, a built-in one, an unknown
+ * pointer, which is never dereferenced). */
+standin_rc standin_queue_find(struct standin_context *ctx, const void *handle,
+                              struct standin_queue **out);
+/* Queues op on s (with the implicit waits of the legacy queue). Takes ownership. */
+void standin_enqueue(struct standin_queue *s, standin_op *op);
 standin_op *standin_op_new(enum standin_op_kind kind);
 /* Runs s's queued work up to sequence seq. Returns the context's sticky error, if the
  * work (or earlier work) poisoned it. */
-tcu_result standin_run_until(struct CUstream_st *s, uint64_t seq);
-/* Runs every stream of ctx to its end. */
-tcu_result standin_run_context(struct CUctx_st *ctx);
+standin_rc standin_run_until(struct standin_queue *s, uint64_t seq);
+/* Runs every queue of ctx to its end. */
+standin_rc standin_run_context(struct standin_context *ctx);
 /* Drops all queued work of ctx (after a sticky error). */
-void standin_discard_context(struct CUctx_st *ctx);
+void standin_discard_context(struct standin_context *ctx);
+
+/* The operations behind the stream and event entry points, on resolved handles. */
+standin_rc standin_queue_create(struct standin_context *ctx, bool non_blocking,
+                                struct standin_queue **out);
+void standin_queue_destroy(struct standin_queue *s);
+/* Runs s to its end. */
+standin_rc standin_queue_sync(struct standin_queue *s);
+/* OK when s has nothing pending; the first query of pending work NOT_READY, the next
+ * runs it. */
+standin_rc standin_queue_query(struct standin_queue *s);
+/* An event handle made by standin_event_create and not destroyed, or NULL. */
+struct standin_event *standin_event_find(const void *handle);
+standin_rc standin_queue_wait_event(struct standin_queue *s, struct standin_event *e);
+standin_rc standin_event_create(struct standin_context *ctx,
+                                struct standin_event **out);
+void standin_event_destroy(struct standin_event *e);
+/* INVALID_HANDLE when e and s belong to different contexts. */
+standin_rc standin_event_record(struct standin_event *e, struct standin_queue *s);
+standin_rc standin_event_sync(struct standin_event *e);
+standin_rc standin_event_query(struct standin_event *e);
 
 /* ---- standin_module.c ------------------------------------------------------------ */
 
@@ -317,7 +408,7 @@ void standin_launch_free(struct standin_launch_op *launch);
 /* What an emulated launch runs with (a queued launch, as it reaches its turn). */
 typedef struct standin_launch_args {
     const char *entry;
-    struct CUctx_st *ctx;
+    struct standin_context *ctx;
     const standin_stamp *use; /* where the launch was queued (standin_use_ok) */
     unsigned grid[3], block[3];
     size_t shared; /* dynamic shared memory bytes */
@@ -335,6 +426,7 @@ bool standin_emulate_run(void *fn, const standin_launch_args *args);
 /* In the child of an emulated launch: makes the device pages of every allocation a
  * launch stamped `use` may use accessible at their device addresses
  * (standin_memory.c). */
-bool standin_expose_launch_memory(struct CUctx_st *ctx, const standin_stamp *use);
+bool standin_expose_launch_memory(struct standin_context *ctx,
+                                  const standin_stamp *use);
 
 #endif /* TACK_STANDIN_CUDA_H */

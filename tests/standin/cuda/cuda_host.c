@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "standin.h"
+#include "cuda_layer.h"
 
 static size_t
 page_round(size_t n)
@@ -28,54 +28,54 @@ page_round(size_t n)
 STANDIN_EXPORT tcu_result
 cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
-    tcu_result rc = standin_enter("cuMemHostAlloc");
-    struct CUctx_st *ctx = NULL;
+    standin_rc rc = standin_enter("cuMemHostAlloc");
+    struct standin_context *ctx = NULL;
     void *m = MAP_FAILED;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
     unsigned known = TCU_MEMHOSTALLOC_PORTABLE | TCU_MEMHOSTALLOC_DEVICEMAP |
                      TCU_MEMHOSTALLOC_WRITECOMBINED;
-    if (rc == TCU_SUCCESS && (!pp || bytesize == 0 || (Flags & ~known))) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK && (!pp || bytesize == 0 || (Flags & ~known))) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         m = mmap(NULL, page_round(bytesize), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        rc = m == MAP_FAILED ? TCU_ERROR_OUT_OF_MEMORY : TCU_SUCCESS;
+        rc = m == MAP_FAILED ? STANDIN_ERR_OUT_OF_MEMORY : STANDIN_OK;
     }
     standin_alloc *a = NULL;
-    if (rc == TCU_SUCCESS &&
+    if (rc == STANDIN_OK &&
         !(a = standin_alloc_add((uintptr_t)m, bytesize, m, ctx, ALLOC_PINNED))) {
         munmap(m, page_round(bytesize));
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         a->host_owned = true;
         memset(m, STANDIN_FILL, bytesize);
         *pp = m;
     }
     return standin_leave(rc, "cuMemHostAlloc", "bytes=%zu, flags=%u, ptr=%p", bytesize,
-                         Flags, rc == TCU_SUCCESS ? m : NULL);
+                         Flags, rc == STANDIN_OK ? m : NULL);
 }
 
 /* cuMemFreeHost (host_owned: a cuMemHostAlloc block) and cuMemHostUnregister: p must
  * be the start of such a live range, else `missing`. */
-static tcu_result
-release_pinned(const char *name, void *p, bool host_owned, tcu_result missing)
+static standin_rc
+release_pinned(const char *name, void *p, bool host_owned, standin_rc missing)
 {
-    tcu_result rc = standin_enter(name);
-    struct CUctx_st *ctx = NULL;
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter(name);
+    struct standin_context *ctx = NULL;
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    standin_alloc *a = rc == TCU_SUCCESS ? standin_alloc_find((uintptr_t)p) : NULL;
-    if (rc == TCU_SUCCESS &&
+    standin_alloc *a = rc == STANDIN_OK ? standin_alloc_find((uintptr_t)p) : NULL;
+    if (rc == STANDIN_OK &&
         (!a || a->kind != ALLOC_PINNED || a->host_owned != host_owned || a->freed ||
          a->base != (uintptr_t)p)) {
         rc = missing;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         /* A block's range stays reserved and faults (stricter: never reused); a
          * registered range is the caller's memory, left as it is. */
         standin_alloc_release(a);
@@ -86,34 +86,34 @@ release_pinned(const char *name, void *p, bool host_owned, tcu_result missing)
 STANDIN_EXPORT tcu_result
 cuMemFreeHost(void *p)
 {
-    return release_pinned("cuMemFreeHost", p, true, TCU_ERROR_INVALID_VALUE);
+    return release_pinned("cuMemFreeHost", p, true, STANDIN_ERR_INVALID_VALUE);
 }
 
 STANDIN_EXPORT tcu_result
 cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-    tcu_result rc = standin_enter("cuMemHostRegister");
-    struct CUctx_st *ctx = NULL;
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuMemHostRegister");
+    struct standin_context *ctx = NULL;
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
     unsigned known = TCU_MEMHOSTREGISTER_PORTABLE | TCU_MEMHOSTREGISTER_DEVICEMAP |
                      TCU_MEMHOSTREGISTER_IOMEMORY | TCU_MEMHOSTREGISTER_READ_ONLY;
-    if (rc == TCU_SUCCESS && (!p || bytesize == 0 || (Flags & ~known) ||
-                              standin_in_device_view(p, bytesize))) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK && (!p || bytesize == 0 || (Flags & ~known) ||
+                             standin_in_device_view(p, bytesize))) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
     const standin_alloc *other =
-        rc == TCU_SUCCESS ? standin_host_overlapping(p, bytesize) : NULL;
+        rc == STANDIN_OK ? standin_host_overlapping(p, bytesize) : NULL;
     if (other) {
         /* Pinned already (registered, or the driver's own block); managed memory is
          * the driver's too and cannot be registered. */
-        rc = other->kind == ALLOC_PINNED ? TCU_ERROR_HOST_MEMORY_ALREADY_REGISTERED
-                                         : TCU_ERROR_INVALID_VALUE;
+        rc = other->kind == ALLOC_PINNED ? STANDIN_ERR_HOST_MEMORY_ALREADY_REGISTERED
+                                         : STANDIN_ERR_INVALID_VALUE;
     }
-    if (rc == TCU_SUCCESS &&
+    if (rc == STANDIN_OK &&
         !standin_alloc_add((uintptr_t)p, bytesize, p, ctx, ALLOC_PINNED)) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
     return standin_leave(rc, "cuMemHostRegister", "ptr=%p, bytes=%zu, flags=%u", p,
                          bytesize, Flags);
@@ -123,5 +123,5 @@ STANDIN_EXPORT tcu_result
 cuMemHostUnregister(void *p)
 {
     return release_pinned("cuMemHostUnregister", p, false,
-                          TCU_ERROR_HOST_MEMORY_NOT_REGISTERED);
+                          STANDIN_ERR_HOST_MEMORY_NOT_REGISTERED);
 }

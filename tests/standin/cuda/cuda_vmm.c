@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "standin.h"
+#include "cuda_layer.h"
 
 typedef struct standin_vmm_handle {
     int fd; /* the memfd; closed when released and unmapped */
@@ -68,35 +68,35 @@ handle_destroy_if_unused(standin_vmm_handle *h)
 
 /* The allocation properties the stand-in supports: pinned device memory of a known
  * device, exportable as a POSIX fd or not at all. */
-static tcu_result
+static standin_rc
 check_prop(const tcu_mem_allocation_prop *prop)
 {
     if (!prop || prop->type != TCU_MEM_ALLOCATION_TYPE_PINNED ||
         prop->location.type != TCU_MEM_LOCATION_TYPE_DEVICE) {
-        return TCU_ERROR_INVALID_VALUE;
+        return STANDIN_ERR_INVALID_VALUE;
     }
     if (!standin_device_ok(prop->location.id)) {
-        return TCU_ERROR_INVALID_DEVICE;
+        return STANDIN_ERR_INVALID_DEVICE;
     }
     if (prop->requestedHandleTypes != TCU_MEM_HANDLE_TYPE_NONE &&
         prop->requestedHandleTypes != TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) {
-        return TCU_ERROR_NOT_SUPPORTED; /* Win32 and fabric handles */
+        return STANDIN_ERR_NOT_SUPPORTED; /* Win32 and fabric handles */
     }
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 STANDIN_EXPORT tcu_result
 cuMemGetAllocationGranularity(size_t *granularity, const tcu_mem_allocation_prop *prop,
                               tcu_granularity_flags option)
 {
-    tcu_result rc = standin_enter("cuMemGetAllocationGranularity");
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuMemGetAllocationGranularity");
+    if (rc == STANDIN_OK) {
         rc = check_prop(prop);
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         if (!granularity || (option != TCU_MEM_ALLOC_GRANULARITY_MINIMUM &&
                              option != TCU_MEM_ALLOC_GRANULARITY_RECOMMENDED)) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
         else {
             *granularity = STANDIN_GRANULARITY;
@@ -105,7 +105,7 @@ cuMemGetAllocationGranularity(size_t *granularity, const tcu_mem_allocation_prop
     return standin_leave(rc, "cuMemGetAllocationGranularity", "option=%d", option);
 }
 
-static tcu_result
+static standin_rc
 handle_new(int fd, size_t size, int device, unsigned types, standin_vmm_handle **out)
 {
     standin_vmm_handle *h = calloc(1, sizeof *h);
@@ -115,7 +115,7 @@ handle_new(int fd, size_t size, int device, unsigned types, standin_vmm_handle *
         if (a != MAP_FAILED) {
             munmap(a, size);
         }
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     h->fd = fd;
     h->size = size;
@@ -125,38 +125,38 @@ handle_new(int fd, size_t size, int device, unsigned types, standin_vmm_handle *
     h->next = handles;
     handles = h;
     *out = h;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 STANDIN_EXPORT tcu_result
 cuMemCreate(tcu_mem_handle *handle, size_t size, const tcu_mem_allocation_prop *prop,
             unsigned long long flags)
 {
-    tcu_result rc = standin_enter("cuMemCreate");
+    standin_rc rc = standin_enter("cuMemCreate");
     standin_vmm_handle *h = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = check_prop(prop);
     }
-    if (rc == TCU_SUCCESS &&
+    if (rc == STANDIN_OK &&
         (!handle || flags != 0 || size == 0 || size % STANDIN_GRANULARITY != 0)) {
-        rc = TCU_ERROR_INVALID_VALUE; /* size must be a multiple of the granularity */
+        rc = STANDIN_ERR_INVALID_VALUE; /* size must be a multiple of the granularity */
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         char name[40];
         snprintf(name, sizeof name, "tack-standin-vmm-d%d", prop->location.id);
         int fd = memfd_create(name, MFD_CLOEXEC);
         if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
-            rc = TCU_ERROR_OUT_OF_MEMORY;
+            rc = STANDIN_ERR_OUT_OF_MEMORY;
         }
         else {
             rc = handle_new(fd, size, prop->location.id,
                             (unsigned)prop->requestedHandleTypes, &h);
         }
-        if (rc != TCU_SUCCESS && fd >= 0) {
+        if (rc != STANDIN_OK && fd >= 0) {
             close(fd);
         }
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         memset(h->alias, STANDIN_FILL, size);
         *handle = (tcu_mem_handle)(uintptr_t)h;
     }
@@ -166,11 +166,11 @@ cuMemCreate(tcu_mem_handle *handle, size_t size, const tcu_mem_allocation_prop *
 STANDIN_EXPORT tcu_result
 cuMemRelease(tcu_mem_handle handle)
 {
-    tcu_result rc = standin_enter("cuMemRelease");
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuMemRelease");
+    if (rc == STANDIN_OK) {
         standin_vmm_handle *h = known_handle(handle);
         if (!h) {
-            rc = TCU_ERROR_INVALID_VALUE; /* unknown or released twice */
+            rc = STANDIN_ERR_INVALID_VALUE; /* unknown or released twice */
         }
         else {
             /* The memory lives on while a mapping uses it, as documented. */
@@ -182,30 +182,30 @@ cuMemRelease(tcu_mem_handle handle)
 }
 
 STANDIN_EXPORT tcu_result
-cuMemAddressReserve(tcu_deviceptr *ptr, size_t size, size_t alignment,
-                    tcu_deviceptr addr, unsigned long long flags)
+cuMemAddressReserve(standin_addr *ptr, size_t size, size_t alignment, standin_addr addr,
+                    unsigned long long flags)
 {
-    tcu_result rc = standin_enter("cuMemAddressReserve");
+    standin_rc rc = standin_enter("cuMemAddressReserve");
     uintptr_t base = 0;
     (void)addr; /* only a hint */
-    if (rc == TCU_SUCCESS &&
+    if (rc == STANDIN_OK &&
         (!ptr || flags != 0 || size == 0 || size % STANDIN_GRANULARITY != 0 ||
          (alignment & (alignment - 1)) != 0)) {
-        rc = TCU_ERROR_INVALID_VALUE;
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
     reservation *r = NULL;
-    if (rc == TCU_SUCCESS && !(r = calloc(1, sizeof *r))) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+    if (rc == STANDIN_OK && !(r = calloc(1, sizeof *r))) {
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_vmm_reserve(size, alignment, &base);
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         r->base = base;
         r->size = size;
         r->next = reservations;
         reservations = r;
-        *ptr = (tcu_deviceptr)base;
+        *ptr = (standin_addr)base;
     }
     else {
         free(r);
@@ -249,15 +249,15 @@ mapped_within(uintptr_t p, size_t size)
 }
 
 STANDIN_EXPORT tcu_result
-cuMemAddressFree(tcu_deviceptr ptr, size_t size)
+cuMemAddressFree(standin_addr ptr, size_t size)
 {
-    tcu_result rc = standin_enter("cuMemAddressFree");
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuMemAddressFree");
+    if (rc == STANDIN_OK) {
         reservation *r = reservation_of((uintptr_t)ptr, size);
         /* It must name a whole reservation, and (stricter) one with nothing mapped. */
         if (!r || r->base != (uintptr_t)ptr || r->size != size ||
             mapped_within(r->base, r->size)) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
         else {
             r->freed = true;
@@ -267,31 +267,31 @@ cuMemAddressFree(tcu_deviceptr ptr, size_t size)
 }
 
 STANDIN_EXPORT tcu_result
-cuMemMap(tcu_deviceptr ptr, size_t size, size_t offset, tcu_mem_handle handle,
+cuMemMap(standin_addr ptr, size_t size, size_t offset, tcu_mem_handle handle,
          unsigned long long flags)
 {
-    tcu_result rc = standin_enter("cuMemMap");
+    standin_rc rc = standin_enter("cuMemMap");
     standin_vmm_handle *h = NULL;
     reservation *r = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         h = known_handle(handle);
         r = reservation_of((uintptr_t)ptr, size);
         /* Stricter: the whole allocation, from offset 0; never over a mapping. */
         if (!h || !r || flags != 0 || (uintptr_t)ptr % STANDIN_GRANULARITY != 0 ||
             offset != 0 || size != h->size || mapped_within((uintptr_t)ptr, size)) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
     }
     standin_alloc *m = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         void *at = mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED,
                         h->fd, 0);
         if (at == MAP_FAILED ||
             !(m = standin_alloc_add((uintptr_t)ptr, size, h->alias, NULL, ALLOC_VMM))) {
-            rc = TCU_ERROR_OUT_OF_MEMORY;
+            rc = STANDIN_ERR_OUT_OF_MEMORY;
         }
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         m->device = h->device;
         m->vmm = h;
         m->reservation = r->base;
@@ -304,20 +304,20 @@ cuMemMap(tcu_deviceptr ptr, size_t size, size_t offset, tcu_mem_handle handle,
 }
 
 STANDIN_EXPORT tcu_result
-cuMemUnmap(tcu_deviceptr ptr, size_t size)
+cuMemUnmap(standin_addr ptr, size_t size)
 {
-    tcu_result rc = standin_enter("cuMemUnmap");
+    standin_rc rc = standin_enter("cuMemUnmap");
     standin_alloc *m = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         m = mapping_at((uintptr_t)ptr);
         if (!m || m->nbytes != size) {
-            rc = TCU_ERROR_INVALID_VALUE; /* stricter: one whole mapping */
+            rc = STANDIN_ERR_INVALID_VALUE; /* stricter: one whole mapping */
         }
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         /* Work still queued against the mapping runs first: the memory must not go
          * while the device may use it. */
-        for (struct CUctx_st *c = standin.contexts; c; c = c->next) {
+        for (struct standin_context *c = standin.contexts; c; c = c->next) {
             if (c->alive && c->device == m->device) {
                 standin_run_context(c);
             }
@@ -333,35 +333,34 @@ cuMemUnmap(tcu_deviceptr ptr, size_t size)
 }
 
 STANDIN_EXPORT tcu_result
-cuMemSetAccess(tcu_deviceptr ptr, size_t size, const tcu_mem_access_desc *desc,
+cuMemSetAccess(standin_addr ptr, size_t size, const tcu_mem_access_desc *desc,
                size_t count)
 {
-    tcu_result rc = standin_enter("cuMemSetAccess");
-    if (rc == TCU_SUCCESS && (!desc || count == 0 || size == 0)) {
-        rc = TCU_ERROR_INVALID_VALUE; /* an empty descriptor list is refused */
+    standin_rc rc = standin_enter("cuMemSetAccess");
+    if (rc == STANDIN_OK && (!desc || count == 0 || size == 0)) {
+        rc = STANDIN_ERR_INVALID_VALUE; /* an empty descriptor list is refused */
     }
-    for (size_t k = 0; rc == TCU_SUCCESS && k < count; k++) {
+    for (size_t k = 0; rc == STANDIN_OK && k < count; k++) {
         tcu_mem_access_flags f = desc[k].flags;
         if (desc[k].location.type != TCU_MEM_LOCATION_TYPE_DEVICE ||
             !standin_device_ok(desc[k].location.id) ||
-            (f != TCU_MEM_ACCESS_FLAGS_PROT_NONE &&
-             f != TCU_MEM_ACCESS_FLAGS_PROT_READ &&
-             f != TCU_MEM_ACCESS_FLAGS_PROT_READWRITE)) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            (f != STANDIN_ACCESS_NONE && f != STANDIN_ACCESS_READ &&
+             f != STANDIN_ACCESS_READWRITE)) {
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
     }
     /* Stricter: the range is a run of whole, adjacent mappings. */
     uintptr_t p = (uintptr_t)ptr, end = p + size;
-    while (rc == TCU_SUCCESS && p < end) {
+    while (rc == STANDIN_OK && p < end) {
         standin_alloc *m = mapping_at(p);
         if (!m || m->nbytes > end - p) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
         else {
             p += m->nbytes;
         }
     }
-    for (p = (uintptr_t)ptr; rc == TCU_SUCCESS && p < end;) {
+    for (p = (uintptr_t)ptr; rc == STANDIN_OK && p < end;) {
         standin_alloc *m = mapping_at(p);
         for (size_t k = 0; k < count; k++) {
             m->access[desc[k].location.id] = (unsigned)desc[k].flags;
@@ -376,18 +375,18 @@ STANDIN_EXPORT tcu_result
 cuMemExportToShareableHandle(void *shareableHandle, tcu_mem_handle handle,
                              tcu_mem_handle_type handleType, unsigned long long flags)
 {
-    tcu_result rc = standin_enter("cuMemExportToShareableHandle");
+    standin_rc rc = standin_enter("cuMemExportToShareableHandle");
     int fd = -1;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         standin_vmm_handle *h = known_handle(handle);
         /* The handle type must also have been requested at creation. */
         if (!shareableHandle || !h || flags != 0 ||
             handleType != TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
             !(h->handle_types & TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
         else if ((fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-            rc = TCU_ERROR_OUT_OF_MEMORY;
+            rc = STANDIN_ERR_OUT_OF_MEMORY;
         }
         else {
             memcpy(shareableHandle, &fd, sizeof fd); /* the caller owns and closes it */
@@ -424,32 +423,32 @@ STANDIN_EXPORT tcu_result
 cuMemImportFromShareableHandle(tcu_mem_handle *handle, void *osHandle,
                                tcu_mem_handle_type shHandleType)
 {
-    tcu_result rc = standin_enter("cuMemImportFromShareableHandle");
+    standin_rc rc = standin_enter("cuMemImportFromShareableHandle");
     /* For POSIX fds the "handle" is the fd itself, cast to a pointer. */
     int fd = (int)(intptr_t)osHandle;
     standin_vmm_handle *h = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         struct stat st;
         int device = exported_device(fd);
         if (!handle || shHandleType != TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
             device < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
-            rc = TCU_ERROR_INVALID_VALUE;
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
         else if (!standin_device_ok(device)) {
-            rc = TCU_ERROR_INVALID_DEVICE;
+            rc = STANDIN_ERR_INVALID_DEVICE;
         }
         else {
             /* The fd stays the caller's; the handle keeps its own duplicate. */
             int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-            rc = own < 0 ? TCU_ERROR_OUT_OF_MEMORY
+            rc = own < 0 ? STANDIN_ERR_OUT_OF_MEMORY
                          : handle_new(own, (size_t)st.st_size, device,
                                       TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, &h);
-            if (rc != TCU_SUCCESS && own >= 0) {
+            if (rc != STANDIN_OK && own >= 0) {
                 close(own);
             }
         }
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         *handle = (tcu_mem_handle)(uintptr_t)h;
     }
     return standin_leave(rc, "cuMemImportFromShareableHandle", "fd=%d, handle=%p", fd,

@@ -51,11 +51,11 @@ align_up(size_t n, size_t a)
     return (n + a - 1) / a * a;
 }
 
-tcu_result
+standin_rc
 standin_memory_init(void)
 {
     if (view) {
-        return TCU_SUCCESS;
+        return STANDIN_OK;
     }
     const char *env = getenv("TACK_STANDIN_MEMORY");
     pool_nbytes = env ? (size_t)strtoull(env, NULL, 10) : STANDIN_DEFAULT_MEMORY;
@@ -67,7 +67,7 @@ standin_memory_init(void)
     void *reserved = mmap(NULL, total, PROT_NONE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (reserved == MAP_FAILED) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     unsigned char *v =
         (unsigned char *)align_up((uintptr_t)reserved, STANDIN_GRANULARITY);
@@ -88,14 +88,14 @@ standin_memory_init(void)
     alias = a;
     /* Offset 0 is never handed out, so no device pointer equals the view's start. */
     pool_cursor = STANDIN_ALLOC_ALIGN;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 fail:
     if (pool_fd >= 0) {
         close(pool_fd);
         pool_fd = -1;
     }
     munmap(reserved, total);
-    return TCU_ERROR_OUT_OF_MEMORY;
+    return STANDIN_ERR_OUT_OF_MEMORY;
 }
 
 size_t
@@ -138,7 +138,7 @@ grow(standin_alloc ***array, size_t *cap, size_t n)
 
 standin_alloc *
 standin_alloc_add(uintptr_t base, size_t nbytes, unsigned char *where,
-                  struct CUctx_st *ctx, enum standin_alloc_kind kind)
+                  struct standin_context *ctx, enum standin_alloc_kind kind)
 {
     bool vmm = kind != ALLOC_PLAIN && kind != ALLOC_ASYNC; /* outside the pool */
     if (!(vmm ? grow(&mappings, &mappings_cap, nmappings)
@@ -243,7 +243,7 @@ standin_alloc_release(standin_alloc *a)
 
 /* Whether a is memory ctx's device may use. */
 static bool
-device_memory_of(const standin_alloc *a, const struct CUctx_st *ctx)
+device_memory_of(const standin_alloc *a, const struct standin_context *ctx)
 {
     if (a->kind == ALLOC_PINNED) {
         return false; /* host memory (standin_host.c) */
@@ -256,7 +256,7 @@ device_memory_of(const standin_alloc *a, const struct CUctx_st *ctx)
 
 /* Whether new work of ctx may name a: live, with no stream-ordered free queued. */
 static bool
-alloc_usable(const standin_alloc *a, const struct CUctx_st *ctx)
+alloc_usable(const standin_alloc *a, const struct standin_context *ctx)
 {
     if (a->freed || a->free_pending) {
         return false;
@@ -294,34 +294,33 @@ standin_use_ok(const standin_alloc *a, const standin_stamp *use)
 }
 
 /* use: the stamp of queued work that runs now, or NULL for new work. */
-static tcu_result
-range_of(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
+static standin_rc
+range_of(struct standin_context *ctx, standin_addr ptr, size_t nbytes, bool write,
          const standin_stamp *use, standin_range *out)
 {
     standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
     if (!a || !(use ? standin_use_ok(a, use) && device_memory_of(a, ctx)
                     : alloc_usable(a, ctx))) {
-        return TCU_ERROR_INVALID_VALUE;
+        return STANDIN_ERR_INVALID_VALUE;
     }
     size_t offset = (size_t)((uintptr_t)ptr - a->base);
     if (nbytes > a->nbytes - offset) {
-        return TCU_ERROR_INVALID_VALUE; /* runs past the end of the allocation */
+        return STANDIN_ERR_INVALID_VALUE; /* runs past the end of the allocation */
     }
     out->alloc = a;
     out->alias = a->alias + offset;
     out->faults = false;
     if (a->kind == ALLOC_VMM) {
-        unsigned need = write ? TCU_MEM_ACCESS_FLAGS_PROT_READWRITE
-                              : TCU_MEM_ACCESS_FLAGS_PROT_READ;
+        unsigned need = write ? STANDIN_ACCESS_READWRITE : STANDIN_ACCESS_READ;
         /* Mapped but not made accessible: the device faults when the work runs. */
         out->faults = (a->access[ctx->device] & need) != need;
     }
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
-tcu_result
-standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, bool write,
-                     standin_range *out)
+standin_rc
+standin_device_range(struct standin_context *ctx, standin_addr ptr, size_t nbytes,
+                     bool write, standin_range *out)
 {
     return range_of(ctx, ptr, nbytes, write, NULL, out);
 }
@@ -330,12 +329,12 @@ standin_device_range(struct CUctx_st *ctx, tcu_deviceptr ptr, size_t nbytes, boo
  * cuMemFreeAsync queued behind the launch on that stream) is still the launch's
  * memory. */
 void *
-standin_queued_translate(struct CUctx_st *ctx, const standin_stamp *use,
+standin_queued_translate(struct standin_context *ctx, const standin_stamp *use,
                          uint64_t device_address, size_t nbytes)
 {
     standin_range r;
-    if (range_of(ctx, (tcu_deviceptr)device_address, nbytes, true, use, &r) !=
-            TCU_SUCCESS ||
+    if (range_of(ctx, (standin_addr)device_address, nbytes, true, use, &r) !=
+            STANDIN_OK ||
         r.faults) {
         return NULL;
     }
@@ -345,7 +344,7 @@ standin_queued_translate(struct CUctx_st *ctx, const standin_stamp *use,
 /* Opens the device pages of a to what it allows, in the child of an emulated launch
  * (which may then touch them; the parent's view never changes). */
 static bool
-expose(const standin_alloc *a, const struct CUctx_st *ctx)
+expose(const standin_alloc *a, const struct standin_context *ctx)
 {
     int prot = PROT_READ | PROT_WRITE;
     if (a->kind == ALLOC_MANAGED) {
@@ -353,11 +352,10 @@ expose(const standin_alloc *a, const struct CUctx_st *ctx)
     }
     if (a->kind == ALLOC_VMM) {
         unsigned access = a->access[ctx->device];
-        prot = (access & TCU_MEM_ACCESS_FLAGS_PROT_READWRITE) ==
-                       TCU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        prot = (access & STANDIN_ACCESS_READWRITE) == STANDIN_ACCESS_READWRITE
                    ? PROT_READ | PROT_WRITE
-               : access & TCU_MEM_ACCESS_FLAGS_PROT_READ ? PROT_READ
-                                                         : PROT_NONE;
+               : access & STANDIN_ACCESS_READ ? PROT_READ
+                                              : PROT_NONE;
     }
     size_t page = page_size();
     uintptr_t lo = a->base / page * page, hi = align_up(a->base + a->nbytes, page);
@@ -365,7 +363,7 @@ expose(const standin_alloc *a, const struct CUctx_st *ctx)
 }
 
 bool
-standin_expose_launch_memory(struct CUctx_st *ctx, const standin_stamp *use)
+standin_expose_launch_memory(struct standin_context *ctx, const standin_stamp *use)
 {
     bool ok = true;
     for (size_t k = 0; k < nallocs && ok; k++) {
@@ -402,12 +400,12 @@ reusable_block(size_t nbytes, size_t *at)
     return best;
 }
 
-static tcu_result
-pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
+static standin_rc
+pool_alloc(struct standin_context *ctx, size_t nbytes, enum standin_alloc_kind kind,
            standin_alloc **out)
 {
     if (nbytes == 0) {
-        return TCU_ERROR_INVALID_VALUE;
+        return STANDIN_ERR_INVALID_VALUE;
     }
     size_t k = 0;
     standin_alloc *old = reusable_block(nbytes, &k);
@@ -416,7 +414,7 @@ pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
         /* A new record at the old address: work still queued for the old allocation
          * holds the old record, which stays freed. */
         if (!(a = calloc(1, sizeof *a))) {
-            return TCU_ERROR_OUT_OF_MEMORY;
+            return STANDIN_ERR_OUT_OF_MEMORY;
         }
         *a = (standin_alloc){.base = old->base,
                              .nbytes = nbytes,
@@ -433,11 +431,11 @@ pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
     else {
         size_t off = align_up(pool_cursor, STANDIN_ALLOC_ALIGN);
         if (off > pool_nbytes || nbytes > pool_nbytes - off) {
-            return TCU_ERROR_OUT_OF_MEMORY;
+            return STANDIN_ERR_OUT_OF_MEMORY;
         }
         a = standin_alloc_add((uintptr_t)(view + off), nbytes, alias + off, ctx, kind);
         if (!a) {
-            return TCU_ERROR_OUT_OF_MEMORY;
+            return STANDIN_ERR_OUT_OF_MEMORY;
         }
         a->capacity = align_up(nbytes, STANDIN_ALLOC_ALIGN);
         /* A gap of one alignment unit after each block: an overrun never lands in
@@ -446,171 +444,107 @@ pool_alloc(struct CUctx_st *ctx, size_t nbytes, enum standin_alloc_kind kind,
     }
     memset(a->alias, STANDIN_FILL, nbytes);
     *out = a;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
-STANDIN_EXPORT tcu_result
-cuMemAlloc_v2(tcu_deviceptr *dptr, size_t bytesize)
+standin_rc
+standin_mem_alloc(struct standin_context *ctx, size_t nbytes, standin_addr *out)
 {
-    tcu_result rc = standin_enter("cuMemAlloc");
-    struct CUctx_st *ctx = NULL;
-    tcu_deviceptr p = 0;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
-    }
     standin_alloc *a = NULL;
-    if (rc == TCU_SUCCESS) {
-        rc =
-            dptr ? pool_alloc(ctx, bytesize, ALLOC_PLAIN, &a) : TCU_ERROR_INVALID_VALUE;
+    standin_rc rc = pool_alloc(ctx, nbytes, ALLOC_PLAIN, &a);
+    if (rc == STANDIN_OK) {
+        *out = (standin_addr)a->base;
     }
-    if (rc == TCU_SUCCESS) {
-        p = (tcu_deviceptr)a->base;
-        *dptr = p;
-    }
-    return standin_leave(rc, "cuMemAlloc", "bytes=%zu, ptr=0x%llx", bytesize, p);
+    return rc;
 }
 
-STANDIN_EXPORT tcu_result
-cuMemAllocAsync(tcu_deviceptr *dptr, size_t bytesize, tcu_stream hStream)
+standin_rc
+standin_mem_alloc_async(struct standin_context *ctx, struct standin_queue *s,
+                        size_t nbytes, standin_addr *out)
 {
-    tcu_result rc = standin_enter("cuMemAllocAsync");
-    struct CUctx_st *ctx = NULL;
-    struct CUstream_st *s = NULL;
-    tcu_deviceptr p = 0;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
-    }
-    if (rc == TCU_SUCCESS) {
-        rc = standin_stream(ctx, hStream, &s);
-    }
     standin_alloc *a = NULL;
-    standin_op *op = NULL;
-    if (rc == TCU_SUCCESS && !(op = standin_op_new(OP_ALLOC))) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+    standin_op *op = standin_op_new(OP_ALLOC);
+    if (!op) {
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
-        rc =
-            dptr ? pool_alloc(ctx, bytesize, ALLOC_ASYNC, &a) : TCU_ERROR_INVALID_VALUE;
-    }
-    if (rc == TCU_SUCCESS) {
-        /* Usable in stream order: after this operation of s, on s or on a stream
-         * ordered after it, or anywhere once the host waited for it. */
-        op->alloc = a;
-        standin_enqueue(s, op);
-        a->alloc_stream = s;
-        a->alloc_seq = op->seq;
-        p = (tcu_deviceptr)a->base;
-        *dptr = p;
-    }
-    else {
+    standin_rc rc = pool_alloc(ctx, nbytes, ALLOC_ASYNC, &a);
+    if (rc != STANDIN_OK) {
         free(op);
+        return rc;
     }
-    return standin_leave(rc, "cuMemAllocAsync", "bytes=%zu, stream=%p, ptr=0x%llx",
-                         bytesize, (void *)hStream, p);
+    /* Usable in stream order: after this operation of s, on s or on a queue ordered
+     * after it, or anywhere once the host waited for it. */
+    op->alloc = a;
+    standin_enqueue(s, op);
+    a->alloc_stream = s;
+    a->alloc_seq = op->seq;
+    *out = (standin_addr)a->base;
+    return STANDIN_OK;
 }
 
 /* Managed memory: host memory mapped read-write at the address handed out, so the
  * host may touch it as on the real driver, while the device side reads and writes it
  * through the same address when queued work runs (a host read before the
  * synchronization still sees stale bytes). */
-static tcu_result
-managed_alloc(struct CUctx_st *ctx, size_t nbytes, tcu_deviceptr *out)
+standin_rc
+standin_mem_alloc_managed(struct standin_context *ctx, size_t nbytes, standin_addr *out)
 {
     size_t len = align_up(nbytes, page_size());
     /* Shared, so that an emulated launch's child writes the parent's bytes. */
     void *m =
         mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     standin_alloc *a = standin_alloc_add((uintptr_t)m, nbytes, m, ctx, ALLOC_MANAGED);
     if (!a) {
         munmap(m, len);
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     memset(m, STANDIN_FILL, nbytes);
-    *out = (tcu_deviceptr)a->base;
-    return TCU_SUCCESS;
-}
-
-STANDIN_EXPORT tcu_result
-cuMemAllocManaged(tcu_deviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    tcu_result rc = standin_enter("cuMemAllocManaged");
-    struct CUctx_st *ctx = NULL;
-    tcu_deviceptr p = 0;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
-    }
-    if (rc == TCU_SUCCESS) {
-        /* flags: exactly one of CU_MEM_ATTACH_GLOBAL and CU_MEM_ATTACH_HOST. */
-        bool flags_ok = flags == TCU_MEM_ATTACH_GLOBAL || flags == TCU_MEM_ATTACH_HOST;
-        rc = dptr && bytesize > 0 && flags_ok ? managed_alloc(ctx, bytesize, &p)
-                                              : TCU_ERROR_INVALID_VALUE;
-    }
-    if (rc == TCU_SUCCESS) {
-        *dptr = p;
-    }
-    return standin_leave(rc, "cuMemAllocManaged", "bytes=%zu, flags=%u, ptr=0x%llx",
-                         bytesize, flags, p);
+    *out = (standin_addr)a->base;
+    return STANDIN_OK;
 }
 
 /* The allocation a free names: its exact start, live, not a VMM mapping. */
-static tcu_result
-freeable(struct CUctx_st *ctx, tcu_deviceptr dptr, standin_alloc **out)
+static standin_rc
+freeable(struct standin_context *ctx, standin_addr dptr, standin_alloc **out)
 {
     standin_alloc *a = standin_alloc_find((uintptr_t)dptr);
     if (!a || a->base != (uintptr_t)dptr || a->kind == ALLOC_VMM ||
         !alloc_usable(a, ctx)) {
-        return TCU_ERROR_INVALID_VALUE; /* host, interior, freed or foreign pointer */
+        return STANDIN_ERR_INVALID_VALUE; /* host, interior, freed or foreign pointer */
     }
     *out = a;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
-STANDIN_EXPORT tcu_result
-cuMemFree_v2(tcu_deviceptr dptr)
+standin_rc
+standin_mem_free(struct standin_context *ctx, standin_addr ptr)
 {
-    tcu_result rc = standin_enter("cuMemFree");
-    struct CUctx_st *ctx = NULL;
     standin_alloc *a = NULL;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
-    }
-    if (rc == TCU_SUCCESS) {
-        rc = freeable(ctx, dptr, &a);
-    }
-    if (rc == TCU_SUCCESS) {
-        /* cuMemFree waits for the context's work, as the driver's free does. */
+    standin_rc rc = freeable(ctx, ptr, &a);
+    if (rc == STANDIN_OK) {
+        /* A synchronous free waits for the context's work, as the driver's does. */
         rc = standin_run_context(ctx);
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         standin_alloc_release(a);
     }
-    return standin_leave(rc, "cuMemFree", "ptr=0x%llx", dptr);
+    return rc;
 }
 
-STANDIN_EXPORT tcu_result
-cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream)
+standin_rc
+standin_mem_free_async(struct standin_context *ctx, struct standin_queue *s,
+                       standin_addr ptr)
 {
-    tcu_result rc = standin_enter("cuMemFreeAsync");
-    struct CUctx_st *ctx = NULL;
-    struct CUstream_st *s = NULL;
     standin_alloc *a = NULL;
     standin_op *op = NULL;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
+    standin_rc rc = freeable(ctx, ptr, &a);
+    if (rc == STANDIN_OK && !(op = standin_op_new(OP_FREE))) {
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
-        rc = standin_stream(ctx, hStream, &s);
-    }
-    if (rc == TCU_SUCCESS) {
-        rc = freeable(ctx, dptr, &a);
-    }
-    if (rc == TCU_SUCCESS && !(op = standin_op_new(OP_FREE))) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
-    }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         /* From now on no new work may name it; queued work still may. */
         a->free_pending = true;
         a->free_stream = s;
@@ -618,63 +552,36 @@ cuMemFreeAsync(tcu_deviceptr dptr, tcu_stream hStream)
         standin_enqueue(s, op);
         a->free_stamp = &op->stamp; /* what the free is ordered after */
     }
-    return standin_leave(rc, "cuMemFreeAsync", "ptr=0x%llx, stream=%p", dptr,
-                         (void *)hStream);
+    return rc;
 }
 
-STANDIN_EXPORT tcu_result
-cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
+void
+standin_mem_info(size_t *free_bytes, size_t *total)
 {
-    tcu_result rc = standin_enter("cuMemGetInfo");
-    struct CUctx_st *ctx = NULL;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
-    }
-    if (rc == TCU_SUCCESS) {
-        if (!free_bytes || !total) {
-            rc = TCU_ERROR_INVALID_VALUE;
-        }
-        else {
-            *total = pool_nbytes;
-            *free_bytes = pool_cursor < pool_nbytes ? pool_nbytes - pool_cursor : 0;
-        }
-    }
-    return standin_leave(rc, "cuMemGetInfo", "%s", "");
+    *total = pool_nbytes;
+    *free_bytes = pool_cursor < pool_nbytes ? pool_nbytes - pool_cursor : 0;
 }
 
 /* ---- copies and memsets ---------------------------------------------------------- */
 
-/* One description of a copy or memset: a NULL device address means "host side". */
-typedef struct transfer {
-    const char *name;
-    tcu_deviceptr dst_dev, src_dev;
-    void *dst_host;
-    const void *src_host;
-    size_t nbytes;
-    uint32_t pattern; /* memset: value and width; width 0 for a copy */
-    unsigned width;
-    tcu_stream stream;
-    bool sync; /* a synchronous call: the legacy stream, run to this operation */
-} transfer;
-
-static tcu_result
+static standin_rc
 host_side_ok(const void *p, size_t nbytes)
 {
     /* Stricter: with unified addressing the driver would accept a device pointer where
      * host memory is expected and copy device to device; Tack must say what it means.
      */
-    return p && !standin_in_device_view(p, nbytes) ? TCU_SUCCESS
-                                                   : TCU_ERROR_INVALID_VALUE;
+    return p && !standin_in_device_view(p, nbytes) ? STANDIN_OK
+                                                   : STANDIN_ERR_INVALID_VALUE;
 }
 
-static tcu_result
-queue_transfer(struct CUctx_st *ctx, const transfer *t)
+standin_rc
+standin_transfer_queue(struct standin_context *ctx, const standin_transfer *t)
 {
-    struct CUstream_st *s = ctx->legacy;
-    tcu_result rc = t->sync ? TCU_SUCCESS : standin_stream(ctx, t->stream, &s);
+    struct standin_queue *s = t->sync ? ctx->legacy : t->queue;
+    standin_rc rc = STANDIN_OK;
     size_t nbytes = t->width ? t->nbytes * t->width : t->nbytes;
-    if (rc != TCU_SUCCESS || nbytes == 0) {
-        return rc; /* nothing to move is a success, as in the driver */
+    if (nbytes == 0) {
+        return STANDIN_OK; /* nothing to move is a success, as in the driver */
     }
     standin_range dst = {0}, src = {0};
     const unsigned char *from = t->src_host;
@@ -686,7 +593,7 @@ queue_transfer(struct CUctx_st *ctx, const transfer *t)
     else {
         rc = host_side_ok(t->dst_host, nbytes);
     }
-    if (rc == TCU_SUCCESS && !t->width) {
+    if (rc == STANDIN_OK && !t->width) {
         if (t->src_dev) {
             rc = standin_device_range(ctx, t->src_dev, nbytes, false, &src);
             from = src.alias;
@@ -695,14 +602,14 @@ queue_transfer(struct CUctx_st *ctx, const transfer *t)
             rc = host_side_ok(t->src_host, nbytes);
         }
     }
-    if (rc != TCU_SUCCESS) {
+    if (rc != STANDIN_OK) {
         return rc;
     }
     standin_op *op = standin_op_new(dst.faults || src.faults ? OP_FAULT
                                     : t->width               ? OP_MEMSET
                                                              : OP_COPY);
     if (!op) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     op->dst = to;
     op->src = from;
@@ -715,230 +622,19 @@ queue_transfer(struct CUctx_st *ctx, const transfer *t)
     standin_enqueue(s, op);
     /* A synchronous copy returns once the legacy stream has run up to it; host memory
      * given to an asynchronous one is read or written only when its stream runs. */
-    return t->sync ? standin_run_until(s, s->last_seq) : TCU_SUCCESS;
-}
-
-static tcu_result
-transfer_call(const transfer *t)
-{
-    tcu_result rc = standin_enter(t->name);
-    struct CUctx_st *ctx = NULL;
-    if (rc == TCU_SUCCESS) {
-        rc = standin_current(&ctx);
-    }
-    if (rc == TCU_SUCCESS) {
-        rc = queue_transfer(ctx, t);
-    }
-    /* A host address is logged as such; a device one as the 0x... it was given. */
-    return standin_leave(
-        rc, t->name, "dst=%s0x%llx, src=%s0x%llx, n=%zu, stream=%p",
-        t->dst_dev ? "" : "host:",
-        t->dst_dev ? t->dst_dev : (unsigned long long)(uintptr_t)t->dst_host,
-        t->width     ? "value:"
-        : t->src_dev ? ""
-                     : "host:",
-        t->width     ? t->pattern
-        : t->src_dev ? t->src_dev
-                     : (unsigned long long)(uintptr_t)t->src_host,
-        t->nbytes, (void *)t->stream);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemcpyHtoD_v2(tcu_deviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{
-    transfer t = {.name = "cuMemcpyHtoD",
-                  .dst_dev = dstDevice,
-                  .src_host = srcHost,
-                  .nbytes = ByteCount,
-                  .sync = true};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemcpyDtoH_v2(void *dstHost, tcu_deviceptr srcDevice, size_t ByteCount)
-{
-    transfer t = {.name = "cuMemcpyDtoH",
-                  .dst_host = dstHost,
-                  .src_dev = srcDevice,
-                  .nbytes = ByteCount,
-                  .sync = true};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemcpyDtoD_v2(tcu_deviceptr dstDevice, tcu_deviceptr srcDevice, size_t ByteCount)
-{
-    /* The driver documents device-to-device cuMemcpy as asynchronous with respect to
-     * the host; the stand-in queues it on the legacy stream without running it. */
-    transfer t = {.name = "cuMemcpyDtoD",
-                  .dst_dev = dstDevice,
-                  .src_dev = srcDevice,
-                  .nbytes = ByteCount,
-                  .stream = NULL};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemcpyHtoDAsync_v2(tcu_deviceptr dstDevice, const void *srcHost, size_t ByteCount,
-                     tcu_stream hStream)
-{
-    transfer t = {.name = "cuMemcpyHtoDAsync",
-                  .dst_dev = dstDevice,
-                  .src_host = srcHost,
-                  .nbytes = ByteCount,
-                  .stream = hStream};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemcpyDtoHAsync_v2(void *dstHost, tcu_deviceptr srcDevice, size_t ByteCount,
-                     tcu_stream hStream)
-{
-    transfer t = {.name = "cuMemcpyDtoHAsync",
-                  .dst_host = dstHost,
-                  .src_dev = srcDevice,
-                  .nbytes = ByteCount,
-                  .stream = hStream};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemcpyDtoDAsync_v2(tcu_deviceptr dstDevice, tcu_deviceptr srcDevice, size_t ByteCount,
-                     tcu_stream hStream)
-{
-    transfer t = {.name = "cuMemcpyDtoDAsync",
-                  .dst_dev = dstDevice,
-                  .src_dev = srcDevice,
-                  .nbytes = ByteCount,
-                  .stream = hStream};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemsetD8Async(tcu_deviceptr dstDevice, unsigned char uc, size_t N, tcu_stream hStream)
-{
-    transfer t = {.name = "cuMemsetD8Async",
-                  .dst_dev = dstDevice,
-                  .nbytes = N,
-                  .pattern = uc,
-                  .width = 1,
-                  .stream = hStream};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemsetD16Async(tcu_deviceptr dstDevice, unsigned short us, size_t N,
-                 tcu_stream hStream)
-{
-    transfer t = {.name = "cuMemsetD16Async",
-                  .dst_dev = dstDevice,
-                  .nbytes = N,
-                  .pattern = us,
-                  .width = 2,
-                  .stream = hStream};
-    return transfer_call(&t);
-}
-
-STANDIN_EXPORT tcu_result
-cuMemsetD32Async(tcu_deviceptr dstDevice, unsigned int ui, size_t N, tcu_stream hStream)
-{
-    transfer t = {.name = "cuMemsetD32Async",
-                  .dst_dev = dstDevice,
-                  .nbytes = N,
-                  .pattern = ui,
-                  .width = 4,
-                  .stream = hStream};
-    return transfer_call(&t);
+    return t->sync ? standin_run_until(s, s->last_seq) : STANDIN_OK;
 }
 
 /* ---- pointer attributes ---------------------------------------------------------- */
 
-static bool
-host_reachable(const standin_alloc *a)
+bool
+standin_alloc_host_reachable(const standin_alloc *a)
 {
     return a->kind == ALLOC_MANAGED || a->kind == ALLOC_PINNED;
 }
 
-/* Writes one attribute of a (possibly NULL: not a CUDA pointer) allocation. The value
- * types are those the driver documents: CUcontext, unsigned int, CUdeviceptr, void *,
- * unsigned long long, bool, int. */
-static tcu_result
-write_attribute(tcu_pointer_attribute attr, const standin_alloc *a, tcu_deviceptr ptr,
-                void *data)
-{
-    switch (attr) {
-    case TCU_POINTER_ATTRIBUTE_CONTEXT: {
-        tcu_context c = a ? a->ctx : NULL;
-        memcpy(data, &c, sizeof(tcu_context));
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_MEMORY_TYPE: {
-        /* Managed memory reads as device memory, as on Linux (the runtime documents
-         * that either DEVICE or HOST may come back; IS_MANAGED is what tells). */
-        unsigned v = !a                        ? 0
-                     : a->kind == ALLOC_PINNED ? TCU_MEMORYTYPE_HOST
-                                               : TCU_MEMORYTYPE_DEVICE;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_DEVICE_POINTER: {
-        tcu_deviceptr v = a ? ptr : 0;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_HOST_POINTER: {
-        /* Managed and pinned memory are reached from the host at the same address;
-         * device memory has no host address. */
-        bool host = a && host_reachable(a);
-        void *v = host ? (void *)(uintptr_t)ptr : NULL;
-        memcpy(data, &v, sizeof v);
-        return a && !host ? TCU_ERROR_INVALID_VALUE : TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_BUFFER_ID: {
-        unsigned long long v = a ? a->buffer_id : 0;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_IS_MANAGED: {
-        bool v = a && a->kind == ALLOC_MANAGED;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_MAPPED: {
-        bool v = a != NULL;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: {
-        /* -2 for a pointer CUDA does not know (as documented, unverified on hardware).
-         */
-        int v = a ? a->device : -2;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_RANGE_START_ADDR: {
-        tcu_deviceptr v = !a ? 0 : a->kind == ALLOC_VMM ? a->reservation : a->base;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_RANGE_SIZE: {
-        size_t v = !a ? 0 : a->kind == ALLOC_VMM ? a->reservation_size : a->nbytes;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    case TCU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: {
-        unsigned long long v =
-            a && a->kind == ALLOC_VMM ? TCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
-        memcpy(data, &v, sizeof v);
-        return TCU_SUCCESS;
-    }
-    default: return TCU_ERROR_INVALID_VALUE;
-    }
-}
-
-/* The allocation ptr points into, as pointer queries see it: live, or NULL. */
-static const standin_alloc *
-query_target(tcu_deviceptr ptr)
+const standin_alloc *
+standin_pointer_target(standin_addr ptr)
 {
     const standin_alloc *a = standin_alloc_find((uintptr_t)ptr);
     if (!a || a->freed || (a->ctx && !a->ctx->alive)) {
@@ -947,67 +643,18 @@ query_target(tcu_deviceptr ptr)
     return a;
 }
 
-STANDIN_EXPORT tcu_result
-cuPointerGetAttribute(void *data, tcu_pointer_attribute attribute, tcu_deviceptr ptr)
-{
-    tcu_result rc = standin_enter("cuPointerGetAttribute");
-    if (rc == TCU_SUCCESS) {
-        const standin_alloc *a = query_target(ptr);
-        if (!data || !a) {
-            rc = TCU_ERROR_INVALID_VALUE; /* not a CUDA pointer */
-        }
-        else {
-            rc = write_attribute(attribute, a, ptr, data);
-        }
-    }
-    return standin_leave(rc, "cuPointerGetAttribute", "attribute=%d, ptr=0x%llx",
-                         attribute, ptr);
-}
-
-STANDIN_EXPORT tcu_result
-cuPointerGetAttributes(unsigned int numAttributes, tcu_pointer_attribute *attributes,
-                       void **data, tcu_deviceptr ptr)
-{
-    tcu_result rc = standin_enter("cuPointerGetAttributes");
-    if (rc == TCU_SUCCESS) {
-        if (numAttributes == 0 || !attributes || !data) {
-            rc = TCU_ERROR_INVALID_VALUE;
-        }
-        else {
-            /* Unlike cuPointerGetAttribute, a pointer CUDA does not know is a success
-             * with every attribute at its empty value. */
-            const standin_alloc *a = query_target(ptr);
-            for (unsigned k = 0; k < numAttributes && rc == TCU_SUCCESS; k++) {
-                if (!data[k]) {
-                    rc = TCU_ERROR_INVALID_VALUE;
-                }
-                else if (attributes[k] == TCU_POINTER_ATTRIBUTE_HOST_POINTER &&
-                         !(a && host_reachable(a))) {
-                    void *none = NULL;
-                    memcpy(data[k], &none, sizeof(void *));
-                }
-                else {
-                    rc = write_attribute(attributes[k], a, ptr, data[k]);
-                }
-            }
-        }
-    }
-    return standin_leave(rc, "cuPointerGetAttributes", "n=%u, ptr=0x%llx",
-                         numAttributes, ptr);
-}
-
 /* ---- the VMM address range ------------------------------------------------------- */
 
-tcu_result
+standin_rc
 standin_vmm_reserve(size_t size, size_t alignment, uintptr_t *out)
 {
     size_t a = alignment ? alignment : STANDIN_GRANULARITY;
     size_t off = align_up(vmm_cursor, a);
     if (off > STANDIN_VMM_VA || size > STANDIN_VMM_VA - off) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     /* Addresses are never reused; a guard granule separates reservations. */
     vmm_cursor = off + size + STANDIN_GRANULARITY;
     *out = standin_vmm_base() + off;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }

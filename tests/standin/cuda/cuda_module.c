@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "standin.h"
+#include "cuda_layer.h"
 
 #define MAX_PARAMS 128
 #define STANDIN_PTX_MAX_MAJOR 9 /* PTX ISA 9.0 comes with CUDA 13.0 */
@@ -30,7 +30,7 @@
 #define EM_CUDA 190
 
 struct CUmod_st {
-    struct CUctx_st *ctx;
+    struct standin_context *ctx;
     bool alive;
     bool cubin;
     unsigned char *image; /* a private copy */
@@ -52,8 +52,8 @@ struct CUfunc_st {
 
 typedef struct standin_launch_op {
     char *entry;
-    struct CUctx_st *ctx;
-    struct CUstream_st *stream; /* the stream it was queued on */
+    struct standin_context *ctx;
+    struct standin_queue *stream; /* the stream it was queued on */
     tack_standin_twin_fn fn;
     void *user;
     void *emulated; /* instead of fn: the module's own code (standin_emulate.c) */
@@ -241,7 +241,7 @@ read_token(const char *p, const char *stop, char *word, size_t word_nbytes)
     return n ? p : NULL;
 }
 
-static tcu_result
+static standin_rc
 check_ptx(const char *text)
 {
     const char *v = strstr(text, ".version");
@@ -267,7 +267,7 @@ check_ptx(const char *text)
     }
     /* PTX for an older architecture is compiled up; a newer one cannot run here
      * (as documented, unverified on hardware: the driver's code for this case). */
-    return sm <= STANDIN_SM ? TCU_SUCCESS : TCU_ERROR_INVALID_PTX;
+    return sm <= STANDIN_SM ? STANDIN_OK : TCU_ERROR_INVALID_PTX;
 }
 
 /* A CUBIN's section header table entry k: name offset, file offset and size. */
@@ -314,7 +314,7 @@ cubin_find(const unsigned char *img, size_t n, const char *name, section *out)
     return false;
 }
 
-static tcu_result
+static standin_rc
 check_cubin(const unsigned char *img, size_t n)
 {
     if (n < 0x40 || img[4] != 2 /* ELFCLASS64 */ || img[5] != 1 /* little-endian */ ||
@@ -329,7 +329,7 @@ check_cubin(const unsigned char *img, size_t n)
     if (sm / 10 != STANDIN_SM / 10 || sm > STANDIN_SM) {
         return TCU_ERROR_NO_BINARY_FOR_GPU;
     }
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 /* The size, in bytes, of a PTX parameter type such as .u64, .b8 or .f32. */
@@ -348,7 +348,7 @@ ptx_type_size(const char *type)
 }
 
 /* Reads the `.param` list of `.entry name(...)` into f. */
-static tcu_result
+static standin_rc
 ptx_params(const char *text, struct CUfunc_st *f)
 {
     size_t len = strlen(f->name);
@@ -364,12 +364,12 @@ ptx_params(const char *text, struct CUfunc_st *f)
         }
     }
     if (!p) {
-        return TCU_ERROR_NOT_FOUND;
+        return STANDIN_ERR_NOT_FOUND;
     }
     const char *open = strchr(p, '('), *close = open ? strchr(open, ')') : NULL;
     const char *body = strchr(p, '{');
     if (!open || !close || (body && body < open)) {
-        return TCU_SUCCESS; /* no parameter list */
+        return STANDIN_OK; /* no parameter list */
     }
     size_t at = 0;
     for (const char *q = open; (q = strstr(q, ".param")) && q < close; q += 6) {
@@ -407,23 +407,23 @@ ptx_params(const char *text, struct CUfunc_st *f)
         f->nparams++;
     }
     f->params_nbytes = at;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 /* Reads EIATTR_KPARAM_INFO (0x17) records of .nv.info.<name>: one per parameter, with
  * its ordinal, offset and size; EIATTR_CBANK_PARAM_SIZE (0x19) gives the total. */
-static tcu_result
+static standin_rc
 cubin_params(const unsigned char *img, size_t n, struct CUfunc_st *f)
 {
     char name[512];
     section s;
     if ((size_t)snprintf(name, sizeof name, ".text.%s", f->name) >= sizeof name ||
         !cubin_find(img, n, name, &s)) {
-        return TCU_ERROR_NOT_FOUND;
+        return STANDIN_ERR_NOT_FOUND;
     }
     snprintf(name, sizeof name, ".nv.info.%s", f->name);
     if (!cubin_find(img, n, name, &s)) {
-        return TCU_SUCCESS; /* a kernel without parameters */
+        return STANDIN_OK; /* a kernel without parameters */
     }
     const unsigned char *p = img + s.offset, *end = p + s.size;
     while (end - p >= 4) {
@@ -449,20 +449,20 @@ cubin_params(const unsigned char *img, size_t n, struct CUfunc_st *f)
         }
         p += record;
     }
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 /* ---- modules and functions ------------------------------------------------------- */
 
-static tcu_result
-load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out)
+static standin_rc
+load_image(struct standin_context *ctx, const unsigned char *img, struct CUmod_st **out)
 {
     bool cubin = img[0] == 0x7F && img[1] == 'E' && img[2] == 'L' && img[3] == 'F';
     if (read_le(img, 4) == 0xBA55ED50u) {
-        return TCU_ERROR_NOT_SUPPORTED; /* a fat binary */
+        return STANDIN_ERR_NOT_SUPPORTED; /* a fat binary */
     }
     size_t n = 0;
-    tcu_result rc;
+    standin_rc rc;
     if (cubin) {
         /* An ELF image carries its size in its headers: the section table ends it. */
         uint64_t shoff = read_le(img + 0x28, 8);
@@ -472,10 +472,10 @@ load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out
     else {
         n = strlen((const char *)img) + 1;
         char *text = ptx_without_comments((const char *)img, n - 1);
-        rc = text ? check_ptx(text) : TCU_ERROR_OUT_OF_MEMORY;
+        rc = text ? check_ptx(text) : STANDIN_ERR_OUT_OF_MEMORY;
         free(text);
     }
-    if (rc != TCU_SUCCESS) {
+    if (rc != STANDIN_OK) {
         return rc;
     }
     struct CUmod_st *m = calloc(1, sizeof *m);
@@ -483,7 +483,7 @@ load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out
     if (!m || !copy) {
         free(m);
         free(copy);
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
     memcpy(copy, img, n);
     m->image = copy;
@@ -494,22 +494,22 @@ load_image(struct CUctx_st *ctx, const unsigned char *img, struct CUmod_st **out
     m->next = modules; /* modules are kept for the life of the process */
     modules = m;
     *out = m;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 STANDIN_EXPORT tcu_result
 cuModuleLoadData(tcu_module *module, const void *image)
 {
-    tcu_result rc = standin_enter("cuModuleLoadData");
-    struct CUctx_st *ctx = NULL;
+    standin_rc rc = standin_enter("cuModuleLoadData");
+    struct standin_context *ctx = NULL;
     struct CUmod_st *m = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    if (rc == TCU_SUCCESS) {
-        rc = module && image ? load_image(ctx, image, &m) : TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK) {
+        rc = module && image ? load_image(ctx, image, &m) : STANDIN_ERR_INVALID_VALUE;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         *module = m;
     }
     return standin_leave(rc, "cuModuleLoadData", "kind=%s, bytes=%zu, module=%p",
@@ -518,7 +518,7 @@ cuModuleLoadData(tcu_module *module, const void *image)
 }
 
 static struct CUmod_st *
-known_module(tcu_module handle, const struct CUctx_st *ctx)
+known_module(tcu_module handle, const struct standin_context *ctx)
 {
     for (struct CUmod_st *m = modules; m; m = m->next) {
         if (m == handle) {
@@ -531,16 +531,16 @@ known_module(tcu_module handle, const struct CUctx_st *ctx)
 STANDIN_EXPORT tcu_result
 cuModuleUnload(tcu_module hmod)
 {
-    tcu_result rc = standin_enter("cuModuleUnload");
-    struct CUctx_st *ctx = NULL;
+    standin_rc rc = standin_enter("cuModuleUnload");
+    struct standin_context *ctx = NULL;
     struct CUmod_st *m = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    if (rc == TCU_SUCCESS && !(m = known_module(hmod, ctx))) {
-        rc = TCU_ERROR_INVALID_HANDLE;
+    if (rc == STANDIN_OK && !(m = known_module(hmod, ctx))) {
+        rc = STANDIN_ERR_INVALID_HANDLE;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         m->alive = false; /* launches already queued keep what they need */
         free(m->image);
         m->image = NULL;
@@ -555,23 +555,23 @@ cuModuleUnload(tcu_module hmod)
 STANDIN_EXPORT int
 tack_standin_cuda_module_source(struct CUmod_st *module, const char *cuda_source)
 {
-    tcu_result rc = standin_enter("tack_standin_cuda_module_source");
-    struct CUctx_st *ctx = NULL;
+    standin_rc rc = standin_enter("tack_standin_cuda_module_source");
+    struct standin_context *ctx = NULL;
     struct CUmod_st *m = NULL;
     char *copy = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    if (rc == TCU_SUCCESS && !cuda_source) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK && !cuda_source) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
-    if (rc == TCU_SUCCESS && !(m = known_module(module, ctx))) {
-        rc = TCU_ERROR_INVALID_HANDLE;
+    if (rc == STANDIN_OK && !(m = known_module(module, ctx))) {
+        rc = STANDIN_ERR_INVALID_HANDLE;
     }
-    if (rc == TCU_SUCCESS && !(copy = strdup(cuda_source))) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+    if (rc == STANDIN_OK && !(copy = strdup(cuda_source))) {
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         free(m->source);
         m->source = copy;
     }
@@ -582,35 +582,35 @@ tack_standin_cuda_module_source(struct CUmod_st *module, const char *cuda_source
 STANDIN_EXPORT tcu_result
 cuModuleGetFunction(tcu_function *hfunc, tcu_module hmod, const char *name)
 {
-    tcu_result rc = standin_enter("cuModuleGetFunction");
-    struct CUctx_st *ctx = NULL;
+    standin_rc rc = standin_enter("cuModuleGetFunction");
+    struct standin_context *ctx = NULL;
     struct CUmod_st *m = NULL;
     struct CUfunc_st *f = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    if (rc == TCU_SUCCESS && (!hfunc || !name)) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK && (!hfunc || !name)) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
-    if (rc == TCU_SUCCESS && !(m = known_module(hmod, ctx))) {
-        rc = TCU_ERROR_INVALID_HANDLE;
+    if (rc == STANDIN_OK && !(m = known_module(hmod, ctx))) {
+        rc = STANDIN_ERR_INVALID_HANDLE;
     }
-    if (rc == TCU_SUCCESS &&
+    if (rc == STANDIN_OK &&
         (!(f = calloc(1, sizeof *f)) || !(f->name = strdup(name)))) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         if (m->cubin) {
             rc = cubin_params(m->image, m->image_nbytes, f);
         }
         else {
             char *text =
                 ptx_without_comments((const char *)m->image, m->image_nbytes - 1);
-            rc = text ? ptx_params(text, f) : TCU_ERROR_OUT_OF_MEMORY;
+            rc = text ? ptx_params(text, f) : STANDIN_ERR_OUT_OF_MEMORY;
             free(text);
         }
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         f->mod = m;
         f->next = functions;
         functions = f;
@@ -621,8 +621,8 @@ cuModuleGetFunction(tcu_function *hfunc, tcu_module hmod, const char *name)
         free(f);
     }
     return standin_leave(rc, "cuModuleGetFunction", "name=%s, params=%u, bytes=%zu",
-                         name ? name : "(null)", rc == TCU_SUCCESS ? f->nparams : 0,
-                         rc == TCU_SUCCESS ? f->params_nbytes : 0);
+                         name ? name : "(null)", rc == STANDIN_OK ? f->nparams : 0,
+                         rc == STANDIN_OK ? f->params_nbytes : 0);
 }
 
 /* ---- launches -------------------------------------------------------------------- */
@@ -638,7 +638,7 @@ known_function(tcu_function handle)
     return NULL;
 }
 
-static tcu_result
+static standin_rc
 check_geometry(const unsigned grid[3], const unsigned block[3], unsigned shared)
 {
     static const unsigned grid_max[3] = {2147483647u, 65535u, 65535u};
@@ -647,30 +647,30 @@ check_geometry(const unsigned grid[3], const unsigned block[3], unsigned shared)
     for (int k = 0; k < 3; k++) {
         if (grid[k] == 0 || block[k] == 0 || grid[k] > grid_max[k] ||
             block[k] > block_max[k]) {
-            return TCU_ERROR_INVALID_VALUE;
+            return STANDIN_ERR_INVALID_VALUE;
         }
         threads *= block[k];
     }
     if (threads > 1024 || shared > 49152) {
-        return TCU_ERROR_INVALID_VALUE;
+        return STANDIN_ERR_INVALID_VALUE;
     }
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 /* Packs the parameters as the kernel sees them, from either form cuLaunchKernel takes.
  */
-static tcu_result
+static standin_rc
 pack_params(const struct CUfunc_st *f, void **kernelParams, void **extra,
             unsigned char **out)
 {
     if (kernelParams && extra) {
-        return TCU_ERROR_INVALID_VALUE; /* one form or the other */
+        return STANDIN_ERR_INVALID_VALUE; /* one form or the other */
     }
     unsigned char *buf = calloc(1, f->params_nbytes ? f->params_nbytes : 1);
     if (!buf) {
-        return TCU_ERROR_OUT_OF_MEMORY;
+        return STANDIN_ERR_OUT_OF_MEMORY;
     }
-    tcu_result rc = TCU_SUCCESS;
+    standin_rc rc = STANDIN_OK;
     if (extra) {
         const void *from = NULL;
         size_t size = (size_t)-1;
@@ -683,33 +683,33 @@ pack_params(const struct CUfunc_st *f, void **kernelParams, void **extra,
                 memcpy(&size, extra[k + 1], sizeof size);
             }
             else {
-                rc = TCU_ERROR_INVALID_VALUE;
+                rc = STANDIN_ERR_INVALID_VALUE;
                 break;
             }
         }
-        if (rc == TCU_SUCCESS && (!from || size != f->params_nbytes)) {
-            rc = TCU_ERROR_INVALID_VALUE;
+        if (rc == STANDIN_OK && (!from || size != f->params_nbytes)) {
+            rc = STANDIN_ERR_INVALID_VALUE;
         }
-        if (rc == TCU_SUCCESS) {
+        if (rc == STANDIN_OK) {
             memcpy(buf, from, size);
         }
     }
     else if (f->nparams > 0) {
-        for (unsigned k = 0; k < f->nparams && rc == TCU_SUCCESS; k++) {
+        for (unsigned k = 0; k < f->nparams && rc == STANDIN_OK; k++) {
             if (!kernelParams || !kernelParams[k]) {
-                rc = TCU_ERROR_INVALID_VALUE;
+                rc = STANDIN_ERR_INVALID_VALUE;
             }
             else {
                 memcpy(buf + f->offset[k], kernelParams[k], f->size[k]);
             }
         }
     }
-    if (rc != TCU_SUCCESS) {
+    if (rc != STANDIN_OK) {
         free(buf);
         return rc;
     }
     *out = buf;
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 /* The first bytes of the packed parameters in hex, for the call log. */
@@ -723,41 +723,41 @@ params_hex(const unsigned char *params, size_t n, char *out, size_t out_nbytes)
     memcpy(out + 2 * shown, shown < n ? "..." : "", shown < n ? 4 : 1);
 }
 
-static tcu_result
-launch(struct CUctx_st *ctx, struct CUfunc_st *f, const unsigned grid[3],
+static standin_rc
+launch(struct standin_context *ctx, struct CUfunc_st *f, const unsigned grid[3],
        const unsigned block[3], unsigned shared, tcu_stream hStream,
        void **kernelParams, void **extra, char *hex, size_t hex_nbytes)
 {
-    struct CUstream_st *s = NULL;
-    tcu_result rc = standin_stream(ctx, hStream, &s);
-    if (rc == TCU_SUCCESS && f->mod->ctx != ctx) {
-        rc = TCU_ERROR_INVALID_HANDLE; /* a function of another context */
+    struct standin_queue *s = NULL;
+    standin_rc rc = cuda_stream(ctx, hStream, &s);
+    if (rc == STANDIN_OK && f->mod->ctx != ctx) {
+        rc = STANDIN_ERR_INVALID_HANDLE; /* a function of another context */
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = check_geometry(grid, block, shared);
     }
     unsigned char *params = NULL;
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = pack_params(f, kernelParams, extra, &params);
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         params_hex(params, f->params_nbytes, hex, hex_nbytes);
     }
-    const twin *t = rc == TCU_SUCCESS && !standin.emulate ? twin_of(f->name) : NULL;
-    if (rc == TCU_SUCCESS && standin.emulate && !f->emulated) {
+    const twin *t = rc == STANDIN_OK && !standin.emulate ? twin_of(f->name) : NULL;
+    if (rc == STANDIN_OK && standin.emulate && !f->emulated) {
         f->emulated = standin_emulate_entry(f->mod->source, f->name);
     }
-    if (rc == TCU_SUCCESS && (standin.emulate ? !f->emulated : !t)) {
-        rc = TCU_ERROR_NOT_SUPPORTED; /* nothing could compute it (reason logged) */
+    if (rc == STANDIN_OK && (standin.emulate ? !f->emulated : !t)) {
+        rc = STANDIN_ERR_NOT_SUPPORTED; /* nothing could compute it (reason logged) */
     }
     standin_launch_op *l = NULL;
     standin_op *op = NULL;
-    if (rc == TCU_SUCCESS &&
+    if (rc == STANDIN_OK &&
         (!(l = calloc(1, sizeof *l)) || !(l->entry = strdup(f->name)) ||
          !(op = standin_op_new(OP_LAUNCH)))) {
-        rc = TCU_ERROR_OUT_OF_MEMORY;
+        rc = STANDIN_ERR_OUT_OF_MEMORY;
     }
-    if (rc != TCU_SUCCESS) {
+    if (rc != STANDIN_OK) {
         free(params);
         standin_launch_free(l);
         return rc;
@@ -776,7 +776,7 @@ launch(struct CUctx_st *ctx, struct CUfunc_st *f, const unsigned grid[3],
     l->params_nbytes = f->params_nbytes;
     op->launch = l;
     standin_enqueue(s, op);
-    return TCU_SUCCESS;
+    return STANDIN_OK;
 }
 
 STANDIN_EXPORT tcu_result
@@ -785,19 +785,19 @@ cuLaunchKernel(tcu_function f, unsigned int gridDimX, unsigned int gridDimY,
                unsigned int blockDimZ, unsigned int sharedMemBytes, tcu_stream hStream,
                void **kernelParams, void **extra)
 {
-    tcu_result rc = standin_enter("cuLaunchKernel");
-    struct CUctx_st *ctx = NULL;
+    standin_rc rc = standin_enter("cuLaunchKernel");
+    struct standin_context *ctx = NULL;
     struct CUfunc_st *fn = NULL;
     const unsigned grid[3] = {gridDimX, gridDimY, gridDimZ};
     const unsigned block[3] = {blockDimX, blockDimY, blockDimZ};
     char hex[100] = "";
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    if (rc == TCU_SUCCESS && !(fn = known_function(f))) {
-        rc = TCU_ERROR_INVALID_HANDLE;
+    if (rc == STANDIN_OK && !(fn = known_function(f))) {
+        rc = STANDIN_ERR_INVALID_HANDLE;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         rc = launch(ctx, fn, grid, block, sharedMemBytes, hStream, kernelParams, extra,
                     hex, sizeof hex);
     }
@@ -819,33 +819,33 @@ cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, tcu_function 
                                  tcu_occupancy_b2d_size blockSizeToDynamicSMemSize,
                                  size_t dynamicSMemSize, int blockSizeLimit)
 {
-    tcu_result rc = standin_enter("cuOccupancyMaxPotentialBlockSize");
-    struct CUctx_st *ctx = NULL;
-    if (rc == TCU_SUCCESS) {
+    standin_rc rc = standin_enter("cuOccupancyMaxPotentialBlockSize");
+    struct standin_context *ctx = NULL;
+    if (rc == STANDIN_OK) {
         rc = standin_current(&ctx);
     }
-    const struct CUfunc_st *f = rc == TCU_SUCCESS ? known_function(func) : NULL;
-    if (rc == TCU_SUCCESS && (!minGridSize || !blockSize || blockSizeLimit < 0)) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    const struct CUfunc_st *f = rc == STANDIN_OK ? known_function(func) : NULL;
+    if (rc == STANDIN_OK && (!minGridSize || !blockSize || blockSizeLimit < 0)) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
-    else if (rc == TCU_SUCCESS && (!f || f->mod->ctx != ctx)) {
-        rc = TCU_ERROR_INVALID_HANDLE;
+    else if (rc == STANDIN_OK && (!f || f->mod->ctx != ctx)) {
+        rc = STANDIN_ERR_INVALID_HANDLE;
     }
     int block = 1024;
-    if (rc == TCU_SUCCESS && blockSizeLimit > 0 && blockSizeLimit < block) {
+    if (rc == STANDIN_OK && blockSizeLimit > 0 && blockSizeLimit < block) {
         block = blockSizeLimit >= 32 ? blockSizeLimit / 32 * 32 : blockSizeLimit;
     }
     size_t dynamic = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(block)
                                                 : dynamicSMemSize;
-    if (rc == TCU_SUCCESS && dynamic > 49152) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK && dynamic > 49152) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
-    if (rc == TCU_SUCCESS) {
+    if (rc == STANDIN_OK) {
         *blockSize = block;
         *minGridSize = 132 * (2048 / block);
     }
     return standin_leave(rc, "cuOccupancyMaxPotentialBlockSize",
                          "fn=%s, limit=%d, block=%d, grid=%d", f ? f->name : "?",
-                         blockSizeLimit, rc == TCU_SUCCESS ? *blockSize : 0,
-                         rc == TCU_SUCCESS ? *minGridSize : 0);
+                         blockSizeLimit, rc == STANDIN_OK ? *blockSize : 0,
+                         rc == STANDIN_OK ? *minGridSize : 0);
 }
