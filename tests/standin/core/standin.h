@@ -1,6 +1,9 @@
 /*
- * standin.h: the internals shared by the files of the strict stand-in CUDA driver
- * (libtack_standin_cuda.so). docs/cuda.md describes what it models and why; in short:
+ * standin.h: the name-neutral core of the strict stand-in drivers, shared by its files
+ * and by each layer of exported entry points over it (tests/standin/cuda for
+ * libtack_standin_cuda.so). Results are the layer's (standin_layer.h, found on the
+ * layer's include path); objects, addresses and flags are the core's own. docs/cuda.md
+ * describes what it models and why; in short:
  *
  * - Device memory is one memfd mapped twice: the device view, whose addresses are
  * handed out, is PROT_NONE for the life of the process, so a host dereference of a
@@ -21,8 +24,8 @@
  * Locking: one process-wide mutex (standin_lock) serialises every entry point; the
  * functions declared here expect it held unless they say otherwise.
  */
-#ifndef TACK_STANDIN_CUDA_H
-#define TACK_STANDIN_CUDA_H
+#ifndef TACK_STANDIN_H
+#define TACK_STANDIN_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -43,8 +46,28 @@ typedef unsigned long long standin_addr;
 #define STANDIN_DEFAULT_MEMORY ((size_t)8 << 30) /* pool bytes per process */
 #define STANDIN_VMM_VA ((size_t)16 << 30)        /* VMM address space per process */
 #define STANDIN_FILL 0xA5                        /* contents of new memory */
+/* Dynamic shared memory per block, without opt-in (standin_device's). */
+#define STANDIN_MAX_SHARED 49152u
 
-/* ---- contexts, streams, events --------------------------------------------------- */
+/* What every device of the stand-in is (standin_core.c); a layer answers its attribute
+ * queries from these. */
+typedef struct standin_device_facts {
+    int max_threads_per_block;
+    int max_block_x, max_block_y, max_block_z;
+    int max_grid_x, max_grid_y, max_grid_z;
+    int max_shared_per_block, max_shared_optin, constant_memory;
+    int warp_size, max_registers_per_block, clock_khz;
+    int multiprocessors, max_threads_per_sm;
+    int arch_major, arch_minor; /* the architecture: 9.0, sm_90 */
+    int integrated, can_map_host_memory, unified_addressing, async_engines;
+    int pci_domain, pci_bus, pci_device; /* the bus is pci_bus plus the ordinal */
+    int l2_cache_bytes;
+    int managed_memory, concurrent_managed_access;
+    int vmm, fd_export, memory_pools; /* supported: 1 */
+} standin_device_facts;
+extern const standin_device_facts standin_device;
+
+/* ---- contexts, queues, events ---------------------------------------------------- */
 
 struct standin_op;
 
@@ -84,8 +107,8 @@ struct standin_context {
     bool alive;
     standin_rc sticky; /* 0, or the error every later call on this context returns */
     struct standin_queue *legacy; /* the legacy queue (CUDA's NULL stream) */
-    struct standin_context
-        *next; /* every context ever made (handles stay recognisable) */
+    /* Every context ever made, so handles stay recognisable. */
+    struct standin_context *next;
 };
 
 struct standin_queue {
@@ -125,8 +148,8 @@ enum standin_alloc_kind {
     ALLOC_PINNED /* page-locked host memory (standin_host.c) */
 };
 
-/* One device allocation (cuMemAlloc, cuMemAllocAsync), one VMM mapping, or one managed
- * allocation (cuMemAllocManaged: host memory the host may read and write, alias ==
+/* One device allocation (synchronous or stream-ordered), one VMM mapping, or one
+ * managed allocation (host memory the host may read and write, alias ==
  * base). Kept after it is freed, so a later use is recognised as a use after free,
  * and work queued for it still knows it when a new allocation reuses its address. */
 typedef struct standin_alloc {
@@ -135,17 +158,16 @@ typedef struct standin_alloc {
     size_t capacity;             /* pool blocks: the bytes reserved at base */
     struct standin_alloc *older; /* the previous allocation at this block */
     uint64_t born;               /* the newest sequence number when it was made */
-    struct standin_queue
-        *alloc_stream;    /* cuMemAllocAsync: usable in its stream order */
-    uint64_t alloc_seq;   /* ... after this operation of alloc_stream */
+    struct standin_queue *alloc_stream; /* stream-ordered: usable in its order */
+    uint64_t alloc_seq;                 /* ... after this operation of alloc_stream */
     uint64_t ready_at;    /* 0, or the newest sequence number when alloc_seq ran */
     unsigned char *alias; /* where the stand-in reads and writes these bytes */
     struct standin_context *ctx;
     int device;
     enum standin_alloc_kind kind;
     bool freed;
-    bool host_owned;   /* ALLOC_PINNED: from cuMemHostAlloc (else registered) */
-    bool free_pending; /* a cuMemFreeAsync is queued: no new work may use it */
+    bool host_owned;   /* ALLOC_PINNED: the driver's block (else registered) */
+    bool free_pending; /* a stream-ordered free is queued: no new use */
     struct standin_queue *free_stream; /* the stream that free is queued on */
     const standin_stamp *free_stamp;   /* the queued free's stamp; NULL once gone */
     uint64_t buffer_id;
@@ -171,7 +193,7 @@ enum standin_op_kind {
     OP_FREE,
     OP_LAUNCH,
     OP_FAULT,
-    OP_ALLOC /* a cuMemAllocAsync: the memory is usable after it in stream order */
+    OP_ALLOC /* a stream-ordered allocation: usable after it in queue order */
 };
 
 typedef struct standin_op {
@@ -197,16 +219,16 @@ typedef struct standin_op {
 
 typedef struct standin_state {
     bool initialized;
-    pid_t init_pid; /* the process that called cuInit */
+    pid_t init_pid; /* the process that initialized the driver */
     /* The driver has been torn down (process exit, or tack_standin_cuda_teardown):
      * every later call but the version and error-name queries is DEINITIALIZED. Set
      * without the lock at exit, so it is atomic. */
     _Atomic bool torn_down;
     int ndevices;
-    int driver_version; /* cuDriverGetVersion: TACK_STANDIN_DRIVER_VERSION, or 13000 */
+    int driver_version; /* TACK_STANDIN_DRIVER_VERSION, or STANDIN_LAYER_VERSION */
     bool eager;         /* TACK_STANDIN_ASYNC=eager: run work when queued */
     bool emulate;       /* TACK_STANDIN_EXEC=emulate: launches run the module's code */
-    bool exec_unknown;  /* TACK_STANDIN_EXEC names no mode: cuInit refuses */
+    bool exec_unknown;  /* TACK_STANDIN_EXEC names no mode: init refuses */
     int log_fd;         /* TACK_STANDIN_LOG, or -1 */
     struct standin_context *primary[STANDIN_MAX_DEVICES];
     int primary_retains[STANDIN_MAX_DEVICES];
@@ -350,10 +372,75 @@ typedef struct standin_transfer {
 standin_rc standin_transfer_queue(struct standin_context *ctx,
                                   const standin_transfer *t);
 
+/* ---- standin_copy.c -------------------------------------------------------------- */
+
+/* Queues a copy of n bytes on s from src_ptr, memory of the context src_ctx's device,
+ * to dst_ptr, memory of dst_ctx's device (the handles are looked up, never followed).
+ */
+standin_rc standin_copy_peer(struct standin_queue *s, standin_addr dst_ptr,
+                             const void *dst_ctx, standin_addr src_ptr,
+                             const void *src_ctx, size_t n);
+/* A 2-D copy between device memory of ctx: height rows of width bytes. */
+typedef struct standin_copy2d {
+    standin_addr dst, src;
+    size_t dst_x, dst_y, dst_pitch; /* x in bytes */
+    size_t src_x, src_y, src_pitch;
+    size_t width, height;
+} standin_copy2d;
+/* Queues one copy per row on s; every row of a side lies in one allocation. */
+standin_rc standin_copy_2d(struct standin_context *ctx, struct standin_queue *s,
+                           const standin_copy2d *c);
+
 /* The live allocation a pointer query about ptr sees, or NULL. */
 const standin_alloc *standin_pointer_target(standin_addr ptr);
 /* Managed and page-locked memory: the host reaches it at its own address. */
 bool standin_alloc_host_reachable(const standin_alloc *a);
+
+/* ---- standin_host.c -------------------------------------------------------------- */
+
+/* A page-locked block the driver allocates, filled with STANDIN_FILL. */
+standin_rc standin_host_alloc(struct standin_context *ctx, size_t nbytes, void **out);
+/* Makes the caller's [p, p + nbytes) page-locked host memory the driver knows;
+ * HOST_MEMORY_ALREADY_REGISTERED when it overlaps pinned memory. */
+standin_rc standin_host_register(struct standin_context *ctx, void *p, size_t nbytes);
+/* Frees a block (host_owned) or unregisters a range: p must be the start of such a
+ * live range, else `missing` is returned. */
+standin_rc standin_host_release(void *p, bool host_owned, standin_rc missing);
+
+/* ---- standin_vmm.c --------------------------------------------------------------- */
+
+typedef struct standin_vmm_handle standin_vmm_handle;
+/* What one device may do with a mapping. */
+typedef struct standin_access {
+    int device;
+    unsigned access; /* STANDIN_ACCESS_* */
+} standin_access;
+
+/* A physical allocation by its handle value (its address), not released, or NULL. */
+standin_vmm_handle *standin_vmm_find(uint64_t handle);
+/* A physical allocation of size bytes (a multiple of STANDIN_GRANULARITY) on device;
+ * fd_export: exportable as a POSIX fd. Filled with STANDIN_FILL. */
+standin_rc standin_vmm_create(int device, size_t size, bool fd_export,
+                              standin_vmm_handle **out);
+/* The memory lives on while a mapping uses it. */
+standin_rc standin_vmm_release(uint64_t handle);
+standin_rc standin_vmm_address_reserve(size_t size, size_t alignment,
+                                       standin_addr *out);
+/* A whole reservation with nothing mapped (stricter). */
+standin_rc standin_vmm_address_free(standin_addr ptr, size_t size);
+/* Maps a whole allocation at offset 0 into a reservation (stricter). */
+standin_rc standin_vmm_map(standin_addr ptr, size_t size, size_t offset,
+                           uint64_t handle);
+/* Unmaps one whole mapping, after the work queued against it ran. */
+standin_rc standin_vmm_unmap(standin_addr ptr, size_t size);
+/* Sets the access of a run of whole, adjacent mappings (stricter). */
+standin_rc standin_vmm_set_access(standin_addr ptr, size_t size,
+                                  const standin_access *desc, size_t count);
+/* A new file descriptor of an exportable allocation; the caller owns it. */
+standin_rc standin_vmm_export_fd(uint64_t handle, int *out);
+/* A new handle over a descriptor some standin_vmm_export_fd made (the fd stays the
+ * caller's). */
+standin_rc standin_vmm_import_fd(int fd, standin_vmm_handle **out);
 
 /* ---- standin_queue.c ------------------------------------------------------------- */
 
@@ -396,12 +483,86 @@ standin_rc standin_event_record(struct standin_event *e, struct standin_queue *s
 standin_rc standin_event_sync(struct standin_event *e);
 standin_rc standin_event_query(struct standin_event *e);
 
-/* ---- standin_module.c ------------------------------------------------------------ */
+/* ---- standin_launch.c ------------------------------------------------------------ */
 
+#define STANDIN_MAX_PARAMS 128
+
+/* A loaded module: the image its layer checked (a private copy, `format` the layer's
+ * tag for it), and the source it was compiled from, for emulated launches. */
+struct standin_module {
+    struct standin_context *ctx;
+    bool alive;
+    int format;
+    unsigned char *image;
+    size_t image_nbytes;
+    char *source;
+    struct standin_module *next;
+};
+
+/* An entry of a module, with the parameter layout its layer read from the image. */
+struct standin_function {
+    struct standin_module *mod;
+    char *name;
+    unsigned nparams;
+    size_t offset[STANDIN_MAX_PARAMS], size[STANDIN_MAX_PARAMS];
+    size_t params_nbytes;
+    void *emulated; /* its host-compiled entry (emulated launches), once looked up */
+    struct standin_function *next;
+};
+
+/* Registers fn as the twin of `entry` (standin_twin.h); takes the lock itself. */
+int standin_twin_register(const char *entry, tack_standin_twin_fn fn, void *user);
+/* Adds a module of ctx holding a copy of the nbytes of image. */
+standin_rc standin_module_add(struct standin_context *ctx, const void *image,
+                              size_t nbytes, int format, struct standin_module **out);
+/* A live module of ctx by its handle (never dereferenced unless known), or NULL. */
+struct standin_module *standin_module_find(const void *handle,
+                                           const struct standin_context *ctx);
+/* Launches already queued keep what they need. */
+void standin_module_unload(struct standin_module *m);
+/* The source of m (copied), for emulated launches; a later call replaces it. */
+standin_rc standin_module_set_source(struct standin_module *m, const char *source);
+/* A function of m named `name` (copied), for its layer to fill in its parameter
+ * layout, then publish (handles become findable) or discard. NULL when out of memory.
+ */
+struct standin_function *standin_function_new(struct standin_module *m,
+                                              const char *name);
+void standin_function_publish(struct standin_function *f);
+void standin_function_discard(struct standin_function *f);
+/* A function of a live module by its handle, or NULL. */
+struct standin_function *standin_function_find(const void *handle);
+
+/* INVALID_HANDLE for a function of another context; INVALID_VALUE for geometry beyond
+ * the device's limits. */
+standin_rc standin_launch_check(struct standin_context *ctx,
+                                const struct standin_function *f,
+                                const unsigned grid[3], const unsigned block[3],
+                                unsigned shared);
+/* The parameter bytes of a launch of f, from one pointer per parameter (by_param) or
+ * from one buffer of exactly f's size, never both. Out: a new buffer the caller owns.
+ */
+standin_rc standin_params_pack(const struct standin_function *f, void **by_param,
+                               const void *buffer, size_t buffer_nbytes,
+                               unsigned char **out);
+/* The first bytes of params in hex (with "..." when cut), for the call log. */
+void standin_params_hex(const unsigned char *params, size_t n, char *out,
+                        size_t out_nbytes);
+/* Queues a checked launch of f on s with its packed params (owned from here on, even on
+ * failure). NOT_SUPPORTED when no twin (or no emulated entry) could compute it. */
+standin_rc standin_launch_queue(struct standin_context *ctx, struct standin_queue *s,
+                                struct standin_function *f, const unsigned grid[3],
+                                const unsigned block[3], unsigned shared,
+                                unsigned char *params);
 /* Runs a queued launch (its CPU twin), stamped `use`. False when the twin reports a
  * device fault. */
 bool standin_launch_run(struct standin_launch_op *launch, const standin_stamp *use);
 void standin_launch_free(struct standin_launch_op *launch);
+/* The occupancy the driver gives for a kernel of few registers: the largest block
+ * (1024 threads, or the largest multiple of 32 under block_limit) and the blocks of
+ * that size that fill every multiprocessor. INVALID_VALUE when the dynamic shared
+ * memory (dynamic_of(block), or `dynamic`) is past the device's. */
+standin_rc standin_occupancy(int block_limit, size_t (*dynamic_of)(int block),
+                             size_t dynamic, int *block_out, int *grid_out);
 
 /* ---- standin_emulate.c ---------------------------------------------------------- */
 
@@ -429,4 +590,4 @@ bool standin_emulate_run(void *fn, const standin_launch_args *args);
 bool standin_expose_launch_memory(struct standin_context *ctx,
                                   const standin_stamp *use);
 
-#endif /* TACK_STANDIN_CUDA_H */
+#endif /* TACK_STANDIN_H */

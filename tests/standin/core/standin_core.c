@@ -321,6 +321,42 @@ standin_init(void)
 
 /* ---- devices --------------------------------------------------------------------- */
 
+/* The stand-in's device: an sm_90 part shaped like an H100/H200, with VMM and POSIX fd
+ * export, memory pools (stream-ordered allocation works) and managed memory (host
+ * memory mapped at the address handed out, so the host may touch it). */
+const standin_device_facts standin_device = {
+    .max_threads_per_block = 1024,
+    .max_block_x = 1024,
+    .max_block_y = 1024,
+    .max_block_z = 64,
+    .max_grid_x = 2147483647,
+    .max_grid_y = 65535,
+    .max_grid_z = 65535,
+    .max_shared_per_block = (int)STANDIN_MAX_SHARED,
+    .max_shared_optin = 232448,
+    .constant_memory = 65536,
+    .warp_size = 32,
+    .max_registers_per_block = 65536,
+    .clock_khz = 1980000,
+    .multiprocessors = 132,
+    .max_threads_per_sm = 2048,
+    .arch_major = 9,
+    .arch_minor = 0,
+    .integrated = 0,
+    .can_map_host_memory = 1,
+    .unified_addressing = 1,
+    .async_engines = 2,
+    .pci_domain = 0,
+    .pci_bus = 0x10,
+    .pci_device = 0,
+    .l2_cache_bytes = 52428800,
+    .managed_memory = 1,
+    .concurrent_managed_access = 1,
+    .vmm = 1,
+    .fd_export = 1,
+    .memory_pools = 1,
+};
+
 standin_rc
 standin_device_uuid(int dev, unsigned char uuid[16])
 {

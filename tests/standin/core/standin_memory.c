@@ -1,9 +1,9 @@
 /*
- * standin_memory.c: device memory of the stand-in driver: the two views of one memfd,
- * the pool allocator (bump, and reuse of freed blocks), range checks, copies, memsets
- * and pointer attributes.
+ * standin_memory.c: device memory of the stand-in: the two views of one memfd, the
+ * pool allocator (bump, and reuse of freed blocks), range checks, copies, memsets and
+ * what pointer queries see.
  *
- * Layout of the device address space (reserved once, at cuInit):
+ * Layout of the device address space (reserved once, at initialization):
  *
  *   view .............................. view + pool ................ + STANDIN_VMM_VA
  *   | pool: the memfd, PROT_NONE       | VMM ranges: anonymous PROT_NONE until mapped |
@@ -269,9 +269,9 @@ alloc_usable(const standin_alloc *a, const struct standin_context *ctx)
 
 /* Queued work may still use memory whose stream-ordered free was queued after it on
  * its own stream, or on a stream ordered after it (the free runs after it). A free
- * that can run first is a race on the driver; so is work on memory from
- * cuMemAllocAsync that is not ordered after the allocation: on its stream, on a
- * stream that waited for it, or queued once the host had waited for it. */
+ * that can run first is a race on the driver; so is work on memory from a
+ * stream-ordered allocation that is not ordered after it: on its stream, on a stream
+ * that waited for it, or queued once the host had waited for it. */
 bool
 standin_use_ok(const standin_alloc *a, const standin_stamp *use)
 {
@@ -326,7 +326,7 @@ standin_device_range(struct standin_context *ctx, standin_addr ptr, size_t nbyte
 }
 
 /* Runs when a launch executes: an argument released right after the call (its
- * cuMemFreeAsync queued behind the launch on that stream) is still the launch's
+ * stream-ordered free queued behind the launch on that queue) is still the launch's
  * memory. */
 void *
 standin_queued_translate(struct standin_context *ctx, const standin_stamp *use,

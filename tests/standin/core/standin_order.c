@@ -1,14 +1,13 @@
 /*
- * standin_order.c: which queued work is certain to run before which, across streams.
+ * standin_order.c: which queued work is certain to run before which, across queues.
  *
- * Each stream keeps a clock: for every other stream, the newest sequence number of
- * that stream's work that the stream's next operation is ordered after (through
- * cuStreamWaitEvent, or the legacy stream's implicit waits, directly or through a
- * chain of them). An event records its stream's clock with itself; each queued
- * operation that uses memory is stamped with its stream's clock when it is queued.
- * The host's own knowledge (it waited for a stream) is not in the clocks: what the
- * host waited for has run, and the memory rules ask that of each allocation instead
- * (standin_memory.c).
+ * Each queue keeps a clock: for every other queue, the newest sequence number of that
+ * queue's work that the queue's next operation is ordered after (through an event
+ * wait, or the legacy queue's implicit waits, directly or through a chain of them). An
+ * event records its queue's clock with itself; each queued operation that uses memory
+ * is stamped with its queue's clock when it is queued. The host's own knowledge (it
+ * waited for a queue) is not in the clocks: what the host waited for has run, and the
+ * memory rules ask that of each allocation instead (standin_memory.c).
  *
  * Out of memory while a clock grows, it is marked as ordered after everything: the
  * stand-in then misses a race rather than reporting one that is not there.

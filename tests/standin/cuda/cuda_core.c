@@ -96,44 +96,43 @@ cuDeviceGetName(char *name, int len, tcu_device dev)
     return standin_leave(rc, "cuDeviceGetName", "len=%d, dev=%d", len, dev);
 }
 
-/* The stand-in's device: an sm_90 part shaped like an H100/H200, with VMM and POSIX fd
- * export; memory pools are reported (cuMemAllocAsync works). Managed memory is not
- * modelled (a host access to it must work, which the PROT_NONE device view cannot
- * give), so the device says it has none. */
+/* The core's device facts by CUDA's attribute numbers. */
 static const struct {
     tcu_device_attribute attrib;
-    int value;
+    const int *value;
 } attributes[] = {
-    {TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
-    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
-    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024},
-    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
-    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647},
-    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535},
-    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535},
-    {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152},
-    {TCU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536},
-    {TCU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
-    {TCU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536},
-    {TCU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1980000},
-    {TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132},
-    {TCU_DEVICE_ATTRIBUTE_INTEGRATED, 0},
-    {TCU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1},
-    {TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0x10}, /* plus the ordinal */
-    {TCU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0},
-    {TCU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 52428800},
-    {TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048},
-    {TCU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 2},
-    {TCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
-    {TCU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0},
-    {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
-    {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
-    {TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
-    {TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1},
-    {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448},
-    {TCU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
-    {TCU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1},
-    {TCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
+#define F(name) &standin_device.name
+    {TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, F(max_threads_per_block)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, F(max_block_x)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, F(max_block_y)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, F(max_block_z)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, F(max_grid_x)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, F(max_grid_y)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, F(max_grid_z)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, F(max_shared_per_block)},
+    {TCU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, F(constant_memory)},
+    {TCU_DEVICE_ATTRIBUTE_WARP_SIZE, F(warp_size)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, F(max_registers_per_block)},
+    {TCU_DEVICE_ATTRIBUTE_CLOCK_RATE, F(clock_khz)},
+    {TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, F(multiprocessors)},
+    {TCU_DEVICE_ATTRIBUTE_INTEGRATED, F(integrated)},
+    {TCU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, F(can_map_host_memory)},
+    {TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID, F(pci_bus)}, /* plus the ordinal */
+    {TCU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, F(pci_device)},
+    {TCU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, F(l2_cache_bytes)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, F(max_threads_per_sm)},
+    {TCU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, F(async_engines)},
+    {TCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, F(unified_addressing)},
+    {TCU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, F(pci_domain)},
+    {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, F(arch_major)},
+    {TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, F(arch_minor)},
+    {TCU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, F(managed_memory)},
+    {TCU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, F(concurrent_managed_access)},
+    {TCU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, F(max_shared_optin)},
+    {TCU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, F(vmm)},
+    {TCU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, F(fd_export)},
+    {TCU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, F(memory_pools)},
+#undef F
 };
 
 /* The attribute's value on dev; false for an attribute the stand-in does not model. */
@@ -142,7 +141,7 @@ attribute_value(tcu_device_attribute attrib, int dev, int *value)
 {
     for (size_t k = 0; k < sizeof attributes / sizeof attributes[0]; k++) {
         if (attributes[k].attrib == attrib) {
-            *value = attributes[k].value +
+            *value = *attributes[k].value +
                      (attrib == TCU_DEVICE_ATTRIBUTE_PCI_BUS_ID ? dev : 0);
             return true;
         }

@@ -11,7 +11,8 @@
 #ifndef TACK_STANDIN_CUDA_LAYER_H
 #define TACK_STANDIN_CUDA_LAYER_H
 
-#include "standin.h"
+#include "standin_layer.h"
+#include "../core/standin.h"
 
 /* The exported entry points carry cuda.h's names; everything else is hidden. */
 #define STANDIN_EXPORT __attribute__((visibility("default")))
@@ -44,5 +45,14 @@ standin_rc cuda_stream(struct standin_context *ctx, tcu_stream handle,
 /* The current context and, in it, the stream handle. */
 standin_rc cuda_current_stream(tcu_stream handle, struct standin_context **ctx,
                                struct standin_queue **out);
+
+/* The two image formats cuModuleLoadData takes (a module's `format`). */
+enum { CUDA_IMAGE_PTX = 1, CUDA_IMAGE_CUBIN = 2 };
+/* Checks an image cuModuleLoadData was given (cuda_image.c). Out: its size in bytes
+ * (PTX: with its terminating NUL) and its format. */
+standin_rc cuda_image_check(const unsigned char *img, size_t *nbytes, int *format);
+/* Reads the parameter layout of f's entry from m's image; NOT_FOUND without one. */
+standin_rc cuda_image_params(const struct standin_module *m,
+                             struct standin_function *f);
 
 #endif /* TACK_STANDIN_CUDA_LAYER_H */

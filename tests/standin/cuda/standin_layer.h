@@ -38,6 +38,9 @@ typedef tcu_result standin_rc;
 /* The newest driver version the layer plays (cuDriverGetVersion's 13000, CUDA 13.0). */
 #define STANDIN_LAYER_VERSION 13000
 
+/* The largest pitch of a 2-D copy (the device's MAX_PITCH). */
+#define STANDIN_MAX_PITCH TCU_MAX_PITCH
+
 /* The default code of an injected fault (TACK_STANDIN_FAIL=name:k). */
 #define STANDIN_ERR_INJECTED_DEFAULT TCU_ERROR_OUT_OF_MEMORY
 
