@@ -1,14 +1,13 @@
 /*
- * standin_order.c: which queued work is certain to run before which, across streams.
+ * standin_order.c: which queued work is certain to run before which, across queues.
  *
- * Each stream keeps a clock: for every other stream, the newest sequence number of
- * that stream's work that the stream's next operation is ordered after (through
- * cuStreamWaitEvent, or the legacy stream's implicit waits, directly or through a
- * chain of them). An event records its stream's clock with itself; each queued
- * operation that uses memory is stamped with its stream's clock when it is queued.
- * The host's own knowledge (it waited for a stream) is not in the clocks: what the
- * host waited for has run, and the memory rules ask that of each allocation instead
- * (standin_memory.c).
+ * Each queue keeps a clock: for every other queue, the newest sequence number of that
+ * queue's work that the queue's next operation is ordered after (through an event
+ * wait, or the legacy queue's implicit waits, directly or through a chain of them). An
+ * event records its queue's clock with itself; each queued operation that uses memory
+ * is stamped with its queue's clock when it is queued. The host's own knowledge (it
+ * waited for a queue) is not in the clocks: what the host waited for has run, and the
+ * memory rules ask that of each allocation instead (standin_memory.c).
  *
  * Out of memory while a clock grows, it is marked as ordered after everything: the
  * stand-in then misses a race rather than reporting one that is not there.
@@ -19,7 +18,7 @@
 #include "standin.h"
 
 uint64_t
-standin_clock_get(const standin_clock *c, const struct CUstream_st *s)
+standin_clock_get(const standin_clock *c, const struct standin_queue *s)
 {
     if (c->everything) {
         return UINT64_MAX;
@@ -33,7 +32,7 @@ standin_clock_get(const standin_clock *c, const struct CUstream_st *s)
 }
 
 void
-standin_clock_tick(standin_clock *c, struct CUstream_st *s, uint64_t seq)
+standin_clock_tick(standin_clock *c, struct standin_queue *s, uint64_t seq)
 {
     for (size_t k = 0; k < c->n; k++) {
         if (c->ticks[k].stream == s) {
@@ -81,7 +80,7 @@ standin_clock_free(standin_clock *c)
 }
 
 bool
-standin_ordered_after(const standin_stamp *use, const struct CUstream_st *s,
+standin_ordered_after(const standin_stamp *use, const struct standin_queue *s,
                       uint64_t seq)
 {
     if (use->stream == s) {

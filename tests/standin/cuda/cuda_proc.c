@@ -1,5 +1,5 @@
 /*
- * standin_proc.c: cuGetProcAddress_v2, the one entry point Tack finds with dlsym; every
+ * cuda_proc.c: cuGetProcAddress_v2, the one entry point Tack finds with dlsym; every
  * other one is resolved through it, by base name and ABI version, as the backend does
  * with the real driver.
  *
@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "standin.h"
+#include "cuda_layer.h"
 
 static const struct {
     const char *name;
@@ -39,18 +39,18 @@ STANDIN_EXPORT tcu_result
 cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t flags,
                     tcu_proc_address_query_result *symbolStatus)
 {
-    tcu_result rc = standin_enter("cuGetProcAddress");
+    standin_rc rc = standin_enter_as("cuGetProcAddress", STANDIN_ENTRY_ANYTIME);
     tcu_proc_address_query_result status = TCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     void (*found)(void) = NULL;
-    if (rc == TCU_SUCCESS && (!symbol || !pfn || flags > 2)) {
-        rc = TCU_ERROR_INVALID_VALUE;
+    if (rc == STANDIN_OK && (!symbol || !pfn || flags > 2)) {
+        rc = STANDIN_ERR_INVALID_VALUE;
     }
-    else if (rc == TCU_SUCCESS &&
+    else if (rc == STANDIN_OK &&
              flags == TCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
-        rc = TCU_ERROR_NOT_SUPPORTED;
+        rc = STANDIN_ERR_NOT_SUPPORTED;
     }
-    else if (rc == TCU_SUCCESS) {
-        rc = TCU_ERROR_NOT_FOUND;
+    else if (rc == STANDIN_OK) {
+        rc = STANDIN_ERR_NOT_FOUND;
         for (size_t k = 0; k < sizeof entries / sizeof entries[0]; k++) {
             if (strcmp(entries[k].name, symbol) != 0) {
                 continue;
@@ -60,23 +60,23 @@ cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, uint64_t fl
                 status = TCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
             }
             else if (next && cudaVersion >= next) {
-                rc = TCU_ERROR_NOT_SUPPORTED;
+                rc = STANDIN_ERR_NOT_SUPPORTED;
             }
             else {
                 status = TCU_GET_PROC_ADDRESS_SUCCESS;
                 found = entries[k].fn;
-                rc = TCU_SUCCESS;
+                rc = STANDIN_OK;
             }
             break;
         }
     }
-    if (pfn && rc != TCU_ERROR_INVALID_VALUE) {
+    if (pfn && rc != STANDIN_ERR_INVALID_VALUE) {
         /* POSIX lets a function pointer travel as void *, as dlsym's result does. */
         _Static_assert(sizeof found == sizeof *pfn,
                        "function and data pointers differ");
         memcpy(pfn, &found, sizeof found);
     }
-    if (symbolStatus && rc != TCU_ERROR_INVALID_VALUE) {
+    if (symbolStatus && rc != STANDIN_ERR_INVALID_VALUE) {
         *symbolStatus = status;
     }
     return standin_leave(
