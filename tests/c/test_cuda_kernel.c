@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../csrc/backends/cuda/cuda_internal.h"
+#include "../../csrc/backends/gpu/gpu_kernel.h"
 #include "cuda_test_util.h"
 #include "harness.h"
 #include "kernel_test_util.h"

@@ -3,6 +3,7 @@
  * (cuda_internal.h lists the files); docs/cuda.md describes the model: one
  * non-blocking stream per device, host reads wait, exports share.
  */
+#include "../gpu/gpu_kernel.h"
 #include "cuda_internal.h"
 
 static const char *const options[] = {NULL};
@@ -27,8 +28,8 @@ const tack_backend tack__backend_cuda = {
     .order_foreign_after_tack = tack__cuda_order_foreign_after_tack,
     .order_tack_after_foreign = tack__cuda_order_tack_after_foreign,
     .driver_path = tack__cuda_driver_path,
-    .kernel_build = tack__cuda_kernel_build,
-    .kernel_launch = tack__cuda_kernel_launch,
+    .kernel_build = tack__gpu_kernel_build,
+    .kernel_launch = tack__gpu_kernel_launch,
     .copy_peer = tack__cuda_copy_peer,
     .copy_2d = tack__cuda_copy_2d,
 };

@@ -7,7 +7,7 @@
  * cuda_stream.c   synchronization, sticky errors, ordering against foreign streams
  * cuda_vmm.c      exportable (VMM) allocations and their POSIX fd
  * cuda_pointer.c  where a pointer lives (one cuPointerGetAttributes call)
- * cuda_kernel.c   kernel build (NVRTC, modules per context) and launch
+ * (kernels: ../gpu/gpu_kernel.h)
  * cuda_backend.c  the backend table
  */
 #ifndef TACK_CUDA_INTERNAL_H
@@ -18,7 +18,6 @@
 
 #include "../../runtime/internal.h"
 #include "cuda_abi.h"
-#include "tack/nvrtc.h"
 
 /* ---- the driver (cuda_driver.c) ---------------------------------------------------
  */
@@ -155,21 +154,5 @@ tack_status tack__cuda_memory_space(void *state, const void *ptr,
                                     tack_memory_space *out);
 /* Remembers an opened device for tack__cuda_pointer_kind (internal.h). */
 void tack__cuda_note_device(tack__cuda_state *s);
-
-/* ---- kernels (cuda_kernel.c) ------------------------------------------------------
- */
-
-tack_status tack__cuda_kernel_build(const tack_backend *self, const char *name,
-                                    const char *filename, const char *source,
-                                    tack_kernel **out, char **log);
-tack_status tack__cuda_kernel_launch(void *state, tack_kernel *kernel,
-                                     const void *params, size_t params_nbytes,
-                                     unsigned flags, tack_kernel_value *result);
-/* Whether an image of kind from NVRTC nvrtc_major.nvrtc_minor loads on a driver of
- * driver_version (1000 * major + 10 * minor): always when NVRTC is no newer; a CUBIN
- * when only its minor version is newer (minor-version compatibility); otherwise
- * TACK_ERR_DEVICE_UNAVAILABLE naming both versions and the remedy. */
-tack_status tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
-                                  int driver_version, tack_nvrtc_output kind);
 
 #endif /* TACK_CUDA_INTERNAL_H */
