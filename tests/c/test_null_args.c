@@ -414,7 +414,11 @@ TACK_TEST(null_args_kernel_build_for)
     CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", NULL, &k, &log));
     CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", "s", NULL, &log));
     CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", "s", &k, NULL));
-    CHECK_INVALID(tack__kernel_build_with(NULL, "k", "t.py", "s", &k, &log));
+    const tack_kernel_request req = {.source = "s"};
+    CHECK_INVALID(tack__kernel_build_with(NULL, "k", "t.py", &req, &k, &log));
+    CHECK_INVALID(tack_kernel_build_request(kDLCPU, "k", "t.py", NULL, &k, &log));
+    CHECK_INVALID(tack_kernel_build_request(kDLCPU, "k", "t.py",
+                                            &(tack_kernel_request){0}, &k, &log));
     CHECK(k == NULL && log == NULL);
 }
 

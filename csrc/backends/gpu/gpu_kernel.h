@@ -3,8 +3,8 @@
  * "Kernels on CUDA"). Every CUDA-like backend builds and launches its kernels with
  * them; only the driver table they call is the backend's.
  *
- * gpu_build_request.c  the build: the front end's request checked once, the twin
- *                      (its C part) built by the CPU backend
+ * gpu_build_request.c  the build: the front end's request (tack_kernel_request)
+ *                      checked once, its twin built by the CPU backend
  * gpu_twin.c           the stand-in driver's CPU twins (gpu_twin.h is their ABI)
  * gpu_module_cache.c   per context: the runtime compiler's image, loaded, with its
  *                      entry points and the launch shape that fills the device
@@ -102,7 +102,7 @@ tack__gpu_needs_finish(const tack__gpu_kernel *k)
 /* ---- the backend's kernel slots (backend.h) ------------------------------------ */
 
 tack_status tack__gpu_kernel_build(const tack_backend *self, const char *name,
-                                   const char *filename, const char *source,
+                                   const char *filename, const tack_kernel_request *req,
                                    tack_kernel **out, char **log);
 tack_status tack__gpu_kernel_launch(void *state, tack_kernel *kernel,
                                     const void *params, size_t params_nbytes,
