@@ -265,18 +265,18 @@ TACK_TEST(alloc_failure_cuda_kernel_build)
 TACK_TEST(cuda_kernel_nvrtc_no_newer_than_the_driver)
 {
     /* equal or older: anything loads */
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 13, 0, 13000, TACK_NVRTC_PTX));
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 4, 13000, TACK_NVRTC_PTX));
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 8, 12080, TACK_NVRTC_CUBIN));
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 13, 0, 13000, "compute_90"));
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 4, 13000, "compute_90"));
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 8, 12080, "sm_90"));
     /* a newer minor: a CUBIN only */
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 9, 12020, TACK_NVRTC_CUBIN));
-    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 12, 9, 12020, TACK_NVRTC_PTX),
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 9, 12020, "sm_90"));
+    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 12, 9, 12020, "compute_90"),
                  TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(),
                  "NVRTC 12.9 is newer than the CUDA driver (12.2)") != NULL);
     CHECK(strstr(tack_last_error(), "PTX") != NULL);
     /* a newer major: nothing */
-    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 13, 0, 12080, TACK_NVRTC_CUBIN),
+    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 13, 0, 12080, "sm_90"),
                  TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(),
                  "NVRTC 13.0 is newer than the CUDA driver (12.8)") != NULL);

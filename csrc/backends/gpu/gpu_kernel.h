@@ -24,7 +24,7 @@
 
 #include "../cuda/cuda_internal.h"
 #include "gpu_twin.h"
-#include "tack/nvrtc.h"
+#include "../../runtime/rtc.h"
 
 /* Body launches of one kernel whose finish the stand-in's twin awaits. */
 #define TACK__GPU_TWIN_SLOTS 64
@@ -136,11 +136,12 @@ tack_status tack__gpu_twin_give_source(tack__cuda_state *s, const tack__gpu_kern
 tack_status tack__gpu_module_of(tack__gpu_kernel *k, tack__cuda_state *s,
                                 const tack__gpu_module **out);
 
-/* Whether an image of kind from NVRTC nvrtc_major.nvrtc_minor loads on a driver of
- * driver_version (1000 * major + 10 * minor): always when NVRTC is no newer; a CUBIN
- * when only its minor version is newer (minor-version compatibility); otherwise
- * TACK_ERR_DEVICE_UNAVAILABLE naming both versions and the remedy. */
+/* Whether an image NVRTC nvrtc_major.nvrtc_minor made for target (rtc.h's "sm_XY" or
+ * "compute_XY") loads on a driver of driver_version (1000 * major + 10 * minor):
+ * always when NVRTC is no newer; a CUBIN when only its minor version is newer
+ * (minor-version compatibility); otherwise TACK_ERR_DEVICE_UNAVAILABLE naming both
+ * versions and the remedy. */
 tack_status tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
-                                  int driver_version, tack_nvrtc_output kind);
+                                  int driver_version, const char *target);
 
 #endif /* TACK_GPU_KERNEL_H */

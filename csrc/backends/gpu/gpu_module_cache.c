@@ -2,13 +2,15 @@
  * gpu_module_cache.c: a GPU kernel's module on each context, made at its first
  * launch there and kept for the life of the process.
  *
- * The CUDA part is compiled by NVRTC (through the disk cache, rtc) for the device's
+ * The CUDA source is compiled by NVRTC (rtc.h, with its disk cache) for the device's
  * compute capability, loaded with cuModuleLoadData, and its entry points looked up
  * with the launch shape that fills the device. NVRTC must be no newer than the
  * driver: a newer major is refused before compiling, a newer minor builds CUBINs
  * only (tack__cuda_nvrtc_fits). A module whose entry points cannot be looked up is
  * unloaded again, so the next launch starts afresh.
  */
+#include <stdio.h>
+
 #include "gpu_kernel.h"
 
 #define FIXED_BLOCK 256
@@ -68,11 +70,12 @@ entry_of(tack__cuda_state *s, tcu_module mod, const char *name, int partial_size
 
 tack_status
 tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
-                      int driver_version, tack_nvrtc_output kind)
+                      int driver_version, const char *target)
 {
     int driver_major = driver_version / 1000, driver_minor = driver_version % 1000 / 10;
     if (1000 * nvrtc_major + 10 * nvrtc_minor <= driver_version ||
-        (nvrtc_major == driver_major && kind == TACK_NVRTC_CUBIN)) {
+        (nvrtc_major == driver_major &&
+         !tack_rtc_is_portable(TACK_RTC_NVRTC, target))) {
         return TACK_OK;
     }
     return tack__fail(
@@ -90,12 +93,12 @@ tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
 
 /* tack__cuda_nvrtc_fits for the NVRTC Tack loaded and s's driver. */
 static tack_status
-nvrtc_fits_driver(const tack__cuda_state *s, const char *kernel, tack_nvrtc_output kind)
+nvrtc_fits_driver(const tack__cuda_state *s, const char *kernel, const char *target)
 {
     int major = 0, minor = 0;
-    tack_status st = tack_nvrtc_version(&major, &minor);
+    tack_status st = tack_rtc_version(TACK_RTC_NVRTC, &major, &minor);
     return st == TACK_OK
-               ? tack__cuda_nvrtc_fits(kernel, major, minor, s->drv->version, kind)
+               ? tack__cuda_nvrtc_fits(kernel, major, minor, s->drv->version, target)
                : st;
 }
 
@@ -106,7 +109,7 @@ load_module(tack__cuda_state *s, const char *kernel, const void *image, tcu_modu
     tcu_result rc = s->drv->api.cuModuleLoadData(mod, image);
     int major = 0, minor = 0;
     if (rc == TCU_ERROR_UNSUPPORTED_PTX_VERSION &&
-        tack_nvrtc_version(&major, &minor) == TACK_OK) {
+        tack_rtc_version(TACK_RTC_NVRTC, &major, &minor) == TACK_OK) {
         return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
                           "kernel '%s': the CUDA driver (%d.%d) cannot read the PTX of "
                           "NVRTC %d.%d (cuModuleLoadData: "
@@ -131,8 +134,8 @@ tack__gpu_module_of(tack__gpu_kernel *k, tack__cuda_state *s,
     }
     tack_status st = TACK_OK;
     if (!m) {
-        int major = 0, minor = 0, target = 0;
-        tack_nvrtc_output kind = TACK_NVRTC_CUBIN;
+        int major = 0, minor = 0;
+        char device_arch[TACK_RTC_ARCH_CAP], target[TACK_RTC_ARCH_CAP];
         void *image = NULL;
         size_t image_nbytes = 0;
         char *log = NULL;
@@ -141,20 +144,21 @@ tack__gpu_module_of(tack__gpu_kernel *k, tack__cuda_state *s,
             st = attribute(s, TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor);
         }
         if (st == TACK_OK) {
-            st = tack_nvrtc_choose(major * 10 + minor, &kind, &target);
+            snprintf(device_arch, sizeof device_arch, "sm_%d", major * 10 + minor);
+            st = tack_rtc_choose(TACK_RTC_NVRTC, device_arch, target, sizeof target);
         }
         if (st == TACK_OK) {
-            st = nvrtc_fits_driver(s, k->pub.name, kind);
+            st = nvrtc_fits_driver(s, k->pub.name, target);
         }
         if (st == TACK_OK) {
-            st = tack_nvrtc_compile(k->source, k->pub.name, target, kind, &image,
-                                    &image_nbytes, &log);
+            st = tack_rtc_compile(TACK_RTC_NVRTC, k->source, k->pub.name, target,
+                                  &image, &image_nbytes, &log);
             if (st == TACK_ERR_COMPILE) {
                 st = tack__fail(TACK_ERR_COMPILE,
                                 "kernel '%s' failed to compile for CUDA:\n%s",
                                 k->pub.name, log ? log : "");
             }
-            tack_nvrtc_free(log);
+            tack_rtc_free(log);
         }
         if (st == TACK_OK && !(m = tack__calloc(sizeof *m))) {
             st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory loading kernel '%s'",
@@ -180,7 +184,7 @@ tack__gpu_module_of(tack__gpu_kernel *k, tack__cuda_state *s,
                 s, api->cuModuleGetFunction(&m->finish, m->mod, "tack_kernel_finish"),
                 "cuModuleGetFunction");
         }
-        tack_nvrtc_free(image);
+        tack_rtc_free(image);
         if (st == TACK_OK) {
             m->ctx = s->ctx;
             m->next = k->modules;
