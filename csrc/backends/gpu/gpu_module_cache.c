@@ -144,6 +144,9 @@ tack__gpu_module_of(tack__gpu_kernel *k, tack__cuda_state *s,
             st = attribute(s, TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor);
         }
         if (st == TACK_OK) {
+            /* the device's own architecture as NVRTC spells it; the one CUDA
+             * spelling left here, until the driver table names the device's
+             * architecture itself (a HIP device's is its gfx target) */
             snprintf(device_arch, sizeof device_arch, "sm_%d", major * 10 + minor);
             st = tack_rtc_choose(TACK_RTC_NVRTC, device_arch, target, sizeof target);
         }
