@@ -3,7 +3,7 @@
  * their objects (internal.h's tack__hash).
  *
  * Two FNV-1a lanes over the bytes, each with its own multiplier, finalised with a
- * 64-bit mixer into 32 hex digits. jit.c and nvrtc.c key their cache entries with it
+ * 64-bit mixer into 32 hex digits. jit.c and rtc.c key their cache entries with it
  * and kernel_cache.c checks the cached objects with it. Speed matters, strength does
  * not: every entry also stores and compares the full source, so a collision can never
  * load the wrong kernel. The digits name files already on disk, so changing a

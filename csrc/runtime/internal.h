@@ -357,6 +357,12 @@ typedef struct tack__cpu_kernel {
 } tack__cpu_kernel;
 
 /* The CPU backend's kernel slots (backend.h): jit.c's build, launch.c's launch. */
+tack_status tack__cpu_kernel_build_request(const tack_backend *self, const char *name,
+                                           const char *filename,
+                                           const tack_kernel_request *req,
+                                           tack_kernel **out, char **log);
+/* The CPU's build of C source (what its slot does with the request's source; a GPU
+ * backend builds its twin with it). */
 tack_status tack__cpu_kernel_build(const tack_backend *self, const char *name,
                                    const char *filename, const char *source,
                                    tack_kernel **out, char **log);
@@ -403,8 +409,9 @@ tack_status tack__cpu_kernel_trips(tack_kernel *kernel, const void *params,
 /* Builds with backend's kernel_build slot (kernel.c; tack_kernel_build_for looks the
  * backend up by its DLPack device type, tests pass their own tables). */
 tack_status tack__kernel_build_with(const tack_backend *backend, const char *name,
-                                    const char *filename, const char *source,
-                                    tack_kernel **out, char **log);
+                                    const char *filename,
+                                    const tack_kernel_request *req, tack_kernel **out,
+                                    char **log);
 
 /* The backend table Tack was built with for a DLPack device type, or NULL (device.c).
  */

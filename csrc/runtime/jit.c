@@ -708,7 +708,23 @@ build_locked(const char *name, const char *filename, const char *source,
     return TACK_OK;
 }
 
-/* The CPU backend's kernel_build slot (backend.h); kernel.c checked the pointers. */
+/* The CPU backend's kernel_build slot (backend.h); kernel.c checked the pointers.
+ * Only the source is read: the object states its own launch facts. */
+tack_status
+tack__cpu_kernel_build_request(const tack_backend *self, const char *name,
+                               const char *filename, const tack_kernel_request *req,
+                               tack_kernel **out, char **log)
+{
+    if (req->twin_source) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': the CPU backend builds C source alone, and "
+                          "this request has a twin (made for a GPU backend); build it "
+                          "for the backend its emitter made it for",
+                          name);
+    }
+    return tack__cpu_kernel_build(self, name, filename, req->source, out, log);
+}
+
 tack_status
 tack__cpu_kernel_build(const tack_backend *self, const char *name, const char *filename,
                        const char *source, tack_kernel **out, char **log)

@@ -21,18 +21,19 @@
 
 tack_status
 tack__kernel_build_with(const tack_backend *backend, const char *name,
-                        const char *filename, const char *source, tack_kernel **out,
-                        char **log)
+                        const char *filename, const tack_kernel_request *req,
+                        tack_kernel **out, char **log)
 {
     TACK__CHECK_ARG(log);
     *log = NULL;
     TACK__CHECK_ARG(backend);
     TACK__CHECK_ARG(name);
     TACK__CHECK_ARG(filename);
-    TACK__CHECK_ARG(source);
+    TACK__CHECK_ARG(req);
+    TACK__CHECK_ARG(req->source);
     TACK__CHECK_ARG(out);
-    tack_status (*build)(const tack_backend *, const char *, const char *, const char *,
-                         tack_kernel **, char **) =
+    tack_status (*build)(const tack_backend *, const char *, const char *,
+                         const tack_kernel_request *, tack_kernel **, char **) =
         TACK__BACKEND_SLOT(backend, kernel_build);
     if (!build || !TACK__BACKEND_SLOT(backend, kernel_launch)) {
         return tack__fail(TACK_ERR_UNSUPPORTED,
@@ -42,7 +43,7 @@ tack__kernel_build_with(const tack_backend *backend, const char *name,
                           name, backend->name);
     }
     tack_kernel *k = NULL;
-    tack_status st = build(backend, name, filename, source, &k, log);
+    tack_status st = build(backend, name, filename, req, &k, log);
     if (st != TACK_OK) {
         return st;
     }
@@ -65,8 +66,9 @@ tack_kernel_debug_default(void)
 }
 
 tack_status
-tack_kernel_build_for(int dlpack_device_type, const char *name, const char *filename,
-                      const char *source, tack_kernel **out, char **log)
+tack_kernel_build_request(int dlpack_device_type, const char *name,
+                          const char *filename, const tack_kernel_request *request,
+                          tack_kernel **out, char **log)
 {
     const tack_backend *backend = tack__backend_for_dlpack_type(dlpack_device_type);
     if (!backend) {
@@ -77,7 +79,16 @@ tack_kernel_build_for(int dlpack_device_type, const char *name, const char *file
                           "device type %d; build for one of its backends (kDLCPU = 1)",
                           name ? name : "?", dlpack_device_type);
     }
-    return tack__kernel_build_with(backend, name, filename, source, out, log);
+    return tack__kernel_build_with(backend, name, filename, request, out, log);
+}
+
+tack_status
+tack_kernel_build_for(int dlpack_device_type, const char *name, const char *filename,
+                      const char *source, tack_kernel **out, char **log)
+{
+    const tack_kernel_request request = {.source = source};
+    return tack_kernel_build_request(dlpack_device_type, name, filename, &request, out,
+                                     log);
 }
 
 tack_status

@@ -155,7 +155,7 @@ const tack_backend tack__backend_cpu = {
     .synchronize = cpu_synchronize,
     .memory_domain = cpu_memory_domain,
     /* kernels: C through the system compiler (jit.c), the thread pool (launch.c) */
-    .kernel_build = tack__cpu_kernel_build,
+    .kernel_build = tack__cpu_kernel_build_request,
     .kernel_launch = tack__cpu_kernel_launch,
     .kernel_release = NULL, /* shared objects are never unloaded */
 };

@@ -1,9 +1,10 @@
 /*
  * cuda_backend.c: the cuda backend table. The device is the GPU layer's
  * (csrc/backends/gpu/) over the CUDA driver's table (cuda_table.c); the kernel slots
- * are CUDA's (cuda_kernel.c). docs/cuda.md describes the model: one non-blocking
- * stream per device, host reads wait, exports share.
+ * are the GPU layer's (gpu_kernel.h). docs/cuda.md describes the model: one
+ * non-blocking stream per device, host reads wait, exports share.
  */
+#include "../gpu/gpu_kernel.h"
 #include "cuda_internal.h"
 
 static const char *const option_names[] = {NULL};
@@ -28,6 +29,6 @@ const tack_backend tack__backend_cuda = {
     .impl = NULL,
     .open = cuda_open,
     TACK__GPU_SLOTS,
-    .kernel_build = tack__cuda_kernel_build,
-    .kernel_launch = tack__cuda_kernel_launch,
+    .kernel_build = tack__gpu_kernel_build,
+    .kernel_launch = tack__gpu_kernel_launch,
 };

@@ -6,7 +6,7 @@
  * cuda_abi.h      the driver API subset, checked against the toolkit by the C tests
  * cuda_driver.c   loading libcuda.so.1 (or $TACK_CUDA_DRIVER), entry points
  * cuda_table.c    the GPU layer's driver table filled from those entry points
- * cuda_kernel.c   kernel build (NVRTC, modules per context) and launch
+ * (kernels: ../gpu/gpu_kernel.h)
  * cuda_backend.c  the backend table
  */
 #ifndef TACK_CUDA_INTERNAL_H
@@ -14,7 +14,6 @@
 
 #include "../gpu/gpu_internal.h"
 #include "cuda_abi.h"
-#include "tack/nvrtc.h"
 
 /* ---- the driver (cuda_driver.c, cuda_table.c) -------------------------------------
  */
@@ -35,21 +34,5 @@ tack_status tack__cuda_driver_get(const tack__gpu_driver **out);
  * table's functions call them; raw must be complete before the driver is
  * published, and is never changed after). */
 void tack__cuda_table_fill(const tack__cuda_api *raw, tack__gpu_driver *d);
-
-/* ---- kernels (cuda_kernel.c) ------------------------------------------------------
- */
-
-tack_status tack__cuda_kernel_build(const tack_backend *self, const char *name,
-                                    const char *filename, const char *source,
-                                    tack_kernel **out, char **log);
-tack_status tack__cuda_kernel_launch(void *state, tack_kernel *kernel,
-                                     const void *params, size_t params_nbytes,
-                                     unsigned flags, tack_kernel_value *result);
-/* Whether an image of kind from NVRTC nvrtc_major.nvrtc_minor loads on a driver of
- * driver_version (1000 * major + 10 * minor): always when NVRTC is no newer; a CUBIN
- * when only its minor version is newer (minor-version compatibility); otherwise
- * TACK_ERR_DEVICE_UNAVAILABLE naming both versions and the remedy. */
-tack_status tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
-                                  int driver_version, tack_nvrtc_output kind);
 
 #endif /* TACK_CUDA_INTERNAL_H */
