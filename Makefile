@@ -159,10 +159,10 @@ valgrind: build-c
 	TACK_STANDIN_MEMORY=$(VALGRIND_STANDIN_MEMORY) valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect $(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 
 lint: build-c setup
-	printf '%s\n' csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/cuda/*.c tests/standin/level_zero/*.c | \
+	printf '%s\n' csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/*/*.c | \
 		xargs -P $(JOBS) -n 6 $(CLANG_TIDY) -quiet -p $(BUILD)/c
 	printf '%s\n' csrc/python/*.c | xargs -P $(JOBS) -n 4 $(CLANG_TIDY) -quiet -p $(BUILD)/py
-	$(CLANG_FORMAT) --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/python/embed/*.c tests/standin/cuda/*.[ch] tests/standin/level_zero/*.[ch]
+	$(CLANG_FORMAT) --dry-run -Werror include/tack/*.h csrc/runtime/*.[ch] csrc/backends/*.[ch] csrc/backends/*/*.[ch] csrc/python/*.[ch] tests/c/*.[ch] tests/c/*.cc tests/fuzz/*.c examples/c/*.c tests/python/producer/*.c tests/python/embed/*.c tests/standin/*/*.[ch]
 	$(VENV)/bin/ruff check src tests examples benchmarks docs
 	cppcheck -q --error-exitcode=1 --enable=warning,portability --inline-suppr --std=c11 -Iinclude -I$(BUILD)/c/include csrc/runtime csrc/backends tests/standin
 	shellcheck scripts/*.sh

@@ -35,13 +35,13 @@ tack__driver_load(const char *backend, const char *const *candidates,
 }
 
 tack_status
-tack__gpu_open(const tack_backend *self, int ordinal,
-               const tack_device_options *options, void **state)
+tack__stub_open(const tack_backend *self, int ordinal,
+                const tack_device_options *options, void **state)
 {
     (void)ordinal;
     (void)options;
     (void)state;
-    const tack__gpu_driver *drv = self->impl;
+    const tack__driver_stub *drv = self->impl;
     void *handle = NULL;
     tack_status st =
         tack__driver_load(self->name, drv->libraries, drv->what_to_install, &handle);
@@ -68,50 +68,50 @@ unreachable(void)
 }
 
 tack_status
-tack__gpu_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
+tack__stub_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
 {
     (void)state, (void)nbytes, (void)exportable, (void)ptr;
     return unreachable();
 }
 
 void
-tack__gpu_free(void *state, void *ptr)
+tack__stub_free(void *state, void *ptr)
 {
     (void)state, (void)ptr;
 }
 
 tack_status
-tack__gpu_copy(void *state, void *dst, const void *src, size_t nbytes,
-               tack_copy_kind kind)
+tack__stub_copy(void *state, void *dst, const void *src, size_t nbytes,
+                tack_copy_kind kind)
 {
     (void)state, (void)dst, (void)src, (void)nbytes, (void)kind;
     return unreachable();
 }
 
 tack_status
-tack__gpu_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes,
-               size_t count)
+tack__stub_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes,
+                size_t count)
 {
     (void)state, (void)dst, (void)pattern, (void)pattern_nbytes, (void)count;
     return unreachable();
 }
 
 tack_status
-tack__gpu_memory_space(void *state, const void *ptr, tack_memory_space *out)
+tack__stub_memory_space(void *state, const void *ptr, tack_memory_space *out)
 {
     (void)state, (void)ptr, (void)out;
     return unreachable();
 }
 
 tack_status
-tack__gpu_synchronize(void *state)
+tack__stub_synchronize(void *state)
 {
     (void)state;
     return TACK_OK;
 }
 
 uint64_t
-tack__gpu_memory_domain(void *state, int ordinal)
+tack__stub_memory_domain(void *state, int ordinal)
 {
     (void)state;
     return (uint64_t)ordinal + 1;

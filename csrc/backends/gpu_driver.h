@@ -1,33 +1,35 @@
 /*
- * gpu_driver.h: what the GPU backends share: loading a driver library with dlopen.
+ * gpu_driver.h: what the GPU backends share: loading a driver library with dlopen,
+ * and the slots of a stub backend whose device support this build does not contain
+ * (hip, level_zero). The device of a CUDA-like driver is csrc/backends/gpu/.
  */
 #ifndef TACK_GPU_DRIVER_H
 #define TACK_GPU_DRIVER_H
 
 #include "../runtime/internal.h"
 
-/* A GPU backend's driver: what its table's impl points at. */
-typedef struct tack__gpu_driver {
+/* A stub backend's driver: what its table's impl points at. */
+typedef struct tack__driver_stub {
     const char *const *libraries; /* dlopen candidates, NULL-terminated */
     const char *what_to_install;  /* named when none of them loads */
-} tack__gpu_driver;
+} tack__driver_stub;
 
 /*
  * The open slot of a GPU backend whose device support this build does not contain
- * yet: loads the driver named by self->impl (a tack__gpu_driver) and then answers
+ * yet: loads the driver named by self->impl (a tack__driver_stub) and then answers
  * TACK_ERR_DEVICE_UNAVAILABLE saying so, or names the missing library. The library
  * stays loaded: drivers are never unloaded while a process may use them.
  */
-tack_status tack__gpu_open(const tack_backend *self, int ordinal,
-                           const tack_device_options *options, void **state);
+tack_status tack__stub_open(const tack_backend *self, int ordinal,
+                            const tack_device_options *options, void **state);
 
-/* The table slots every GPU backend of this build shares, for its initializer (all
- * but open: a backend may check its options before calling tack__gpu_open). */
-#define TACK__GPU_SLOTS                                                           \
-    .close = NULL, .alloc = tack__gpu_alloc, .free = tack__gpu_free,              \
-    .copy = tack__gpu_copy, .fill = tack__gpu_fill,                               \
-    .memory_space = tack__gpu_memory_space, .synchronize = tack__gpu_synchronize, \
-    .memory_domain = tack__gpu_memory_domain
+/* The table slots every stub backend shares, for its initializer (all
+ * but open: a backend may check its options before calling tack__stub_open). */
+#define TACK__STUB_SLOTS                                                            \
+    .close = NULL, .alloc = tack__stub_alloc, .free = tack__stub_free,              \
+    .copy = tack__stub_copy, .fill = tack__stub_fill,                               \
+    .memory_space = tack__stub_memory_space, .synchronize = tack__stub_synchronize, \
+    .memory_domain = tack__stub_memory_domain
 
 /*
  * Opens the first library of candidates (NULL-terminated) that dlopen finds.
@@ -43,17 +45,17 @@ tack_status tack__driver_load(const char *backend, const char *const *candidates
  */
 tack_status tack__driver_not_built(const char *backend);
 
-/* Table slots shared by the GPU backends of this build: they are reached only after
- * open succeeded, which it does not yet on any GPU backend. */
-tack_status tack__gpu_alloc(void *state, size_t nbytes, bool exportable, void **ptr);
-void tack__gpu_free(void *state, void *ptr);
-tack_status tack__gpu_copy(void *state, void *dst, const void *src, size_t nbytes,
-                           tack_copy_kind kind);
-tack_status tack__gpu_fill(void *state, void *dst, const void *pattern,
-                           size_t pattern_nbytes, size_t count);
-tack_status tack__gpu_memory_space(void *state, const void *ptr,
-                                   tack_memory_space *out);
-tack_status tack__gpu_synchronize(void *state);
-uint64_t tack__gpu_memory_domain(void *state, int ordinal);
+/* Table slots of the stub backends (a driver this build has no device support for):
+ * reached only after open succeeded, which tack__stub_open never does. */
+tack_status tack__stub_alloc(void *state, size_t nbytes, bool exportable, void **ptr);
+void tack__stub_free(void *state, void *ptr);
+tack_status tack__stub_copy(void *state, void *dst, const void *src, size_t nbytes,
+                            tack_copy_kind kind);
+tack_status tack__stub_fill(void *state, void *dst, const void *pattern,
+                            size_t pattern_nbytes, size_t count);
+tack_status tack__stub_memory_space(void *state, const void *ptr,
+                                    tack_memory_space *out);
+tack_status tack__stub_synchronize(void *state);
+uint64_t tack__stub_memory_domain(void *state, int ordinal);
 
 #endif /* TACK_GPU_DRIVER_H */

@@ -666,19 +666,23 @@ tackpy_kernel_build_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     const char *name = PyUnicode_Check(a[0]) ? PyUnicode_AsUTF8(a[0]) : NULL;
     const char *filename = PyUnicode_Check(a[1]) ? PyUnicode_AsUTF8(a[1]) : NULL;
-    const char *source = PyUnicode_Check(a[2]) ? PyUnicode_AsUTF8(a[2]) : NULL;
-    if (!name || !filename || !source) {
+    if (!name || !filename) {
         if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "name, filename and source must be str");
+            PyErr_SetString(PyExc_TypeError, "name and filename must be str");
         }
+        return NULL;
+    }
+    tackpy_kernel_request req;
+    if (tackpy_kernel_request_from(st, a[2], &req) < 0) {
         return NULL;
     }
     tack_kernel *k = NULL;
     char *log = NULL;
     tack_status status;
     Py_BEGIN_ALLOW_THREADS
-        status = tack_kernel_build_for(backend, name, filename, source, &k, &log);
+        status = tack_kernel_build_request(backend, name, filename, &req.req, &k, &log);
     Py_END_ALLOW_THREADS
+    tackpy_kernel_request_clear(&req);
     /* Said once per process: the cache folder could not be used. */
     const char *notice = tack_kernel_cache_notice();
     if (notice && PyErr_WarnEx(PyExc_RuntimeWarning, notice, 1) < 0) {

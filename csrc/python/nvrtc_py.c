@@ -1,10 +1,19 @@
 /*
- * nvrtc_py.c: private helpers over tack/nvrtc.h for the CUDA kernel front end and
- * its tests: _nvrtc_compile, _nvrtc_version, _nvrtc_supports, _nvrtc_stats.
+ * nvrtc_py.c: private helpers over the runtime compiler layer (csrc/runtime/rtc.h,
+ * not installed) for the CUDA kernel front end and its tests: _nvrtc_compile,
+ * _nvrtc_version, _nvrtc_supports, _nvrtc_stats. They take NVRTC's compute
+ * capabilities as ints (90) and spell them as its architectures (sm_90, compute_90).
  */
 #include "tackpy.h"
 
-#include "tack/nvrtc.h"
+#include "../runtime/rtc.h"
+
+/* NVRTC's architecture for compute capability arch: a CUBIN's or PTX's. */
+static void
+spell_arch(char *buf, size_t cap, int arch, bool ptx)
+{
+    snprintf(buf, cap, "%s_%d", ptx ? "compute" : "sm", arch);
+}
 
 /* A compute capability as 10 * major + minor; -1 with an exception when it is not
  * an int that fits. */
@@ -56,22 +65,23 @@ tackpy_nvrtc_compile_fn(PyObject *module, PyObject *const *args, Py_ssize_t narg
     if ((arch == -1 || ptx < 0) && PyErr_Occurred()) {
         return NULL;
     }
+    char target[TACK_RTC_ARCH_CAP];
+    spell_arch(target, sizeof target, arch, ptx);
     void *image = NULL;
     size_t nbytes = 0;
     char *log = NULL;
     tack_status status;
     Py_BEGIN_ALLOW_THREADS
-        status = tack_nvrtc_compile(source, name, arch,
-                                    ptx ? TACK_NVRTC_PTX : TACK_NVRTC_CUBIN, &image,
-                                    &nbytes, &log);
+        status = tack_rtc_compile(TACK_RTC_NVRTC, source, name, target, &image, &nbytes,
+                                  &log);
     Py_END_ALLOW_THREADS
     if (status != TACK_OK) {
         tackpy_raise_compile(st, status, log);
-        tack_nvrtc_free(log);
+        tack_rtc_free(log);
         return NULL;
     }
     PyObject *out = PyBytes_FromStringAndSize(image, (Py_ssize_t)nbytes);
-    tack_nvrtc_free(image);
+    tack_rtc_free(image);
     return out;
 }
 
@@ -80,7 +90,7 @@ tackpy_nvrtc_version_fn(PyObject *module, PyObject *unused)
 {
     (void)unused;
     int major, minor;
-    tack_status status = tack_nvrtc_version(&major, &minor);
+    tack_status status = tack_rtc_version(TACK_RTC_NVRTC, &major, &minor);
     if (status != TACK_OK) {
         return tackpy_raise(PyModule_GetState(module), status);
     }
@@ -94,8 +104,10 @@ tackpy_nvrtc_supports_fn(PyObject *module, PyObject *arg)
     if (arch == -1 && PyErr_Occurred()) {
         return NULL;
     }
+    char target[TACK_RTC_ARCH_CAP];
+    spell_arch(target, sizeof target, arch, false);
     int yes = 0;
-    tack_status status = tack_nvrtc_supports(arch, &yes);
+    tack_status status = tack_rtc_supports(TACK_RTC_NVRTC, target, &yes);
     if (status != TACK_OK) {
         return tackpy_raise(PyModule_GetState(module), status);
     }
@@ -107,8 +119,8 @@ tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
-    tack_nvrtc_stats s;
-    tack_nvrtc_get_stats(&s);
+    tack_rtc_stats s;
+    tack_rtc_get_stats(TACK_RTC_NVRTC, &s);
     return Py_BuildValue("{sKsKsKsK}", "compiles", (unsigned long long)s.compiles,
                          "disk_hits", (unsigned long long)s.disk_hits, "rebuilds",
                          (unsigned long long)s.rebuilds, "failures",

@@ -28,6 +28,8 @@ typedef struct tackpy_exchange_cache {
     X(shape) X(dtype) X(device) X(exportable) X(fill_value) X(obj) X(dst) X(src)    \
     X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
     X(ordinal) X(filename) X(source) X(x) X(arch) X(ptx) X(backend)                \
+    X(twin_source) X(names) X(parallel) X(host_trips) X(needs_ctx)                 \
+    X(restrict_body) X(partial_size) X(result_kind)                              \
     X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)      \
     X(__dlpack_device__) X(__cuda_array_interface__)
 // clang-format on
@@ -306,6 +308,23 @@ PyObject *tackpy_nvrtc_compile_fn(PyObject *module, PyObject *const *args,
 PyObject *tackpy_nvrtc_version_fn(PyObject *module, PyObject *unused);
 PyObject *tackpy_nvrtc_supports_fn(PyObject *module, PyObject *arg);
 PyObject *tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused);
+
+/* ---- kernel_request_py.c -----------------------------------------------------------
+ */
+
+/* A build request for tack_kernel_build_request, with what keeps its strings alive. */
+typedef struct tackpy_kernel_request {
+    tack_kernel_request req;
+    PyObject *source, *twin_source, *names; /* Owned; NULL for a str source */
+    const char **strings;                   /* Owned (PyMem): the names' UTF-8 */
+} tackpy_kernel_request;
+
+/* Fills *r from source: C source (a str: source alone) or an object with a
+ * BuildRequest's attributes. Returns 0 (release with tackpy_kernel_request_clear once
+ * the build returned), or -1 with an exception and nothing to release. */
+int tackpy_kernel_request_from(tackpy_state *st, PyObject *source,
+                               tackpy_kernel_request *r);
+void tackpy_kernel_request_clear(tackpy_kernel_request *r);
 
 /* ---- kernel_py.c ------------------------------------------------------------------
  */

@@ -52,7 +52,7 @@ struct tack_backend {
     const char *const *option_names;
 
     /* What the backend's own code needs to know about itself, static (the GPU
-     * backends: their driver libraries, a tack__gpu_driver); may be NULL. */
+     * backends: their driver libraries, a tack__driver_stub); may be NULL. */
     const void *impl;
 
     /* Prepares the backend state of a device: loads the driver, checks the ordinal,
@@ -103,15 +103,16 @@ struct tack_backend {
      * backend. Absent kernel_build or kernel_launch: the backend runs no kernels,
      * and building or launching one is TACK_ERR_UNSUPPORTED. */
 
-    /* Builds the specialization whose source this backend's emitter generated (the
-     * CPU: C compiled into a shared object, from the disk cache, and dlopen).
-     * self is this table. Every field of struct tack_kernel (internal.h) is set
-     * before *out is returned, its backend to self. On a failed compile
-     * *log receives the compiler's output (tack_kernel_log_free), else stays NULL.
-     * Out: *out (Borrowed: valid until kernel_release, for the life of the process
-     * when that slot is absent) only on success. */
+    /* Builds the specialization of the request this backend's emitter made (the
+     * CPU: C compiled into a shared object, from the disk cache, and dlopen; a GPU
+     * backend: gpu_build_request.c). self is this table; kernel.c checked that req
+     * and its source are not NULL. Every field of struct tack_kernel (internal.h) is
+     * set before *out is returned, its backend to self. On a failed compile *log
+     * receives the compiler's output (tack_kernel_log_free), else stays NULL. Out: *out
+     * (Borrowed: valid until kernel_release, for the life of the process when that slot
+     * is absent) only on success. */
     tack_status (*kernel_build)(const tack_backend *self, const char *name,
-                                const char *filename, const char *source,
+                                const char *filename, const tack_kernel_request *req,
                                 tack_kernel **out, char **log);
     /* Runs one launch of k (a kernel of this backend) on the device whose state is
      * given (NULL: the launch named no device; a backend that needs one refuses).

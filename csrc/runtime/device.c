@@ -43,6 +43,9 @@ static tack_device *registry[TACK__NBACKENDS][TACK__MAX_ORDINAL];
 /* Owned reference; NULL means the CPU. Written under registry_lock; read without it
  * when it is a registry device, which never dies. */
 static _Atomic(tack_device *) default_device;
+/* Per backend with device memory, the first of its registry devices opened in this
+ * process (never dies), for tack__device_foreign_space; NULL while none is. */
+static _Atomic(tack_device *) first_open[TACK__NBACKENDS];
 
 static void
 lock_registry(void)
@@ -220,6 +223,10 @@ tack_device_open(const char *name, int ordinal, const tack_device_options *optio
         if (st == TACK_OK) {
             dev->in_registry = true;
             registry[index][ordinal] = dev;
+            tack_device *none = NULL;
+            if (b->dlpack_device_type != kDLCPU) {
+                atomic_compare_exchange_strong(&first_open[index], &none, dev);
+            }
         }
     }
     pthread_mutex_unlock(&registry_lock);
@@ -227,6 +234,22 @@ tack_device_open(const char *name, int ordinal, const tack_device_options *optio
         *out = dev;
     }
     return st;
+}
+
+tack_memory_space
+tack__device_foreign_space(const void *ptr)
+{
+    for (size_t i = 0; i < TACK__NBACKENDS; i++) {
+        tack_device *dev = atomic_load_explicit(&first_open[i], memory_order_acquire);
+        tack_memory_space space = TACK_MEMORY_HOST;
+        /* Device memory of any ordinal is unreachable from the host; no answer
+         * leaves the question to the caller. */
+        if (dev && dev->backend->memory_space(dev->state, ptr, &space) == TACK_OK &&
+            (space == TACK_MEMORY_DEVICE || space == TACK_MEMORY_UNKNOWN)) {
+            return TACK_MEMORY_DEVICE;
+        }
+    }
+    return TACK_MEMORY_HOST;
 }
 
 void

@@ -151,14 +151,10 @@ overflow:
                       "the producer sent an invalid tensor");
 }
 
-tack_status
-tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
+/* ndim in Tack's range, and a shape to read when there are dimensions. */
+static tack_status
+check_rank(const DLTensor *t)
 {
-    const device_row *row = NULL;
-    tack_status st = check_device_type((int32_t)t->device.device_type, &row);
-    if (st != TACK_OK) {
-        return st;
-    }
     if (t->ndim < 0 || t->ndim > TACK_MAX_NDIM) {
         return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "a DLPack tensor with %d dimensions cannot be imported: Tack "
@@ -171,6 +167,13 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
                           "producer sent an invalid tensor",
                           (int)t->ndim);
     }
+    return TACK_OK;
+}
+
+/* The Tack dtype of t's DLPack dtype: one lane, a (code, bits) Tack has. */
+static tack_status
+check_dtype(const DLTensor *t, tack_dtype *dtype)
+{
     if (t->dtype.lanes != 1) {
         return tack__fail(TACK_ERR_DLPACK_DTYPE,
                           "DLPack dtype (code %u, bits %u) with %u lanes has no Tack "
@@ -178,12 +181,15 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
                           (unsigned)t->dtype.code, (unsigned)t->dtype.bits,
                           (unsigned)t->dtype.lanes);
     }
-    tack_dtype dtype = TACK_FLOAT32;
-    st = tack_dtype_from_dlpack(t->dtype.code, t->dtype.bits, &dtype);
-    if (st != TACK_OK) {
-        return st;
-    }
-    size_t itemsize = tack_dtype_get(dtype)->itemsize;
+    return tack_dtype_from_dlpack(t->dtype.code, t->dtype.bits, dtype);
+}
+
+/* The element count of t's shape (check_rank passed): no negative extent, and a
+ * byte count within PTRDIFF_MAX, so pointer arithmetic over the whole tensor is
+ * defined. An extent of 0 anywhere makes the count 0 whatever the others are. */
+static tack_status
+check_shape(const DLTensor *t, size_t itemsize, size_t *count)
+{
     size_t nelem = 1;
     bool zero = false;
     for (int32_t k = 0; k < t->ndim; k++) {
@@ -195,8 +201,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
         }
         zero = zero || t->shape[k] == 0;
     }
-    /* Byte counts must stay within PTRDIFF_MAX, so pointer arithmetic over the
-     * whole tensor is defined. (No divisions per dimension: this is a hot path.) */
+    /* No divisions per dimension: this is a hot path. */
     const size_t max_nelem = (size_t)PTRDIFF_MAX / itemsize;
     for (int32_t k = 0; k < t->ndim && !zero; k++) {
         size_t e = (size_t)t->shape[k];
@@ -207,9 +212,17 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
                               (int)k);
         }
     }
-    if (zero) {
-        nelem = 0;
-    }
+    *count = zero ? 0 : nelem;
+    return TACK_OK;
+}
+
+/* Where t's nelem elements lie: the first element's address (data + byte_offset,
+ * without wrapping), whether the strides are C-contiguous, and the bytes they reach
+ * around it, all inside the address space. Fills lay's address, contiguous and span
+ * only on success. */
+static tack_status
+check_span(const DLTensor *t, size_t itemsize, size_t nelem, tack__dlpack_layout *lay)
+{
     if (!t->data && nelem > 0) {
         return tack__fail(TACK_ERR_DLPACK_INVALID,
                           "the DLPack tensor has %zu elements but a NULL data "
@@ -245,7 +258,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
             expect *= t->shape[k]; /* bounded by nelem, no overflow */
         }
         if (!contiguous) {
-            st = strided_span(t, itemsize, &lo, &hi);
+            tack_status st = strided_span(t, itemsize, &lo, &hi);
             if (st != TACK_OK) {
                 return st;
             }
@@ -258,19 +271,47 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
             }
         }
     }
-    if (nelem == 0) {
-        hi = 0;
+    lay->address = address;
+    lay->contiguous = contiguous;
+    lay->span_lo = lo;
+    lay->span_hi = nelem == 0 ? 0 : hi;
+    return TACK_OK;
+}
+
+/* The checks run in this order, so a tensor wrong in several ways is refused for the
+ * first: device type, rank, dtype, shape, span. */
+tack_status
+tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
+{
+    const device_row *row = NULL;
+    tack_status st = check_device_type((int32_t)t->device.device_type, &row);
+    if (st == TACK_OK) {
+        st = check_rank(t);
     }
-    out->dtype = dtype;
-    out->nelem = nelem;
-    out->itemsize = itemsize;
-    out->address = address;
-    out->contiguous = contiguous;
-    out->aligned = (address & (itemsize - 1)) == 0; /* itemsize is a power of 2 */
-    out->host_readable = row->host_readable;
-    out->backend = row->backend;
-    out->span_lo = lo;
-    out->span_hi = hi;
+    tack_dtype dtype = TACK_FLOAT32;
+    if (st == TACK_OK) {
+        st = check_dtype(t, &dtype);
+    }
+    if (st != TACK_OK) {
+        return st;
+    }
+    size_t itemsize = tack_dtype_get(dtype)->itemsize;
+    size_t nelem = 0;
+    tack__dlpack_layout lay;
+    st = check_shape(t, itemsize, &nelem);
+    if (st == TACK_OK) {
+        st = check_span(t, itemsize, nelem, &lay);
+    }
+    if (st != TACK_OK) {
+        return st;
+    }
+    lay.dtype = dtype;
+    lay.nelem = nelem;
+    lay.itemsize = itemsize;
+    lay.aligned = (lay.address & (itemsize - 1)) == 0; /* itemsize is a power of 2 */
+    lay.host_readable = row->host_readable;
+    lay.backend = row->backend;
+    *out = lay;
     return TACK_OK;
 }
 

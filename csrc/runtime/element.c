@@ -52,11 +52,11 @@ tack_scalar_to_element(const tack_scalar *s, tack_dtype dtype, void *out)
 {
     TACK__CHECK_ARG(s);
     TACK__CHECK_ARG(out);
-    const tack_dtype_info *info = tack_dtype_get(dtype);
-    if (!info) {
-        return tack__fail(TACK_ERR_BAD_DTYPE, "dtype value %d is not a Tack dtype",
-                          (int)dtype);
+    tack_status st = tack__check_dtype(dtype);
+    if (st != TACK_OK) {
+        return st;
     }
+    const tack_dtype_info *info = tack_dtype_get(dtype);
     const tack_dtype_info *sinfo = tack_dtype_get(info->scalar);
     bool integer_target = sinfo->kind == 'i' || sinfo->kind == 'u';
     switch (s->kind) {

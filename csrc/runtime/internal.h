@@ -128,11 +128,12 @@ struct tack_device {
     uint64_t memory_domain;
 };
 
-/* What the CUDA backend knows of a pointer the CPU backend is asked to wrap:
- * TACK_MEMORY_DEVICE for CUDA device memory (which the host cannot touch) once a CUDA
- * device is open in this process, TACK_MEMORY_HOST otherwise; the driver is never
- * loaded for this question (csrc/backends/cuda/cuda_pointer.c). */
-tack_memory_space tack__cuda_pointer_kind(const void *ptr);
+/* What the devices of this process know of a pointer the CPU backend is asked to
+ * wrap: TACK_MEMORY_DEVICE when the memory_space slot of the first registry device
+ * opened of some non-host backend calls it device memory of any ordinal (which the
+ * host cannot touch), TACK_MEMORY_HOST otherwise. No driver is loaded for this
+ * question: only open devices are asked (device.c). */
+tack_memory_space tack__device_foreign_space(const void *ptr);
 
 /*
  * Work on dev's own stream bracketed by another library's stream (the Array API's
@@ -164,7 +165,7 @@ tack__device_is_host(const tack_device *dev)
     return dev->backend->dlpack_device_type == kDLCPU;
 }
 
-/* ---- buffers and arrays (buffer.c, array.c) ---------------------------------- */
+/* ---- buffers and arrays (buffer.c, array*.c) --------------------------------- */
 
 struct tack_buffer {
     atomic_size_t refcount;
@@ -236,8 +237,15 @@ tack__array_dl_strides(const tack_array *arr)
     return tack__array_dl_shape(arr) + tack__dl_ndim(arr->dtype, arr->ndim);
 }
 void tack__array_fill_dl_layout(tack_array *arr);
+/* A dtype from a caller is an int: anything outside the enumeration is
+ * TACK_ERR_BAD_DTYPE before it indexes a table (array.c). */
+tack_status tack__check_dtype(tack_dtype dtype);
+/* The element count of a shape of dtype, the dtype checked first (array.c). Out:
+ * *nelem only on success. */
+tack_status tack__dtype_shape_size(tack_dtype dtype, int32_t ndim, const int64_t *shape,
+                                   size_t *nelem);
 /* tack_array_wrap_memory after validation: dtype and shape are known good and nelem
- * is their element count (array.c). Consumes the release obligation. */
+ * is their element count (array_wrap.c). Consumes the release obligation. */
 tack_status tack__array_wrap_validated(tack_device *dev, void *data, tack_dtype dtype,
                                        int32_t ndim, const int64_t *shape, size_t nelem,
                                        bool writable, tack_release_fn release,
@@ -294,7 +302,7 @@ uint16_t tack__float_to_half(float f);
 /* Rounds to nearest even in one step (no double rounding through float). */
 uint16_t tack__double_to_half(double d);
 
-/* ---- kernels (thread_pool.c, jit.c, kernel_cache.c, launch.c) ------------------- */
+/* ---- kernels (kernel*.c, jit.c, hash.c, launch.c, thread_pool.c) ----------------- */
 
 #include "tack/kernel.h"
 
@@ -353,12 +361,22 @@ typedef struct tack__cpu_kernel {
 } tack__cpu_kernel;
 
 /* The CPU backend's kernel slots (backend.h): jit.c's build, launch.c's launch. */
+tack_status tack__cpu_kernel_build_request(const tack_backend *self, const char *name,
+                                           const char *filename,
+                                           const tack_kernel_request *req,
+                                           tack_kernel **out, char **log);
+/* The CPU's build of C source (what its slot does with the request's source; a GPU
+ * backend builds its twin with it). */
 tack_status tack__cpu_kernel_build(const tack_backend *self, const char *name,
                                    const char *filename, const char *source,
                                    tack_kernel **out, char **log);
 tack_status tack__cpu_kernel_launch(void *state, tack_kernel *k, const void *params,
                                     size_t params_nbytes, unsigned flags,
                                     tack_kernel_value *result);
+
+/* The CPU launch's counters (launch.c counts, jit.c reports them in the stats). */
+extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict,
+    tack__stat_plain_atomic, tack__stat_privatized;
 
 /* A debug-mode kernel's first failure, as a launch recorded it (launch.c). */
 typedef struct tack__kernel_failure {
@@ -370,7 +388,7 @@ typedef struct tack__kernel_failure {
 } tack__kernel_failure;
 
 /* The error a failure raises: TACK_ERR_INDEX or TACK_ERR_ZERO_DIVISION with the
- * array, index, axis, extent, file and line, as every backend words it. */
+ * array, index, axis, extent, file and line, as every backend words it (kernel.c). */
 tack_status tack__kernel_failure_status(const tack_kernel *k,
                                         const tack__kernel_failure *f);
 
@@ -395,8 +413,9 @@ tack_status tack__cpu_kernel_trips(tack_kernel *kernel, const void *params,
 /* Builds with backend's kernel_build slot (kernel.c; tack_kernel_build_for looks the
  * backend up by its DLPack device type, tests pass their own tables). */
 tack_status tack__kernel_build_with(const tack_backend *backend, const char *name,
-                                    const char *filename, const char *source,
-                                    tack_kernel **out, char **log);
+                                    const char *filename,
+                                    const tack_kernel_request *req, tack_kernel **out,
+                                    char **log);
 
 /* The backend table Tack was built with for a DLPack device type, or NULL (device.c).
  */
@@ -415,13 +434,8 @@ int tack__pool_threads(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t tack__now_ns(void);
 
-/* Reads a loaded kernel's parameter key and its optional entry points and constants
- * (the restrict body, the finish function, the partial size and the result kind;
- * kernel.h's ABI). jit.c has checked that the mandatory symbols exist. */
-void tack__kernel_optional(tack__cpu_kernel *k, void *handle);
-
-/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer; jit.c,
- * beside the cache key it computes).
+/* A 128-bit non-cryptographic hash (two FNV-1a lanes, finalised with a mixer;
+ * hash.c).
  * Cache entries also store and compare the full source, so a collision can never
  * load the wrong kernel. */
 typedef struct tack__hash {

@@ -85,8 +85,6 @@ static bool cache_unwritable; /* under build_lock */
 static bool swept;            /* stale temporary files removed once, under build_lock */
 static _Atomic uint64_t stat_compiles, stat_disk_hits, stat_memory_hits, stat_rebuilds,
     stat_failures;
-extern _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict,
-    tack__stat_plain_atomic, tack__stat_privatized;
 
 void
 tack_kernel_get_stats(tack_kernel_stats *out)
@@ -215,57 +213,7 @@ compiler_find(compiler *c)
     return TACK_OK;
 }
 
-/* ---- the cache key ---------------------------------------------------------------
- *
- * The hash (internal.h's tack__hash) keys the cache here and checks the cached
- * objects in kernel_cache.c: two FNV-1a lanes over the bytes, finalised with a
- * 64-bit mixer. */
-
-void
-tack__hash_init(tack__hash *h)
-{
-    h->a = 0xcbf29ce484222325u;
-    h->b = 0x6c62272e07bb0142u;
-}
-
-void
-tack__hash_update(tack__hash *h, const void *data, size_t nbytes)
-{
-    const unsigned char *p = data;
-    uint64_t a = h->a, b = h->b;
-    for (size_t k = 0; k < nbytes; k++) {
-        a = (a ^ p[k]) * 0x100000001b3u;
-        b = (b ^ p[k]) * 0x9e3779b97f4a7c15u;
-        b ^= b >> 29;
-    }
-    h->a = a;
-    h->b = b;
-}
-
-void
-tack__hash_str(tack__hash *h, const char *s)
-{
-    tack__hash_update(h, s, strlen(s) + 1);
-}
-
-static uint64_t
-mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9u;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebu;
-    x ^= x >> 31;
-    return x;
-}
-
-void
-tack__hash_hex(const tack__hash *h, char out[33])
-{
-    uint64_t a = mix64(h->a ^ mix64(h->b));
-    uint64_t b = mix64(h->b ^ mix64(h->a + 0x9e3779b97f4a7c15u));
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)a, (unsigned long long)b);
-}
+/* ---- the cache key -------------------------------------------------------------- */
 
 static void
 hash_cpu(tack__hash *h)
@@ -466,6 +414,38 @@ run_compiler(const compiler *c, const char *c_path, const char *so_path,
 
 /* ---- loading ------------------------------------------------------------------ */
 
+/* Reads a loaded kernel's parameter key, file names and stored flags, and its
+ * optional entry points and constants (the restrict and serial bodies, the finish
+ * function, the partial size and the result kind; kernel.h's ABI). load_object has
+ * checked that the mandatory symbols exist and that the partial size is in range. */
+static void
+read_symbols(tack__cpu_kernel *k, void *handle)
+{
+    /* POSIX guarantees that a data pointer from dlsym converts to a function. */
+    void *restricted = dlsym(handle, "tack_kernel_body_restrict");
+    void *finish = dlsym(handle, "tack_kernel_finish");
+    void *serial = dlsym(handle, "tack_kernel_body_serial");
+    memcpy(&k->body_restrict, &restricted, sizeof restricted);
+    memcpy(&k->body_serial, &serial, sizeof serial);
+    k->atomics = dlsym(handle, "tack_kernel_atomics") != NULL;
+    memcpy(&k->finish, &finish, sizeof finish);
+    k->pub.nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
+    k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
+    k->pub.files = dlsym(handle, "tack_kernel_files");
+    for (k->pub.nfiles = 0; k->pub.files && k->pub.files[k->pub.nfiles] &&
+                            k->pub.nfiles < TACK_KERNEL_MAX_FILES;
+         k->pub.nfiles++) {
+    }
+    k->pub.param_stored = dlsym(handle, "tack_kernel_param_stored");
+    const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
+    const int *kind = dlsym(handle, "tack_kernel_result_kind");
+    k->partial_size = partial && *partial > 0 ? *partial : 0; /* load_object: bounded */
+    k->pub.result_kind =
+        kind && *kind >= TACK_KERNEL_RESULT_NONE && *kind <= TACK_KERNEL_RESULT_BOOL
+            ? *kind
+            : TACK_KERNEL_RESULT_NONE;
+}
+
 static tack_status
 load_object(const char *path, const char *source, size_t source_len, const char *key,
             const char *name, const char *filename, tack__cpu_kernel **out)
@@ -522,7 +502,7 @@ load_object(const char *path, const char *source, size_t source_len, const char 
     /* POSIX guarantees that a data pointer from dlsym converts to a function. */
     memcpy(&k->trips, &trips, sizeof trips);
     memcpy(&k->body, &body, sizeof body);
-    tack__kernel_optional(k, handle);
+    read_symbols(k, handle);
     atomic_init(&k->trip_ns_q8, 0);
     *out = k;
     return TACK_OK;
@@ -728,7 +708,23 @@ build_locked(const char *name, const char *filename, const char *source,
     return TACK_OK;
 }
 
-/* The CPU backend's kernel_build slot (backend.h); kernel.c checked the pointers. */
+/* The CPU backend's kernel_build slot (backend.h); kernel.c checked the pointers.
+ * Only the source is read: the object states its own launch facts. */
+tack_status
+tack__cpu_kernel_build_request(const tack_backend *self, const char *name,
+                               const char *filename, const tack_kernel_request *req,
+                               tack_kernel **out, char **log)
+{
+    if (req->twin_source) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': the CPU backend builds C source alone, and "
+                          "this request has a twin (made for a GPU backend); build it "
+                          "for the backend its emitter made it for",
+                          name);
+    }
+    return tack__cpu_kernel_build(self, name, filename, req->source, out, log);
+}
+
 tack_status
 tack__cpu_kernel_build(const tack_backend *self, const char *name, const char *filename,
                        const char *source, tack_kernel **out, char **log)

@@ -4,13 +4,13 @@
  * A kernel belongs to the backend that built it. Building goes to the backend's
  * kernel_build slot, launching to its kernel_launch slot and releasing to its
  * kernel_release slot (backend.h), read through TACK__BACKEND_SLOT so a table
- * compiled before the slots existed runs no kernels instead of crashing. The one
- * thing done here for every backend is the launch's parameter block: packed from
- * the arguments with the kernel's key words, on this thread's stack unless the
- * arrays have many axes, and handed to the backend as it is (a GPU launch passes
- * the same bytes as its kernel's argument).
+ * compiled before the slots existed runs no kernels instead of crashing. Two things
+ * are done here for every backend: the launch's parameter block, packed from the
+ * arguments with the kernel's key words (kernel_args.c lays it out), on this
+ * thread's stack unless the arrays have many axes, and handed to the backend as it
+ * is (a GPU launch passes the same bytes as its kernel's argument); and the wording
+ * of a failure that generated code recorded (tack__kernel_failure_status).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,18 +21,19 @@
 
 tack_status
 tack__kernel_build_with(const tack_backend *backend, const char *name,
-                        const char *filename, const char *source, tack_kernel **out,
-                        char **log)
+                        const char *filename, const tack_kernel_request *req,
+                        tack_kernel **out, char **log)
 {
     TACK__CHECK_ARG(log);
     *log = NULL;
     TACK__CHECK_ARG(backend);
     TACK__CHECK_ARG(name);
     TACK__CHECK_ARG(filename);
-    TACK__CHECK_ARG(source);
+    TACK__CHECK_ARG(req);
+    TACK__CHECK_ARG(req->source);
     TACK__CHECK_ARG(out);
-    tack_status (*build)(const tack_backend *, const char *, const char *, const char *,
-                         tack_kernel **, char **) =
+    tack_status (*build)(const tack_backend *, const char *, const char *,
+                         const tack_kernel_request *, tack_kernel **, char **) =
         TACK__BACKEND_SLOT(backend, kernel_build);
     if (!build || !TACK__BACKEND_SLOT(backend, kernel_launch)) {
         return tack__fail(TACK_ERR_UNSUPPORTED,
@@ -42,7 +43,7 @@ tack__kernel_build_with(const tack_backend *backend, const char *name,
                           name, backend->name);
     }
     tack_kernel *k = NULL;
-    tack_status st = build(backend, name, filename, source, &k, log);
+    tack_status st = build(backend, name, filename, req, &k, log);
     if (st != TACK_OK) {
         return st;
     }
@@ -65,8 +66,9 @@ tack_kernel_debug_default(void)
 }
 
 tack_status
-tack_kernel_build_for(int dlpack_device_type, const char *name, const char *filename,
-                      const char *source, tack_kernel **out, char **log)
+tack_kernel_build_request(int dlpack_device_type, const char *name,
+                          const char *filename, const tack_kernel_request *request,
+                          tack_kernel **out, char **log)
 {
     const tack_backend *backend = tack__backend_for_dlpack_type(dlpack_device_type);
     if (!backend) {
@@ -77,7 +79,16 @@ tack_kernel_build_for(int dlpack_device_type, const char *name, const char *file
                           "device type %d; build for one of its backends (kDLCPU = 1)",
                           name ? name : "?", dlpack_device_type);
     }
-    return tack__kernel_build_with(backend, name, filename, source, out, log);
+    return tack__kernel_build_with(backend, name, filename, request, out, log);
+}
+
+tack_status
+tack_kernel_build_for(int dlpack_device_type, const char *name, const char *filename,
+                      const char *source, tack_kernel **out, char **log)
+{
+    const tack_kernel_request request = {.source = source};
+    return tack_kernel_build_request(dlpack_device_type, name, filename, &request, out,
+                                     log);
 }
 
 tack_status
@@ -196,91 +207,26 @@ tack_kernel_launch(tack_kernel *k, const tack_kernel_arg *args)
     return tack_kernel_launch_on(NULL, k, args, 0, NULL);
 }
 
-/* One key word in words, with its article ("an int8 array of 2 dimensions"). */
-static void
-describe_key_word(uint32_t word, char *buf, size_t size)
-{
-    if (word & TACK_KERNEL_KEY_ARRAY) {
-        unsigned dt = (word >> 8) & 0xffu, ndim = word & 0xffu;
-        const char *name = dt < TACK_DTYPE_COUNT ? tack_dtype_get((tack_dtype)dt)->name
-                                                 : "unknown-dtype";
-        snprintf(buf, size, "%s %s array of %u dimension%s",
-                 name[0] == 'i' ? "an" : "a", name, ndim, ndim == 1 ? "" : "s");
-        return;
-    }
-    const char *scalar = word == TACK_KERNEL_KEY_INT       ? "an int"
-                         : word == TACK_KERNEL_KEY_FLOAT   ? "a float"
-                         : word == TACK_KERNEL_KEY_BOOL    ? "a bool"
-                         : word == TACK_KERNEL_KEY_FLOAT32 ? "a float32 scalar"
-                                                           : NULL;
-    if (scalar) {
-        snprintf(buf, size, "%s", scalar);
-    }
-    else {
-        snprintf(buf, size, "key word 0x%x", (unsigned)word);
-    }
-}
-
 tack_status
-tack_kernel_check_build(const tack_kernel *k, const char *kernel_name, int nparams,
-                        const char *const *param_names, const uint32_t *key,
-                        const bool *stored)
+tack__kernel_failure_status(const tack_kernel *k, const tack__kernel_failure *f)
 {
-    TACK__CHECK_ARG(k);
-    TACK__CHECK_ARG(kernel_name);
-    TACK__CHECK_ARG(key);
-    if (nparams < 0 || nparams > TACK_KERNEL_MAX_PARAMS) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "kernel '%s': %d parameters; a kernel has 0 to %d",
-                          kernel_name, nparams, TACK_KERNEL_MAX_PARAMS);
+    /* the line word: a func's file above the shift (kernel.h) */
+    int line = (int)((unsigned)f->line & ((1u << TACK_KERNEL_LINE_FILE_SHIFT) - 1));
+    int file = (int)((unsigned)f->line >> TACK_KERNEL_LINE_FILE_SHIFT);
+    const char *filename = file > 0 && file <= k->nfiles && k->files[file - 1]
+                               ? k->files[file - 1]
+                               : k->filename;
+    if (f->why == TACK_KERNEL_FAIL_ZERO_DIVISION) {
+        return tack__fail(TACK_ERR_ZERO_DIVISION,
+                          "integer division or modulo by zero in kernel '%s' (%s, "
+                          "line %d)",
+                          k->name, filename, line);
     }
-    if (nparams > 0) {
-        TACK__CHECK_ARG(param_names);
-        TACK__CHECK_ARG(stored);
-    }
-    const char *remedy = "build the specialization of the call's own signature";
-    if (k->nparams != nparams) {
-        return tack__fail(TACK_ERR_BAD_TYPE,
-                          "kernel '%s': the build takes %d parameters but this call "
-                          "passes %d; %s",
-                          kernel_name, k->nparams, nparams, remedy);
-    }
-    /* The tail's second word: the DLPack device type the call's arrays live on. */
-    if ((uint32_t)k->backend->dlpack_device_type != key[nparams + 1]) {
-        return tack__fail(TACK_ERR_BAD_TYPE,
-                          "kernel '%s': the build is for the %s backend (DLPack device "
-                          "type %d) but this call runs on DLPack device type %u; %s",
-                          kernel_name, k->backend->name, k->backend->dlpack_device_type,
-                          (unsigned)key[nparams + 1], remedy);
-    }
-    for (int i = 0; i < nparams; i++) {
-        if (k->param_key[i] != key[i]) {
-            char built[96], passed[96];
-            describe_key_word(k->param_key[i], built, sizeof built);
-            describe_key_word(key[i], passed, sizeof passed);
-            return tack__fail(TACK_ERR_BAD_TYPE,
-                              "kernel '%s': parameter '%s' of the build is %s but this "
-                              "call passes %s; %s",
-                              kernel_name, param_names[i], built, passed, remedy);
-        }
-    }
-    for (int i = 0; i < nparams; i++) {
-        bool built = k->param_stored ? k->param_stored[i] != 0
-                                     : (key[i] & TACK_KERNEL_KEY_ARRAY) != 0;
-        if (built != stored[i]) {
-            return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                              built ? "kernel '%s': the build stores to parameter '%s' "
-                                      "but the kernel's stored flags say it does not; "
-                                      "the flags must name exactly the parameters the "
-                                      "kernel stores to"
-                                    : "kernel '%s': the kernel's stored flags say it "
-                                      "stores to parameter '%s' but the build never "
-                                      "does; the flags must name exactly the "
-                                      "parameters the kernel stores to",
-                              kernel_name, param_names[i]);
-        }
-    }
-    return TACK_OK;
+    return tack__fail(TACK_ERR_INDEX,
+                      "index %lld is out of bounds for axis %d of '%s' with size %lld "
+                      "in kernel '%s' (%s, line %d)",
+                      (long long)f->index, f->axis, f->name ? f->name : "?",
+                      (long long)f->extent, k->name, filename, line);
 }
 
 int

@@ -3,7 +3,7 @@
  *
  * One entry per specialization, named by a 128-bit key over everything that changes
  * the binary (generated source, compiler identity, flags, CPU, Tack version; jit.c
- * computes it, with the hash that also checks the objects here):
+ * computes it with hash.c's hash, which also checks the objects here):
  *
  *   <dir>/<key>.so     the shared object
  *   <dir>/<key>.meta   "tack-kernel-cache 1 <so size> <so hash>\n" + the full source

@@ -1,6 +1,7 @@
 /*
- * launch.c: the checks before a launch, the specialization key, the parameter
- * block, and the CPU backend's kernel_launch slot (kernel.c dispatches to it).
+ * launch.c: the CPU backend's kernel_launch slot (kernel.c dispatches to it, after
+ * kernel_args.c's checks and with its parameter block), and the runs of a GPU
+ * kernel's C twin that its backend asks for (tack__cpu_kernel_trips, _run).
  *
  * A CPU launch asks the kernel for the trip count of its parallel loop, then either
  * runs the whole range on the calling thread or splits it over the thread pool.
@@ -17,8 +18,6 @@
  * (two clock reads are a tenth of a 16-element launch), which still lets a kernel
  * whose trips grew dearer reach the pool; with one thread nothing is timed.
  */
-#include <dlfcn.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -34,255 +33,9 @@
  * count, and combines their partials in order: the same association on any number of
  * threads, serial launches included. */
 #define REDUCE_CHUNKS 256
-/* Partial sizes beyond this are not a kernel's (a corrupt constant). */
 
 _Atomic uint64_t tack__stat_parallel, tack__stat_serial, tack__stat_restrict,
     tack__stat_plain_atomic, tack__stat_privatized;
-
-/* ---- checks --------------------------------------------------------------------- */
-
-tack_status
-tack_kernel_check_arrays(const char *kernel_name, int nparams,
-                         const tack_array *const *arrays,
-                         const char *const *param_names, const bool *stored)
-{
-    TACK__CHECK_ARG(kernel_name);
-    if (nparams < 0 || nparams > TACK_KERNEL_MAX_PARAMS) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "kernel '%s': %d parameters; a kernel has 0 to %d",
-                          kernel_name, nparams, TACK_KERNEL_MAX_PARAMS);
-    }
-    if (nparams > 0) {
-        TACK__CHECK_ARG(arrays);
-        TACK__CHECK_ARG(param_names);
-        TACK__CHECK_ARG(stored);
-    }
-    const tack_device *first = NULL;
-    int first_k = -1;
-    for (int k = 0; k < nparams; k++) {
-        const tack_array *a = arrays[k];
-        if (!a) {
-            continue;
-        }
-        if (TACK__UNLIKELY(
-                atomic_load_explicit(&a->buffer->reclaimed, memory_order_relaxed))) {
-            char what[128];
-            (void)snprintf(what, sizeof what, "kernel '%.60s', parameter '%.40s'",
-                           kernel_name, param_names[k]);
-            return tack__array_reclaimed(a, what);
-        }
-        const tack_device *dev = a->buffer->device;
-        if (!TACK__BACKEND_SLOT(dev->backend, kernel_build) ||
-            !TACK__BACKEND_SLOT(dev->backend, kernel_launch)) {
-            return tack__fail_remedy(TACK_ERR_DEVICE_MISMATCH, TACK_REMEDY_TO_CPU,
-                                     "kernel '%s': parameter '%s' is an array on "
-                                     "%s:%d, but this build of Tack runs no kernels "
-                                     "on the %s backend",
-                                     kernel_name, param_names[k], dev->backend->name,
-                                     dev->ordinal, dev->backend->name);
-        }
-        if (!first) {
-            first = dev;
-            first_k = k;
-        }
-        else if (dev->memory_domain != first->memory_domain) {
-            return tack__fail(TACK_ERR_DEVICE_MISMATCH,
-                              "kernel '%s': parameters '%s' and '%s' are arrays of "
-                              "different memory domains; copy one to the other's "
-                              "device first",
-                              kernel_name, param_names[first_k], param_names[k]);
-        }
-        if (stored[k] && !a->writable) {
-            return tack__fail_remedy(TACK_ERR_INVALID_ARGUMENT,
-                                     TACK_REMEDY_WRITABLE_COPY,
-                                     "kernel '%s' may store to parameter '%s', but the "
-                                     "array passed for it is read-only",
-                                     kernel_name, param_names[k]);
-        }
-    }
-    return TACK_OK;
-}
-
-/* ---- the specialization key --------------------------------------------------- */
-
-uint32_t
-tack_kernel_key_array(const tack_array *array)
-{
-    if (!array) {
-        return 0; /* the word of no argument */
-    }
-    return TACK_KERNEL_KEY_ARRAY | (uint32_t)array->dtype << 8 | (uint32_t)array->ndim;
-}
-
-void
-tack_kernel_key_tail(int nparams, const tack_array *const *arrays, bool debug,
-                     uint32_t tail[2])
-{
-    if (!tail) {
-        return;
-    }
-    int backend = kDLCPU;
-    for (int k = 0; arrays && k < nparams; k++) {
-        if (arrays[k]) {
-            backend = arrays[k]->buffer->device->backend->dlpack_device_type;
-            break;
-        }
-    }
-    tail[0] = debug;
-    tail[1] = (uint32_t)backend;
-}
-
-/* ---- the parameter block -------------------------------------------------------- */
-
-size_t
-tack_kernel_params_size(int nparams, const uint32_t *key)
-{
-    size_t n = 0;
-    for (int k = 0; key && k < nparams; k++) {
-        n += 1 + ((key[k] & TACK_KERNEL_KEY_ARRAY) ? (key[k] & 0xffu) : 0);
-    }
-    return n * 8;
-}
-
-void
-tack_kernel_params_pack(int nparams, const uint32_t *key, const tack_kernel_arg *args,
-                        void *block)
-{
-    if (!key || !args || !block) {
-        return;
-    }
-    unsigned char *out = block;
-    for (int k = 0; k < nparams; k++) {
-        if (key[k] & TACK_KERNEL_KEY_ARRAY) {
-            uint64_t ptr = (uint64_t)(uintptr_t)args[k].data;
-            memcpy(out, &ptr, 8);
-            out += 8;
-            size_t ndim = key[k] & 0xffu;
-            memcpy(out, args[k].shape, ndim * 8);
-            out += ndim * 8;
-        }
-        else if (key[k] == TACK_KERNEL_KEY_FLOAT || key[k] == TACK_KERNEL_KEY_FLOAT32) {
-            memcpy(out, &args[k].f, 8);
-            out += 8;
-        }
-        else {
-            memcpy(out, &args[k].i, 8);
-            out += 8;
-        }
-    }
-}
-
-bool
-tack_kernel_args_shared(int nparams, const tack_array *const *arrays)
-{
-    for (int k = 0; arrays && k < nparams; k++) {
-        if (arrays[k] && (tack_buffer_flags(arrays[k]->buffer) & TACK_BUFFER_SHARED)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool
-overlap(const tack_array *a, const tack_array *b)
-{
-    size_t na = tack_array_nbytes(a), nb = tack_array_nbytes(b);
-    if (na == 0 || nb == 0) {
-        return false;
-    }
-    uintptr_t pa = (uintptr_t)tack_array_data(a), pb = (uintptr_t)tack_array_data(b);
-    return pa < pb + nb && pb < pa + na;
-}
-
-bool
-tack_kernel_args_disjoint(int nparams, const tack_array *const *arrays,
-                          const bool *stored)
-{
-    if (nparams > 0 && (!arrays || !stored)) {
-        return false; /* nothing to check: no promise */
-    }
-    for (int k = 0; k < nparams; k++) {
-        if (!arrays[k] || !stored[k]) {
-            continue;
-        }
-        for (int j = 0; j < nparams; j++) {
-            if (j != k && arrays[j] && overlap(arrays[k], arrays[j])) {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
-tack_status
-tack_kernel_check_read_first(const char *kernel_name, int nparams,
-                             const tack_array *const *arrays,
-                             const char *const *param_names, const bool *read_first,
-                             const bool *stored)
-{
-    TACK__CHECK_ARG(kernel_name);
-    if (nparams < 0 || nparams > TACK_KERNEL_MAX_PARAMS) {
-        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "kernel '%s': %d parameters; a kernel has 0 to %d",
-                          kernel_name, nparams, TACK_KERNEL_MAX_PARAMS);
-    }
-    if (nparams > 0) {
-        TACK__CHECK_ARG(arrays);
-        TACK__CHECK_ARG(param_names);
-        TACK__CHECK_ARG(read_first);
-        TACK__CHECK_ARG(stored);
-    }
-    for (int k = 0; k < nparams; k++) {
-        if (!arrays[k] || !read_first[k]) {
-            continue;
-        }
-        for (int j = 0; j < nparams; j++) {
-            if (j != k && arrays[j] && stored[j] && overlap(arrays[k], arrays[j])) {
-                return tack__fail(
-                    TACK_ERR_INVALID_ARGUMENT,
-                    "kernel '%s' reads '%s' before its parallel loop, and '%s' "
-                    "overlaps it but is stored to by the loop: every chunk of the "
-                    "loop reads '%s' again and could see those stores; pass "
-                    "arrays that do not overlap (a copy of '%s')",
-                    kernel_name, param_names[k] ? param_names[k] : "?",
-                    param_names[j] ? param_names[j] : "?",
-                    param_names[k] ? param_names[k] : "?",
-                    param_names[k] ? param_names[k] : "?");
-            }
-        }
-    }
-    return TACK_OK;
-}
-
-/* ---- optional entry points ------------------------------------------------------ */
-
-void
-tack__kernel_optional(tack__cpu_kernel *k, void *handle)
-{
-    /* POSIX guarantees that a data pointer from dlsym converts to a function. */
-    void *restricted = dlsym(handle, "tack_kernel_body_restrict");
-    void *finish = dlsym(handle, "tack_kernel_finish");
-    void *serial = dlsym(handle, "tack_kernel_body_serial");
-    memcpy(&k->body_restrict, &restricted, sizeof restricted);
-    memcpy(&k->body_serial, &serial, sizeof serial);
-    k->atomics = dlsym(handle, "tack_kernel_atomics") != NULL;
-    memcpy(&k->finish, &finish, sizeof finish);
-    k->pub.nparams = *(const int *)dlsym(handle, "tack_kernel_nparams");
-    k->pub.param_key = dlsym(handle, "tack_kernel_param_key");
-    k->pub.files = dlsym(handle, "tack_kernel_files");
-    for (k->pub.nfiles = 0; k->pub.files && k->pub.files[k->pub.nfiles] &&
-                            k->pub.nfiles < TACK_KERNEL_MAX_FILES;
-         k->pub.nfiles++) {
-    }
-    k->pub.param_stored = dlsym(handle, "tack_kernel_param_stored");
-    const int64_t *partial = dlsym(handle, "tack_kernel_partial_size");
-    const int *kind = dlsym(handle, "tack_kernel_result_kind");
-    k->partial_size = partial && *partial > 0 ? *partial : 0; /* bounded by jit.c */
-    k->pub.result_kind =
-        kind && *kind >= TACK_KERNEL_RESULT_NONE && *kind <= TACK_KERNEL_RESULT_BOOL
-            ? *kind
-            : TACK_KERNEL_RESULT_NONE;
-}
 
 /* ---- failures from generated code ------------------------------------------- */
 
@@ -310,28 +63,6 @@ record_failure(tack_kernel_ctx *ctx, int why, int line, int axis, int64_t index,
                                             .name = name};
         __atomic_store_n(&ctx->failed, 1, __ATOMIC_RELEASE);
     }
-}
-
-tack_status
-tack__kernel_failure_status(const tack_kernel *k, const tack__kernel_failure *f)
-{
-    /* the line word: a func's file above the shift (kernel.h) */
-    int line = (int)((unsigned)f->line & ((1u << TACK_KERNEL_LINE_FILE_SHIFT) - 1));
-    int file = (int)((unsigned)f->line >> TACK_KERNEL_LINE_FILE_SHIFT);
-    const char *filename = file > 0 && file <= k->nfiles && k->files[file - 1]
-                               ? k->files[file - 1]
-                               : k->filename;
-    if (f->why == TACK_KERNEL_FAIL_ZERO_DIVISION) {
-        return tack__fail(TACK_ERR_ZERO_DIVISION,
-                          "integer division or modulo by zero in kernel '%s' (%s, "
-                          "line %d)",
-                          k->name, filename, line);
-    }
-    return tack__fail(TACK_ERR_INDEX,
-                      "index %lld is out of bounds for axis %d of '%s' with size %lld "
-                      "in kernel '%s' (%s, line %d)",
-                      (long long)f->index, f->axis, f->name ? f->name : "?",
-                      (long long)f->extent, k->name, filename, line);
 }
 
 /* A launch record over kernel's parameter block, ready to run. */

@@ -148,12 +148,46 @@ typedef struct tack_kernel_value {
 typedef struct tack_kernel tack_kernel;
 
 /*
- * Builds the specialization whose source was generated for the backend of DLPack
- * device type dlpack_device_type (kDLCPU = 1, kDLCUDA = 2, ...), with that
- * backend's kernel_build slot. A type no backend of this build has, or a backend
- * that runs no kernels, is TACK_ERR_UNSUPPORTED naming it. Otherwise as
- * tack_kernel_build, the CPU's.
+ * What a backend builds one specialization from: the kernel compiler's build
+ * request (tack.kernel's emitters make it). The CPU reads source alone, C whose
+ * object states its own launch facts, and refuses a twin. A GPU backend needs all of
+ * it, and checks it once, when it builds: facts out of range or contradicting each
+ * other, a names list that is not nnames non-empty strings, or a twin that returns
+ * another kind of value are TACK_ERR_INVALID_ARGUMENT. Every pointer is Borrowed for
+ * the call: the build copies what it keeps.
  */
+typedef struct tack_kernel_request {
+    const char *source;      /* the target's source, one translation unit (C for the
+                                CPU, CUDA C++ for CUDA) */
+    const char *twin_source; /* GPU: the C source of the same specialization, built
+                                by the CPU backend: it sizes grids on the host and is
+                                the stand-in driver's twin. NULL for the CPU */
+    int parallel;            /* 1: the outer loop runs on a grid; 0: on one thread */
+    int host_trips;          /* 1: the trip count needs only extents and scalars */
+    int needs_ctx;     /* 1: launches pass a record (reductions, returns, debug) */
+    int restrict_body; /* 1: the source has tack_kernel_body_restrict */
+    int partial_size;  /* bytes of one thread's reduction partials; 0: none */
+    int result_kind;   /* a tack_kernel_result_kind */
+    int nnames;        /* at most TACK_KERNEL_MAX_NAMES */
+    const char *const *names; /* UTF-8: name n of a failure record is names[n]; the
+                                 first are the kernel's file table */
+} tack_kernel_request;
+
+/* The most names a build request may carry: more than a kernel's arrays could have. */
+#define TACK_KERNEL_MAX_NAMES 4096
+
+/*
+ * Builds the specialization of request, generated for the backend of DLPack device
+ * type dlpack_device_type (kDLCPU = 1, kDLCUDA = 2, ...), with that backend's
+ * kernel_build slot. A type no backend of this build has, or a backend that runs no
+ * kernels, is TACK_ERR_UNSUPPORTED naming it. Otherwise as tack_kernel_build, the
+ * CPU's; a NULL request or source is TACK_ERR_INVALID_ARGUMENT.
+ */
+TACK_API tack_status tack_kernel_build_request(int dlpack_device_type, const char *name,
+                                               const char *filename,
+                                               const tack_kernel_request *request,
+                                               tack_kernel **out, char **log);
+/* tack_kernel_build_request with a request of source alone: enough for the CPU. */
 TACK_API tack_status tack_kernel_build_for(int dlpack_device_type, const char *name,
                                            const char *filename, const char *source,
                                            tack_kernel **out, char **log);

@@ -7,6 +7,8 @@ from typing import Any, SupportsIndex, TypeAlias, final
 
 import numpy as np
 
+from tack.kernel.request import BuildRequest
+
 __version__: str
 MAX_NDIM: int
 
@@ -190,7 +192,9 @@ class Kernel:
         self, *args: Any, stream: int | None = None, **kwargs: Any
     ) -> int | float | None: ...
 
-def _kernel_build(name: str, filename: str, source: str, backend: int = 1) -> Any: ...
+def _kernel_build(
+    name: str, filename: str, source: str | BuildRequest, backend: int = 1
+) -> Any: ...
 def _kernel_debug() -> builtins.bool: ...
 def _kernel_stats() -> dict[str, int]: ...
 def _runtime_library() -> str: ...

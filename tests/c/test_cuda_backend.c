@@ -16,6 +16,7 @@
 
 #include "cuda_test_util.h"
 #include "harness.h"
+#include "internal.h"
 #include "tack/dlpack.h"
 
 TACK_TEST(cuda_fill_every_width_and_read_back)
@@ -236,4 +237,36 @@ TACK_TEST(cuda_missing_driver_names_the_path)
     tack_device *dev = NULL;
     CHECK_STATUS(tack_device_open("cuda", 0, NULL, &dev), TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(), "/nonexistent/libcuda.so.1") != NULL);
+}
+
+/* The CPU backend's memory_space asks the memory_space slot of the GPU devices open
+ * in this process (device.c): before any is open it answers host without loading a
+ * driver; then device memory of any ordinal is device memory, and host memory stays
+ * the host's. */
+TACK_TEST(cpu_memory_space_asks_the_open_gpu_devices)
+{
+    setenv("TACK_STANDIN_DEVICES", "2", 1);
+    int host = 0;
+    tack_memory_space space = TACK_MEMORY_UNKNOWN;
+    CHECK_OK(tack__backend_cpu.memory_space(NULL, &host, &space));
+    CHECK_EQ_INT(space, TACK_MEMORY_HOST);
+    CHECK(dlopen(TACK_TEST_STANDIN_CUDA, RTLD_NOW | RTLD_NOLOAD) == NULL);
+    tack_device *dev = open_standin(NULL);
+    tack_device *other = NULL;
+    CHECK_OK(tack_device_open("cuda", 1, NULL, &other));
+    int64_t shape[1] = {16};
+    tack_array *a = NULL, *b = NULL;
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &a));
+    CHECK_OK(tack_array_zeros(other, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE, &b));
+    space = TACK_MEMORY_UNKNOWN;
+    CHECK_OK(tack__backend_cpu.memory_space(NULL, tack_array_data(a), &space));
+    CHECK_EQ_INT(space, TACK_MEMORY_DEVICE);
+    space = TACK_MEMORY_UNKNOWN;
+    CHECK_OK(tack__backend_cpu.memory_space(NULL, tack_array_data(b), &space));
+    CHECK_EQ_INT(space, TACK_MEMORY_DEVICE);
+    space = TACK_MEMORY_UNKNOWN;
+    CHECK_OK(tack__backend_cpu.memory_space(NULL, &host, &space));
+    CHECK_EQ_INT(space, TACK_MEMORY_HOST);
+    tack_array_release(a);
+    tack_array_release(b);
 }

@@ -2,18 +2,19 @@
  * test_cuda_kernel.c: kernels on the CUDA backend through the public C API, on the
  * strict stand-in driver (tests/standin/cuda): a reduction's value and its identity
  * over no trip, a debug-mode failure worded as on the CPU, a failed scratch
- * allocation, the refusals of malformed bundles, and which NVRTC versions a driver
- * takes. The bundles are tack.kernel's, generated once into tests/c/data
- * (make_cuda_bundles.py there); building one compiles its CUDA part with NVRTC, so
- * these tests need the toolkit's NVRTC (as test_nvrtc.c does), not a GPU.
+ * allocation, the refusals of malformed build requests, and which NVRTC versions a
+ * driver takes. The requests are tack.kernel's, generated once into tests/c/data
+ * (make_cuda_requests.py there); launching one compiles its CUDA source with NVRTC,
+ * so these tests need the toolkit's NVRTC (as test_nvrtc.c does), not a GPU.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../csrc/backends/cuda/cuda_internal.h"
+#include "../../csrc/backends/gpu/gpu_kernel.h"
 #include "cuda_test_util.h"
+#include "data/cuda_requests.h"
 #include "harness.h"
 #include "kernel_test_util.h"
 #include "tack/dlpack.h"
@@ -24,7 +25,7 @@
 
 /* Kernels live for the process: kept reachable so leak checkers see no loss. */
 static tack_kernel *kept[4];
-static char *bundle_text[4];
+static char *data_text[4];
 
 /* The stand-in with a private kernel cache. */
 static tack_device *
@@ -34,12 +35,13 @@ open_standin_cached(const char *fail)
     return open_standin(fail);
 }
 
-/* The text of tests/c/data/<name> (kept in bundle_text[slot]). */
+/* The text of the kernel's file with extension ext in tests/c/data (kept in
+ * data_text[slot]). */
 static char *
-read_bundle(const char *name, int slot)
+read_data(const char *kernel, const char *ext, int slot)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", TACK_TEST_DATA, name);
+    snprintf(path, sizeof path, "%s/cuda_%s.%s", TACK_TEST_DATA, kernel, ext);
     FILE *f = fopen(path, "rb");
     CHECK(f != NULL);
     CHECK(fseek(f, 0, SEEK_END) == 0);
@@ -50,18 +52,36 @@ read_bundle(const char *name, int slot)
     CHECK(fread(text, 1, (size_t)n, f) == (size_t)n);
     fclose(f);
     text[n] = '\0';
-    bundle_text[slot] = text;
+    free(data_text[slot]);
+    data_text[slot] = text;
     return text;
 }
 
+enum { TOTAL = 0, GATHER = 1 };
+
+/* The build request of kernel TOTAL or GATHER: the facts of cuda_requests.h, the
+ * CUDA source and the C twin read from tests/c/data. */
+static tack_kernel_request
+request(int which)
+{
+    static const tack_kernel_request facts[2] = {{CUDA_TOTAL_FACTS},
+                                                 {CUDA_GATHER_FACTS}};
+    static const char *const kernels[2] = {"total", "gather"};
+    tack_kernel_request r = facts[which];
+    r.source = read_data(kernels[which], "cu", 2 * which);
+    r.twin_source = read_data(kernels[which], "c", 2 * which + 1);
+    return r;
+}
+
 static tack_kernel *
-build(const char *name, const char *source, int slot)
+build(const char *name, int which)
 {
     char *log = NULL;
-    CHECK_OK(tack_kernel_build_for(kDLCUDA, name, "make_cuda_bundles.py", source,
-                                   &kept[slot], &log));
+    tack_kernel_request r = request(which);
+    CHECK_OK(tack_kernel_build_request(kDLCUDA, name, "make_cuda_requests.py", &r,
+                                       &kept[which], &log));
     CHECK(log == NULL);
-    return kept[slot];
+    return kept[which];
 }
 
 /* A float64 array of n values on dev. */
@@ -87,7 +107,7 @@ launch_total(tack_device *dev, tack_kernel *k, tack_array *a, tack_kernel_value 
 TACK_TEST(cuda_kernel_reduction_returns_the_sum_and_its_identity)
 {
     tack_device *dev = open_standin_cached(NULL);
-    tack_kernel *k = build("total", read_bundle("cuda_total.bundle", 0), 0);
+    tack_kernel *k = build("total", TOTAL);
     CHECK_EQ_INT(tack_kernel_dlpack_type(k), kDLCUDA);
     double x[3000];
     for (int i = 0; i < 3000; i++) {
@@ -112,7 +132,7 @@ TACK_TEST(cuda_kernel_failed_scratch_allocation_is_no_memory_and_leaves_nothing)
 {
     /* the 2nd cuMemAllocAsync is the first launch's scratch (the array is the 1st) */
     tack_device *dev = open_standin_cached("cuMemAllocAsync:2");
-    tack_kernel *k = build("total", read_bundle("cuda_total.bundle", 0), 0);
+    tack_kernel *k = build("total", TOTAL);
     double x[4] = {1.0, 2.0, 3.0, 4.5};
     tack_array *a = f64_on(dev, TACK_FLOAT64, 4, x);
     tack_kernel_value v = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
@@ -128,7 +148,7 @@ TACK_TEST(cuda_kernel_failed_scratch_allocation_is_no_memory_and_leaves_nothing)
 TACK_TEST(cuda_kernel_debug_failure_is_the_cpus_index_error)
 {
     tack_device *dev = open_standin_cached(NULL);
-    tack_kernel *k = build("gather", read_bundle("cuda_gather.bundle", 1), 1);
+    tack_kernel *k = build("gather", GATHER);
     double x[6] = {0, 1, 2, 3, 4, 5};
     int64_t idx[4] = {5, 0, 9, 1};
     tack_array *out = f64_on(dev, TACK_FLOAT64, 4, x);
@@ -143,7 +163,7 @@ TACK_TEST(cuda_kernel_debug_failure_is_the_cpus_index_error)
     /* as the CPU words it (debug builds append where the error started) */
     CHECK(strstr(tack_last_error(),
                  "index 9 is out of bounds for axis 0 of 'x' with size 6 in kernel "
-                 "'gather' (make_cuda_bundles.py, line 26)") == tack_last_error());
+                 "'gather' (make_cuda_requests.py, line 26)") == tack_last_error());
     idx[2] = 2;
     CHECK_OK(tack_array_copy_from_host(is, idx, TACK_INT64, 4));
     CHECK_OK(tack_kernel_launch_on(dev, k, args, 0, &v));
@@ -158,75 +178,76 @@ TACK_TEST(cuda_kernel_debug_failure_is_the_cpus_index_error)
     tack_device_release(dev);
 }
 
-/* source with its first occurrence of `from` replaced by `to` (malloc'd). */
-static char *
-edited(const char *source, const char *from, const char *to)
-{
-    const char *at = strstr(source, from);
-    CHECK(at != NULL);
-    size_t head = (size_t)(at - source), n = strlen(source) + strlen(to) + 1;
-    char *out = malloc(n);
-    CHECK(out != NULL);
-    memcpy(out, source, head);
-    snprintf(out + head, n - head, "%s%s", to, at + strlen(from));
-    return out;
-}
-
-TACK_TEST(cuda_kernel_malformed_bundles_are_refused)
+TACK_TEST(cuda_kernel_malformed_requests_are_refused)
 {
     tack_device *dev = open_standin_cached(NULL);
-    const char *good = read_bundle("cuda_gather.bundle", 1);
-    static const char *const edits[][2] = {
-        /* no names line */
-        {"// tack-cuda-names 696478 78 6f7574\n", ""},
-        /* a name of odd length, not hex, with a NUL byte, an empty one */
-        {"names 696478 78 ", "names 69647 78 "},
-        {"names 696478 78 ", "names 69zz78 78 "},
-        {"names 696478 78 ", "names 690078 78 "},
-        {"names 696478 78 ", "names 696478  78 "},
-        /* facts out of range or contradicting each other */
-        {"partial_size=0", "partial_size=5000"},
-        {"partial_size=0", "partial_size=-8"},
-        {"result_kind=0", "result_kind=9"},
-        {"parallel=1", "parallel=x"},
-        {"result_kind=0", "result_kind=1x"},
-        /* a result kind the C part does not have */
-        {"result_kind=0", "result_kind=2"},
-    };
-    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
-        char *bad = edited(good, edits[i][0], edits[i][1]);
+    static const char *const null_name[] = {"idx", NULL, "out"};
+    static const char *const empty_name[] = {"idx", "", "out"};
+    const tack_kernel_request gather = request(GATHER);
+    const tack_kernel_request total = request(TOTAL);
+    tack_kernel_request bad[14];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        bad[i] = i < 12 ? gather : total;
+    }
+    bad[0].twin_source = NULL; /* a source alone */
+    bad[1].names = null_name;  /* a NULL name, an empty one */
+    bad[2].names = empty_name;
+    bad[3].nnames = -1; /* a count out of range, or names missing */
+    bad[4].nnames = TACK_KERNEL_MAX_NAMES + 1;
+    bad[5].names = NULL;
+    bad[6].partial_size = 5000; /* facts out of range */
+    bad[7].partial_size = -8;
+    bad[8].result_kind = 9;
+    bad[9].parallel = 2;
+    bad[10].host_trips = -1;
+    /* a result kind the twin does not have */
+    bad[11].result_kind = TACK_KERNEL_RESULT_FLOAT;
+    /* a reduction's partials without the record, or without a grid */
+    bad[12].needs_ctx = 0;
+    bad[13].parallel = 0;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tack_kernel *k = NULL;
         char *log = NULL;
-        tack_status st = tack_kernel_build_for(kDLCUDA, "gather",
-                                               "make_cuda_bundles.py", bad, &k, &log);
+        const char *name = i < 12 ? "gather" : "total";
+        tack_status st = tack_kernel_build_request(
+            kDLCUDA, name, "make_cuda_requests.py", &bad[i], &k, &log);
         if (st != TACK_ERR_INVALID_ARGUMENT) {
-            tack_test_fail(__FILE__, __LINE__, "edit %zu (%s -> %s): status %s (%s)", i,
-                           edits[i][0], edits[i][1], tack_status_name(st),
-                           tack_last_error());
+            tack_test_fail(__FILE__, __LINE__, "request %zu: status %s (%s)", i,
+                           tack_status_name(st), tack_last_error());
         }
         CHECK(k == NULL && log == NULL);
-        CHECK(strstr(tack_last_error(), "gather") != NULL);
-        free(bad);
+        CHECK(strstr(tack_last_error(), name) != NULL);
+        CHECK(strstr(tack_last_error(), "cuda") != NULL);
     }
-    /* needs_ctx=0 with a reduction's partials: the record would be missing */
-    const char *total = read_bundle("cuda_total.bundle", 0);
-    char *bad = edited(total, "needs_ctx=1", "needs_ctx=0");
-    tack_kernel *k = NULL;
-    CHECK_STATUS(
-        tack_kernel_build_for(kDLCUDA, "total", "make_cuda_bundles.py", bad, &k, NULL),
-        TACK_ERR_INVALID_ARGUMENT);
-    free(bad);
     tack_device_release(dev);
 }
 
-/* One build of a bundle (kept when it succeeds), for the allocation sweep. */
+TACK_TEST(cpu_refuses_a_request_with_a_twin)
+{
+    fresh_cache_dir();
+    tack_kernel_request r = request(TOTAL);
+    r.source = r.twin_source; /* C, which the CPU builds, but with a twin */
+    tack_kernel *k = NULL;
+    char *log = NULL;
+    CHECK_STATUS(tack_kernel_build_request(kDLCPU, "total", "make_cuda_requests.py", &r,
+                                           &k, &log),
+                 TACK_ERR_INVALID_ARGUMENT);
+    CHECK(k == NULL && log == NULL);
+    CHECK(strstr(tack_last_error(), "twin") != NULL);
+    r.twin_source = NULL;
+    CHECK_OK(tack_kernel_build_request(kDLCPU, "total", "make_cuda_requests.py", &r, &k,
+                                       &log));
+    CHECK(tack_kernel_dlpack_type(k) == kDLCPU);
+}
+
+/* One build of a request (kept when it succeeds), for the allocation sweep. */
 static tack_status
-build_attempt(void *source)
+build_attempt(void *request)
 {
     tack_kernel *made = NULL;
     char *log = NULL;
-    tack_status st = tack_kernel_build_for(kDLCUDA, "gather", "make_cuda_bundles.py",
-                                           source, &made, &log);
+    tack_status st = tack_kernel_build_request(
+        kDLCUDA, "gather", "make_cuda_requests.py", request, &made, &log);
     CHECK(log == NULL && (made != NULL) == (st == TACK_OK));
     kept[2] = made;
     return st;
@@ -235,27 +256,27 @@ build_attempt(void *source)
 TACK_TEST(alloc_failure_cuda_kernel_build)
 {
     tack_device *dev = open_standin_cached(NULL);
-    char *source = read_bundle("cuda_gather.bundle", 1);
-    build("gather", source, 1); /* the C part is then in the CPU's table */
-    tack_test_alloc_sweep(build_attempt, source);
+    build("gather", GATHER); /* the twin is then in the CPU's table */
+    tack_kernel_request r = request(GATHER);
+    tack_test_alloc_sweep(build_attempt, &r);
     tack_device_release(dev);
 }
 
 TACK_TEST(cuda_kernel_nvrtc_no_newer_than_the_driver)
 {
     /* equal or older: anything loads */
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 13, 0, 13000, TACK_NVRTC_PTX));
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 4, 13000, TACK_NVRTC_PTX));
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 8, 12080, TACK_NVRTC_CUBIN));
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 13, 0, 13000, "compute_90"));
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 4, 13000, "compute_90"));
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 8, 12080, "sm_90"));
     /* a newer minor: a CUBIN only */
-    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 9, 12020, TACK_NVRTC_CUBIN));
-    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 12, 9, 12020, TACK_NVRTC_PTX),
+    CHECK_OK(tack__cuda_nvrtc_fits("k", 12, 9, 12020, "sm_90"));
+    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 12, 9, 12020, "compute_90"),
                  TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(),
                  "NVRTC 12.9 is newer than the CUDA driver (12.2)") != NULL);
     CHECK(strstr(tack_last_error(), "PTX") != NULL);
     /* a newer major: nothing */
-    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 13, 0, 12080, TACK_NVRTC_CUBIN),
+    CHECK_STATUS(tack__cuda_nvrtc_fits("k", 13, 0, 12080, "sm_90"),
                  TACK_ERR_DEVICE_UNAVAILABLE);
     CHECK(strstr(tack_last_error(),
                  "NVRTC 13.0 is newer than the CUDA driver (12.8)") != NULL);

@@ -62,7 +62,7 @@ TACK_TEST(present_gpu_driver_without_device_support_says_so)
 {
     /* The hip backend's table with a library every host has as its driver. */
     static const char *const present[] = {"libc.so.6", NULL};
-    const tack__gpu_driver libc_driver = {present, "the C library"};
+    const tack__driver_stub libc_driver = {present, "the C library"};
     tack_backend hip = tack__backend_hip;
     hip.impl = &libc_driver;
     void *state = NULL;

@@ -29,12 +29,12 @@ static tack_kernel test_kernel;
 
 static tack_status
 test_build(const tack_backend *self, const char *name, const char *filename,
-           const char *source, tack_kernel **out, char **log)
+           const tack_kernel_request *req, tack_kernel **out, char **log)
 {
     (void)log;
     seen.builds++;
     seen.self = self;
-    seen.source = source;
+    seen.source = req->source;
     test_kernel.backend = self;
     test_kernel.name = name;
     test_kernel.filename = filename;
@@ -98,7 +98,8 @@ build_test(void)
 {
     tack_kernel *k = NULL;
     char *log = NULL;
-    CHECK_OK(tack__kernel_build_with(&test_backend, "k", "t.py", "source!", &k, &log));
+    const tack_kernel_request req = {.source = "source!"};
+    CHECK_OK(tack__kernel_build_with(&test_backend, "k", "t.py", &req, &k, &log));
     CHECK(log == NULL);
     return k;
 }
@@ -167,11 +168,12 @@ TACK_TEST(a_kernel_launched_on_another_backend_s_device_is_refused)
 TACK_TEST(a_backend_without_kernel_slots_is_unsupported)
 {
     const tack_backend *slotless[2] = {&old_backend, &empty_backend};
+    const tack_kernel_request req = {.source = "s"};
     for (int b = 0; b < 2; b++) {
         tack_kernel *k = NULL;
         char *log = (char *)"untouched";
         CHECK_STATUS(
-            tack__kernel_build_with(slotless[b], "mykernel", "t.py", "s", &k, &log),
+            tack__kernel_build_with(slotless[b], "mykernel", "t.py", &req, &k, &log),
             TACK_ERR_UNSUPPORTED);
         CHECK(log == NULL);
         CHECK(k == NULL);
@@ -214,7 +216,7 @@ TACK_TEST(the_cpu_is_one_backend_table_with_the_kernel_slots)
 {
     /* The CPU's build and launch are its table's slots, found as any other. */
     CHECK(TACK__BACKEND_SLOT(&tack__backend_cpu, kernel_build) ==
-          tack__cpu_kernel_build);
+          tack__cpu_kernel_build_request);
     CHECK(TACK__BACKEND_SLOT(&tack__backend_cpu, kernel_launch) ==
           tack__cpu_kernel_launch);
     CHECK(TACK__BACKEND_SLOT(&tack__backend_cpu, kernel_release) == NULL);

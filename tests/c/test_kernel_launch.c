@@ -76,6 +76,26 @@ TACK_TEST(read_only_array_bound_to_a_stored_parameter_is_refused)
     tack_device_release(cpu);
 }
 
+/* The checks read nparams entries of every table: a count outside 0 to
+ * TACK_KERNEL_MAX_PARAMS is refused before any table is read (here the tables are
+ * NULL, which an accepted count of 0 also allows). */
+TACK_TEST(the_checks_refuse_a_parameter_count_out_of_range)
+{
+    const int counts[2] = {-1, TACK_KERNEL_MAX_PARAMS + 1};
+    for (int c = 0; c < 2; c++) {
+        CHECK_STATUS(tack_kernel_check_arrays("k", counts[c], NULL, NULL, NULL),
+                     TACK_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(tack_last_error(), "kernel 'k'") != NULL);
+        CHECK(strstr(tack_last_error(), "a kernel has 0 to 64") != NULL);
+        CHECK_STATUS(
+            tack_kernel_check_read_first("k", counts[c], NULL, NULL, NULL, NULL),
+            TACK_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(tack_last_error(), "a kernel has 0 to 64") != NULL);
+    }
+    CHECK_OK(tack_kernel_check_arrays("k", 0, NULL, NULL, NULL));
+    CHECK_OK(tack_kernel_check_read_first("k", 0, NULL, NULL, NULL, NULL));
+}
+
 /* Checks out[i] == 2 i over n elements (what the double kernels store). */
 static void
 check_doubled(const double *out, int64_t n)

@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "kernel_test_util.h"
-#include "tack/nvrtc.h"
+#include "rtc.h"
 
 #ifndef TACK_TEST_SOURCE_ROOT
 #error "TACK_TEST_SOURCE_ROOT must name the source tree"
@@ -258,30 +258,31 @@ TACK_TEST(null_args_dtypes_and_status)
 TACK_TEST(null_args_nvrtc)
 {
     /* Arguments are checked before NVRTC is looked for: no toolkit is needed. */
-    int major = 0, minor = 0, yes = 0, target = 0;
-    tack_nvrtc_output kind = TACK_NVRTC_PTX;
+    int major = 0, minor = 0, yes = 0;
+    char target[TACK_RTC_ARCH_CAP] = "";
     void *image = NULL;
     size_t nbytes = 0;
     char *log = (char *)"untouched";
-    CHECK_INVALID(tack_nvrtc_version(NULL, &minor));
-    CHECK_INVALID(tack_nvrtc_version(&major, NULL));
-    CHECK_INVALID(tack_nvrtc_supports(90, NULL));
-    CHECK_INVALID(tack_nvrtc_choose(90, NULL, &target));
-    CHECK_INVALID(tack_nvrtc_choose(90, &kind, NULL));
-    CHECK_INVALID(
-        tack_nvrtc_compile(NULL, "k.cu", 90, TACK_NVRTC_PTX, &image, &nbytes, &log));
+    CHECK_INVALID(tack_rtc_version(TACK_RTC_NVRTC, NULL, &minor));
+    CHECK_INVALID(tack_rtc_version(TACK_RTC_NVRTC, &major, NULL));
+    CHECK_INVALID(tack_rtc_supports(TACK_RTC_NVRTC, "sm_90", NULL));
+    CHECK_INVALID(tack_rtc_supports(TACK_RTC_NVRTC, NULL, &yes));
+    CHECK_INVALID(tack_rtc_choose(TACK_RTC_NVRTC, "sm_90", NULL, sizeof target));
+    CHECK_INVALID(tack_rtc_choose(TACK_RTC_NVRTC, NULL, target, sizeof target));
+    CHECK_INVALID(tack_rtc_compile(TACK_RTC_NVRTC, NULL, "k.cu", "compute_90", &image,
+                                   &nbytes, &log));
     CHECK(log == NULL);
+    CHECK_INVALID(tack_rtc_compile(TACK_RTC_NVRTC, "", NULL, "compute_90", &image,
+                                   &nbytes, &log));
+    CHECK_INVALID(tack_rtc_compile(TACK_RTC_NVRTC, "", "k.cu", "compute_90", NULL,
+                                   &nbytes, &log));
     CHECK_INVALID(
-        tack_nvrtc_compile("", NULL, 90, TACK_NVRTC_PTX, &image, &nbytes, &log));
-    CHECK_INVALID(
-        tack_nvrtc_compile("", "k.cu", 90, TACK_NVRTC_PTX, NULL, &nbytes, &log));
-    CHECK_INVALID(
-        tack_nvrtc_compile("", "k.cu", 90, TACK_NVRTC_PTX, &image, NULL, &log));
-    CHECK_INVALID(
-        tack_nvrtc_compile("", "k.cu", 90, TACK_NVRTC_PTX, &image, &nbytes, NULL));
-    CHECK(image == NULL && nbytes == 0 && major == 0 && yes == 0 && target == 0);
-    tack_nvrtc_free(NULL);
-    tack_nvrtc_get_stats(NULL);
+        tack_rtc_compile(TACK_RTC_NVRTC, "", "k.cu", "compute_90", &image, NULL, &log));
+    CHECK_INVALID(tack_rtc_compile(TACK_RTC_NVRTC, "", "k.cu", "compute_90", &image,
+                                   &nbytes, NULL));
+    CHECK(image == NULL && nbytes == 0 && major == 0 && yes == 0 && target[0] == 0);
+    tack_rtc_free(NULL);
+    tack_rtc_get_stats(TACK_RTC_NVRTC, NULL);
 }
 
 TACK_TEST(null_args_elements_and_regions)
@@ -416,7 +417,11 @@ TACK_TEST(null_args_kernel_build_for)
     CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", NULL, &k, &log));
     CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", "s", NULL, &log));
     CHECK_INVALID(tack_kernel_build_for(kDLCPU, "k", "t.py", "s", &k, NULL));
-    CHECK_INVALID(tack__kernel_build_with(NULL, "k", "t.py", "s", &k, &log));
+    const tack_kernel_request req = {.source = "s"};
+    CHECK_INVALID(tack__kernel_build_with(NULL, "k", "t.py", &req, &k, &log));
+    CHECK_INVALID(tack_kernel_build_request(kDLCPU, "k", "t.py", NULL, &k, &log));
+    CHECK_INVALID(tack_kernel_build_request(kDLCPU, "k", "t.py",
+                                            &(tack_kernel_request){0}, &k, &log));
     CHECK(k == NULL && log == NULL);
 }
 

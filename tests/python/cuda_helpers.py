@@ -21,7 +21,10 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STANDIN_SOURCES = sorted((ROOT / "tests" / "standin" / "cuda").glob("standin_*.c"))
+# The stand-in is its name-neutral core and its CUDA layer (tests/standin/meson.build).
+STANDIN_DIR = ROOT / "tests" / "standin"
+STANDIN_SOURCES = sorted((STANDIN_DIR / "core").glob("standin_*.c")) + sorted(
+    (STANDIN_DIR / "cuda").glob("cuda_*.c"))
 
 _library: Path | None = None
 
@@ -100,6 +103,7 @@ def standin_library() -> Path:
     header = ROOT / "tests" / "standin" / "cuda" / "cuda_emulation.hpp"
     cmd = [*cc, "-shared", "-fPIC", "-O1", "-g", "-std=c11", "-pthread",
            f'-DTACK_STANDIN_EMULATION_HEADER="{header}"',
+           f"-I{STANDIN_DIR / 'cuda'}", f"-I{STANDIN_DIR / 'core'}",
            *map(str, STANDIN_SOURCES), "-o", str(target), "-ldl"]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:

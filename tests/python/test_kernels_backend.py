@@ -4,13 +4,15 @@ and refuses a backend that runs no kernels."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import numpy as np
 import pytest
 
 import tack
-from tack._tack import _kernel_build
+from tack._tack import _kernel_build, kDLCPU, kDLCUDA
+from tack.kernel.request import BuildRequest
 
 SOURCE = r'''
 #include <stdint.h>
@@ -116,3 +118,56 @@ def test_arrays_of_two_devices_are_refused_and_cuda_arrays_run_on_cuda(tmp_path)
         tmp_path,
         TACK_CACHE_DIR=str(tmp_path / "cache"),
     )
+
+
+@tack.kernel
+def _scaled(out, x, k):
+    for i in range(out.shape[0]):
+        out[i] = k * x[i]
+
+
+def _cuda_request() -> BuildRequest:
+    req = _scaled.compile.source((("array", "float64", 1), ("array", "float64", 1),
+                                  "float"), False, kDLCUDA)
+    assert isinstance(req, BuildRequest)
+    return req
+
+
+def test_a_gpu_build_request_crosses_the_binding_field_by_field(tmp_path, monkeypatch):
+    # The CUDA build reads the request and builds its twin on the CPU; no device is
+    # needed until a launch.
+    monkeypatch.setenv("TACK_CACHE_DIR", str(tmp_path / "cache"))
+    req = _cuda_request()
+    assert req.parallel and req.host_trips and not req.needs_ctx
+    assert "tack_kernel_body" in req.source and "tack_kernel_trips" in req.twin_source
+    assert _kernel_build("_scaled", "t.py", req, kDLCUDA) is not None
+    # what the runtime checks: facts, names, the twin's result kind, the CPU's refusal
+    for bad, words in ((dict(partial_size=-1), "contradict"),
+                       (dict(parallel=2), "contradict"),
+                       (dict(result_kind=2), "contradict"),
+                       (dict(names=("",)), "non-empty strings"),
+                       (dict(needs_ctx=True, result_kind=1), "twin's")):
+        with pytest.raises(ValueError, match=words) as info:
+            _kernel_build("_scaled", "t.py", dataclasses.replace(req, **bad), kDLCUDA)
+        assert "_scaled" in str(info.value)
+    with pytest.raises(ValueError, match="twin"):
+        _kernel_build("_scaled", "t.py", req, kDLCPU)
+
+
+@pytest.mark.parametrize(("bad", "exc", "words"), [
+    (dict(names=("x", 1)), TypeError, "names must be str, not int"),
+    (dict(names=None), TypeError, "not iterable"),
+    (dict(parallel="yes"), TypeError, "parallel must be an int, not str"),
+    (dict(twin_source=b"c"), TypeError, "twin_source must be a str, not bytes"),
+    (dict(partial_size=2**40), ValueError, "partial_size is out of range"),
+    (dict(names=("x",) * 5000), ValueError, "5000 names"),
+])
+def test_the_binding_refuses_a_request_it_cannot_convert(bad, exc, words):
+    with pytest.raises(exc, match=words):
+        _kernel_build("_scaled", "t.py", dataclasses.replace(_cuda_request(), **bad),
+                      kDLCUDA)
+
+
+def test_a_source_that_is_neither_str_nor_request_is_a_type_error():
+    with pytest.raises(TypeError, match="BuildRequest, not object"):
+        _kernel_build("k", "t.py", object(), kDLCUDA)

@@ -116,10 +116,10 @@ static tack_status
 cpu_memory_space(void *state, const void *ptr, tack_memory_space *out)
 {
     (void)state;
-    /* The CPU cannot tell one host allocation from another, but a CUDA device
-     * pointer wrapped here would crash the first host access: ask CUDA when it is in
-     * use in this process. */
-    *out = tack__cuda_pointer_kind(ptr);
+    /* The CPU cannot tell one host allocation from another, but a GPU's device
+     * pointer wrapped here would crash the first host access: ask the GPU devices
+     * open in this process. */
+    *out = tack__device_foreign_space(ptr);
     return TACK_OK;
 }
 
@@ -155,7 +155,7 @@ const tack_backend tack__backend_cpu = {
     .synchronize = cpu_synchronize,
     .memory_domain = cpu_memory_domain,
     /* kernels: C through the system compiler (jit.c), the thread pool (launch.c) */
-    .kernel_build = tack__cpu_kernel_build,
+    .kernel_build = tack__cpu_kernel_build_request,
     .kernel_launch = tack__cpu_kernel_launch,
     .kernel_release = NULL, /* shared objects are never unloaded */
 };

@@ -1,5 +1,6 @@
 /*
- * cuda_driver.c: loading the CUDA driver and resolving its entry points.
+ * cuda_driver.c: loading the CUDA driver and resolving its entry points, which
+ * cuda_table.c turns into the GPU layer's driver table.
  *
  * Only libcuda.so.1 is opened, never libcuda.so: build images often put the toolkit's
  * lib64/stubs on the library path, and its libcuda.so is NVIDIA's stub, whose every
@@ -22,8 +23,8 @@
 #include "cuda_internal.h"
 
 static pthread_mutex_t driver_lock = PTHREAD_MUTEX_INITIALIZER;
-static tack__cuda_driver driver;
-static _Atomic(const tack__cuda_driver *) driver_ready;
+static tack__gpu_driver driver;
+static _Atomic(const tack__gpu_driver *) driver_ready;
 
 /* The library to open: $TACK_CUDA_DRIVER when set and non-empty. */
 static const char *
@@ -94,8 +95,10 @@ resolve(void *lib, tack__cuda_api *api, const char *path)
 }
 
 static tack_status
-load(tack__cuda_driver *d)
+load(tack__gpu_driver *d)
 {
+    tack__cuda_api api;
+    memset(&api, 0, sizeof api);
     const char *name = library_name();
     const char *candidates[] = {name, NULL};
     void *lib = NULL;
@@ -111,11 +114,11 @@ load(tack__cuda_driver *d)
     if (sym && dladdr(sym, &info) && info.dli_fname) {
         snprintf(d->path, sizeof d->path, "%s", info.dli_fname);
     }
-    st = resolve(lib, &d->api, d->path);
+    st = resolve(lib, &api, d->path);
     if (st != TACK_OK) {
         return st;
     }
-    tcu_result rc = d->api.cuInit(0);
+    tcu_result rc = api.cuInit(0);
     if (rc == TCU_ERROR_STUB_LIBRARY) {
         return unavailable(d->path,
                            "it is NVIDIA's stub library, which has no GPU behind it "
@@ -128,7 +131,7 @@ load(tack__cuda_driver *d)
     if (rc != TCU_SUCCESS) {
         return unavailable(d->path, "cuInit failed", rc);
     }
-    rc = d->api.cuDriverGetVersion(&d->version);
+    rc = api.cuDriverGetVersion(&d->version);
     if (rc != TCU_SUCCESS || d->version < TCU_MIN_DRIVER_VERSION) {
         return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
                           "the CUDA driver %s supports CUDA %d.%d and Tack needs %d.%d "
@@ -137,13 +140,14 @@ load(tack__cuda_driver *d)
                           TCU_MIN_DRIVER_VERSION / 1000,
                           TCU_MIN_DRIVER_VERSION % 1000 / 10);
     }
+    tack__cuda_table_fill(&api, d);
     return TACK_OK;
 }
 
 tack_status
-tack__cuda_driver_get(const tack__cuda_driver **out)
+tack__cuda_driver_get(const tack__gpu_driver **out)
 {
-    const tack__cuda_driver *d =
+    const tack__gpu_driver *d =
         atomic_load_explicit(&driver_ready, memory_order_acquire);
     if (d) {
         *out = d;
@@ -166,32 +170,4 @@ tack__cuda_driver_get(const tack__cuda_driver **out)
         *out = d;
     }
     return st;
-}
-
-tack_status
-tack__cuda_error(const tack__cuda_driver *drv, tcu_result rc, const char *call)
-{
-    const char *name = "unknown error";
-    const char *text = "";
-    if (drv->api.cuGetErrorName(rc, &name) != TCU_SUCCESS || !name) {
-        name = "unknown error";
-    }
-    if (drv->api.cuGetErrorString(rc, &text) != TCU_SUCCESS || !text) {
-        text = "";
-    }
-    switch (rc) {
-    case TCU_ERROR_OUT_OF_MEMORY:
-        return tack__fail(TACK_ERR_NO_MEMORY,
-                          "%s: the CUDA device is out of memory (%s): free arrays or "
-                          "use a smaller shape",
-                          call, name);
-    case TCU_ERROR_DEINITIALIZED:
-        return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
-                          "%s: the CUDA driver is shutting down (%s): the process is "
-                          "exiting",
-                          call, name);
-    default:
-        return tack__fail(TACK_ERR_BACKEND, "%s failed: %s (%d) %s", call, name,
-                          (int)rc, text);
-    }
 }

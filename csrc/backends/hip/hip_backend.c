@@ -6,7 +6,7 @@
 #include "../gpu_driver.h"
 
 static const char *const libraries[] = {"libamdhip64.so.6", "libamdhip64.so", NULL};
-static const tack__gpu_driver driver = {libraries, "the ROCm HIP runtime"};
+static const tack__driver_stub driver = {libraries, "the ROCm HIP runtime"};
 static const char *const options[] = {NULL};
 
 const tack_backend tack__backend_hip = {
@@ -15,6 +15,6 @@ const tack_backend tack__backend_hip = {
     .dlpack_device_type = kDLROCM,
     .option_names = options,
     .impl = &driver,
-    .open = tack__gpu_open,
-    TACK__GPU_SLOTS,
+    .open = tack__stub_open,
+    TACK__STUB_SLOTS,
 };

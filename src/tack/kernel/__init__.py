@@ -30,10 +30,11 @@ from tack._tack import (
     kDLCUDA,
 )
 from tack.kernel.emit_c import emit_c
-from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_bundle
+from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_request
 from tack.kernel.lir import Plan
 from tack.kernel.lower import CPU, CUDA, Target, lower
 from tack.kernel.parse import parse_kernel
+from tack.kernel.request import BuildRequest
 from tack.kernel.source import check_source
 from tack.kernel.types import specialize
 
@@ -78,9 +79,10 @@ def _deep_recursion(name: str) -> Iterator[None]:
 
 
 # The emitter for each backend (DLPack device type): the plan lowered for the CPU
-# (which has every form; lower.for_target gives another target's) -> the source the
-# runtime builds for that backend (CUDA's: its source bundled with the C twin).
-EMITTERS: dict[int, Callable[[Plan], str]] = {kDLCPU: emit_c, kDLCUDA: emit_cuda_bundle}
+# (which has every form; lower.for_target gives another target's) -> what the
+# runtime builds for that backend (the CPU's: C source; a GPU's: a BuildRequest).
+EMITTERS: dict[int, Callable[[Plan], str | BuildRequest]] = {
+    kDLCPU: emit_c, kDLCUDA: emit_cuda_request}
 
 
 _Spelled = TypeVar("_Spelled")
@@ -98,7 +100,7 @@ class _Compiler:
         self.lock = threading.Lock()
 
     def source(self, signature: tuple[Any, ...], debug: bool | None = None,
-               backend: int = kDLCPU) -> str:
+               backend: int = kDLCPU) -> str | BuildRequest:
         emit = EMITTERS.get(backend)
         if emit is None:
             raise CompileError(f"kernel '{self.ir.name}': Tack has no kernel code "
@@ -179,7 +181,7 @@ def generate_source(k: Kernel, signature: tuple[Any, ...],
     tests): e.g. (("array", "float32", 1), "int"). debug=None: the mode a call
     would use now."""
     compiler: _Compiler = k.compile
-    return compiler.source(signature, debug)
+    return compiler.spell(emit_c, signature, debug)
 
 
 def generate_cuda(k: Kernel, signature: tuple[Any, ...],

@@ -52,6 +52,7 @@ from tack.kernel.emit_c import FAIL_CODES, emit_c
 from tack.kernel.emit_grid import GridEmitter, GridNames
 from tack.kernel.ir import BOOL, F32, F64, INT
 from tack.kernel.lower import CUDA, for_target
+from tack.kernel.request import BuildRequest
 
 CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
 CTX_SIZE = 64
@@ -157,18 +158,13 @@ def emit_cuda(plan: lir.Plan) -> CudaKernel:
         libm=plan.uses_libm())
 
 
-def emit_cuda_bundle(plan: lir.Plan) -> str:
-    """What the CUDA backend's kernel build takes (cuda_kernel.c), from the plan of
-    one specialization lowered for the CPU: a header line with
-    the launch facts, a line with the failure record's names (each name's UTF-8 in
-    hex, since identifiers may be non-ASCII; name n of a record is the n-th), the
-    CUDA source, a marker line, then the C source of the same plan (the CPU build
-    that sizes grids on the host and is the stand-in's twin)."""
+def emit_cuda_request(plan: lir.Plan) -> BuildRequest:
+    """What the CUDA backend's kernel build takes (csrc/backends/gpu/), from the plan
+    of one specialization lowered for the CPU: the CUDA source and its launch facts,
+    with the C source of the same plan as the twin."""
     k = emit_cuda(for_target(plan, CUDA))
-    header = (f"// tack-cuda-bundle parallel={int(k.parallel)} "
-              f"host_trips={int(k.host_trips)} needs_ctx={int(k.needs_ctx)} "
-              f"restrict={int(k.restrict)} partial_size={k.partial_size} "
-              f"result_kind={k.result_kind}\n"
-              "// tack-cuda-names"
-              + "".join(f" {n.encode().hex()}" for n in k.names) + "\n")
-    return header + k.source + "\n// tack-cuda-bundle-cpu\n" + emit_c(plan)
+    return BuildRequest(
+        source=k.source, twin_source=emit_c(plan), names=tuple(k.names),
+        parallel=k.parallel, host_trips=k.host_trips, needs_ctx=k.needs_ctx,
+        restrict_body=k.restrict, partial_size=k.partial_size,
+        result_kind=k.result_kind)

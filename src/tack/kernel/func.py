@@ -2,9 +2,10 @@
 
 A Func wraps a plain function. Called from Python it is that function. Called from
 a kernel, the compiler parses it once (the first time a kernel that calls it is
-decorated), types it once per call signature and compiles each typed instance into
-the kernel's source as an always-inlined C function, so a call costs nothing at run
-time. Recursion, direct or through other funcs, is a KernelError naming the cycle.
+decorated; tack.kernel.parse.func_ir, which also refuses recursion, direct or
+through other funcs, with a KernelError naming the cycle), types it once per call
+signature and compiles each typed instance into the kernel's source as an
+always-inlined C function, so a call costs nothing at run time.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ import threading
 from collections.abc import Callable
 from typing import Any, overload
 
-from tack._tack import KernelError
 from tack.kernel import ir
 from tack.kernel.source import Source, check_source, read_source
 
-_parsing = threading.local()  # the funcs being parsed on this thread, outermost first
-
 
 class Func:
-    """What @tack.func returns."""
+    """What @tack.func returns: the function, the text of its definition when one was
+    given, and its body's IR once parse.func_ir has parsed it."""
 
     def __init__(self, fn: Callable[..., Any], source: str | None = None) -> None:
         self.fn = fn
@@ -42,28 +41,30 @@ class Func:
     def __repr__(self) -> str:
         return f"<tack.func {self.fn.__qualname__}>"
 
-    def ir(self) -> ir.KernelIR:
-        """The parsed body (parsed once); KernelError on unsupported Python or on
-        recursion."""
-        if self._ir is not None:
-            return self._ir
-        stack: list[Func] = getattr(_parsing, "stack", [])
-        if self in stack:
-            cycle = stack[stack.index(self):] + [self]
-            names = " -> ".join(f.fn.__name__ for f in cycle)
-            raise KernelError(f"tack.func '{self.fn.__name__}' calls itself ({names}); "
-                              "kernels and funcs cannot recurse: write a loop")
-        from tack.kernel.parse import parse_func
+    def definition(self) -> Source:
+        """The text of the definition: the one given to the decorator, else fn's own,
+        read from its file now."""
+        if self._source is not None:
+            return self._source
+        return read_source(self.fn, None, "tack.func")
 
-        _parsing.stack = [*stack, self]
-        try:
-            parsed = parse_func(self.fn, self._source)
-        finally:
-            _parsing.stack = stack
+    @property
+    def parsed(self) -> ir.KernelIR:
+        """The body's IR. parse.func_ir parses a func before the parser makes any call
+        to it, so every ir.FuncCall finds its func's IR here."""
+        assert self._ir is not None, f"tack.func '{self.fn.__name__}' is not parsed yet"
+        return self._ir
+
+    def is_parsed(self) -> bool:
+        return self._ir is not None
+
+    def keep(self, parsed: ir.KernelIR) -> ir.KernelIR:
+        """Keeps the first IR that one of the threads parsing this func at once made,
+        and returns the one kept."""
         with self._lock:
             if self._ir is None:
                 self._ir = parsed
-        return self._ir
+            return self._ir
 
 
 @overload

@@ -363,7 +363,7 @@ def stores(s: Stmt) -> bool:
         if (isinstance(t, Assign) and isinstance(t.target, Element)) \
                 or isinstance(t, Atomic):
             return True
-        if any(isinstance(x, FuncCall) and x.func.ir().stored
+        if any(isinstance(x, FuncCall) and x.func.parsed.stored
                for e in stmt_exprs(t) for x in subexprs(e)):
             return True
     return False
@@ -543,7 +543,7 @@ def stored_names(body: list[Stmt]) -> set[str]:
         for e in stmt_exprs(s):
             for x in subexprs(e):
                 if isinstance(x, FuncCall):
-                    fir = x.func.ir()
+                    fir = x.func.parsed
                     out |= {a.id for p, a in zip(fir.params, x.args, strict=True)
                             if p in fir.stored and isinstance(a, Name)}
     return out

@@ -16,6 +16,7 @@ import collections
 import functools
 import inspect
 import math
+import threading
 import types
 from collections.abc import Callable
 from typing import Any
@@ -44,6 +45,7 @@ LOCAL_ARRAY_MAX = 1 << 16
 # (thread_pool.c) and of a main thread.
 LOCAL_ARRAYS_MAX_BYTES = 1 << 20
 _MISSING = object()
+_parsing = threading.local()  # the funcs being parsed on this thread, outermost first
 
 
 def kernel_error(msg: str, filename: str, lines: list[str], lineno: int,
@@ -510,7 +512,7 @@ class _Parser:
 
     def func_call(self, node: ast.Call, f: Func) -> ir.FuncCall:
         whole, self.whole_value = self.whole_value is node, None
-        fir = f.ir()
+        fir = func_ir(f)
         name = f.fn.__name__
         if len(node.args) != len(fir.params):
             raise self.error(node, f"tack.func '{name}' takes {len(fir.params)} "
@@ -654,7 +656,7 @@ def local_array_bytes(local_arrays: dict[str, tuple[tuple[int, ...], str]],
         for e in ir.stmt_exprs(s):
             for x in ir.subexprs(e):
                 if isinstance(x, ir.FuncCall):
-                    fir = x.func.ir()
+                    fir = x.func.parsed
                     total += local_array_bytes(fir.local_arrays, fir.body)
     return total
 
@@ -719,7 +721,21 @@ def parse_kernel(fn: Callable[..., Any], source: str | None = None) -> ir.Kernel
     return _Parser(fn, read_source(fn, source, "kernel")).parse()
 
 
-def parse_func(fn: Callable[..., Any], source: Source | None = None) -> ir.KernelIR:
-    """The IR of a @tack.func body (see tack.kernel.func), from source when given."""
-    text = source if source is not None else read_source(fn, None, "tack.func")
-    return _Parser(fn, text, func=True).parse()
+def func_ir(f: Func) -> ir.KernelIR:
+    """The IR of a @tack.func body (see tack.kernel.func), parsed once, from the text
+    given to the decorator when there was one; KernelError on unsupported Python or
+    on recursion, direct or through other funcs."""
+    if f.is_parsed():
+        return f.parsed
+    stack: list[Func] = getattr(_parsing, "stack", [])
+    if f in stack:
+        cycle = stack[stack.index(f):] + [f]
+        names = " -> ".join(g.fn.__name__ for g in cycle)
+        raise KernelError(f"tack.func '{f.fn.__name__}' calls itself ({names}); "
+                          "kernels and funcs cannot recurse: write a loop")
+    _parsing.stack = [*stack, f]
+    try:
+        parsed = _Parser(f.fn, f.definition(), func=True).parse()
+    finally:
+        _parsing.stack = stack
+    return f.keep(parsed)

@@ -321,7 +321,7 @@ class Typer:
     def func_call(self, e: ir.FuncCall) -> ScalarType | None:
         """Types the func instance e calls (once per argument types) and gives what it
         returns (None: no value, or argument types not known yet)."""
-        fir = e.func.ir()
+        fir = e.func.parsed
         arrays: dict[str, ir.ArrayType] = {}
         scalars: dict[str, ScalarType] = {}
         for p, a in zip(fir.params, e.args, strict=True):

@@ -13,7 +13,7 @@
 #include "conformance.h"
 
 /* The three attributes Tack's pointer check asks for (csrc/backends/cuda/
- * cuda_pointer.c), and the host pointer. */
+ * cuda_table.c, the table's pointer_info), and the host pointer. */
 static void
 expect_host_memory(const void *p)
 {

@@ -20,25 +20,8 @@
 #ifndef TACK_STANDIN_TWIN_H
 #define TACK_STANDIN_TWIN_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-typedef struct tack_standin_launch {
-    const char *entry;    /* the kernel's entry name */
-    unsigned grid[3];     /* gridDim */
-    unsigned block[3];    /* blockDim */
-    const void *params;   /* the parameters, packed in declaration order, each at */
-    size_t params_nbytes; /* its natural alignment (as the kernel's ABI lays them) */
-    /* Host memory for [device_address, device_address + nbytes), or NULL when the range
-     * is not inside one live allocation the launch's context can use: the twin must
-     * then return nonzero (an out-of-bounds access on the device). */
-    void *(*translate)(void *translate_ctx, uint64_t device_address, size_t nbytes);
-    void *translate_ctx;
-} tack_standin_launch;
-
-/* Returns 0 on success; nonzero is a device fault, which the stand-in turns into the
- * sticky CUDA_ERROR_ILLEGAL_ADDRESS (700) of the launch's context. */
-typedef int (*tack_standin_twin_fn)(const tack_standin_launch *launch, void *user);
+/* The launch's layout and the twin's signature, as Tack's side declares them. */
+#include "../../../csrc/backends/gpu/gpu_twin.h"
 
 /*
  * Registers fn as the twin of the kernel entry `entry` (copied). A later registration

@@ -1,0 +1,193 @@
+/*
+ * gpu_kernel_launch.c: a GPU backend's kernel_launch slot (docs/kernels.md,
+ * "Kernels on CUDA").
+ *
+ * A launch is queued on Tack's stream and returns; a launch with TACK_KERNEL_SHARED
+ * (an argument's buffer is shared with another library) synchronizes first. A kernel
+ * that reduces, returns a value or runs in debug mode (needs_ctx) gets a context
+ * record: one stream-ordered scratch allocation per launch holds the 64-byte record
+ * (emit_cuda.py's tk_ctx) and the blocks' partials; the record is set from a host
+ * copy on this stack, the body and then tack_kernel_finish run, and the record comes
+ * back before the launch returns the value or raises the CPU's error (launch.c
+ * words it). So these launches always complete before returning; every path that
+ * queued a copy waits for the stream, since the copies use this stack frame.
+ *
+ * What still differs from the CPU: float reductions are associated by the grid (a
+ * tree per block, blocks folded in order) rather than by the CPU's fixed chunks, and
+ * the math functions are libdevice's (docs/kernels.md, "What differs on the GPU").
+ *
+ */
+#include <string.h>
+
+#include "gpu_kernel.h"
+
+/* Queues fn on Tack's stream, its stand-in twin registered just before. */
+static tack_status
+launch_entry(tack__gpu_state *s, tack__gpu_kernel *k, const char *entry,
+             tack__gpu_function fn, tack_standin_twin_fn twin, unsigned grid,
+             unsigned block, unsigned shared, void **args)
+{
+    bool held = false;
+    tack_status st = tack__gpu_twin_begin(entry, twin, k, &held);
+    if (st == TACK_OK) {
+        st = tack__gpu_check(s,
+                             s->drv->api.launch_kernel(fn, grid, 1, 1, block, 1, 1,
+                                                       shared, s->stream, args, NULL),
+                             "cuLaunchKernel");
+    }
+    tack__gpu_twin_end(held);
+    return st;
+}
+
+/* What a launch's record says, read back: the returned value, or the failure it
+ * recorded (checked: the record is device memory the kernel wrote). */
+static tack_status
+read_record(const tack__gpu_kernel *k, const tack__gpu_record *r,
+            tack_kernel_value *result)
+{
+    if (r->failed) {
+        bool index = r->why == TACK_KERNEL_FAIL_INDEX;
+        if ((!index && r->why != TACK_KERNEL_FAIL_ZERO_DIVISION) ||
+            (index && (r->name < 0 || r->name >= k->nnames))) {
+            return tack__fail(TACK_ERR_BACKEND,
+                              "kernel '%s' left a failure record Tack cannot read "
+                              "(why %d, name %d of %d); the device memory of the "
+                              "launch was overwritten",
+                              k->pub.name, r->why, r->name, k->nnames);
+        }
+        tack__kernel_failure f = {.failed = 1,
+                                  .why = r->why,
+                                  .line = r->line,
+                                  .axis = r->axis,
+                                  .index = r->index,
+                                  .extent = r->extent,
+                                  .name = index ? k->names[r->name] : NULL};
+        return tack__kernel_failure_status(&k->pub, &f);
+    }
+    result->kind = (tack_kernel_result_kind)k->pub.result_kind;
+    result->i = r->result_i;
+    result->f = r->result_f;
+    return TACK_OK;
+}
+
+/*
+ * A launch with a record (reductions, returned values, debug mode): one scratch
+ * allocation on Tack's stream holds the record and the blocks' partials; the record
+ * is set from the host, the body runs (unless trips is 0), then the finish, and the
+ * record is read back. The host copies of the record live on this stack, so the
+ * launch waits for its stream before returning, on every path once a copy is
+ * queued. Inside a guard.
+ */
+static tack_status
+launch_with_record(tack__gpu_state *s, tack__gpu_kernel *k,
+                   const tack__gpu_context_module *m, const tack__gpu_entry *e,
+                   const char *entry, void *params, unsigned grid, unsigned block,
+                   int64_t trips, tack_kernel_value *result)
+{
+    const tack__gpu_api *api = &s->drv->api;
+    size_t partials = (size_t)grid * (size_t)k->partial_size;
+    size_t nbytes = sizeof(tack__gpu_record) + partials;
+    tack__gpu_ptr scratch = 0;
+    tack_status st = tack__gpu_alloc_queued(s, nbytes, &scratch);
+    if (st != TACK_OK) {
+        return st;
+    }
+    tack__gpu_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.partials = partials ? scratch + sizeof(tack__gpu_record) : 0;
+    uint64_t addr = scratch;
+    int64_t nblocks = tack__gpu_finish_blocks(k, trips, grid);
+    void *args[3] = {params, &addr, &nblocks};
+    st = tack__gpu_check(s, api->copy_htod_async(scratch, &rec, sizeof rec, s->stream),
+                         "cuMemcpyHtoDAsync");
+    if (st == TACK_OK && trips != 0) {
+        st = launch_entry(s, k, entry, e->fn, tack__gpu_twin_body, grid, block,
+                          block * (unsigned)k->partial_size, args);
+    }
+    if (st == TACK_OK && m->finish) {
+        st = launch_entry(s, k, "tack_kernel_finish", m->finish, tack__gpu_twin_finish,
+                          1, 1, 0, args);
+    }
+    if (st == TACK_OK) {
+        st = tack__gpu_check(s,
+                             api->copy_dtoh_async(&rec, scratch, sizeof rec, s->stream),
+                             "cuMemcpyDtoHAsync");
+    }
+    /* Always: the queued copies read and write this stack frame. */
+    tack_status synced =
+        tack__gpu_check(s, api->stream_synchronize(s->stream), "cuStreamSynchronize");
+    st = st == TACK_OK ? synced : st;
+    tack__gpu_free_queued(s, scratch);
+    return st == TACK_OK ? read_record(k, &rec, result) : st;
+}
+
+tack_status
+tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
+                        size_t params_nbytes, unsigned flags, tack_kernel_value *result)
+{
+    tack__gpu_kernel *k = kernel->impl;
+    tack__gpu_state *s = state;
+    if (!s) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s' runs on CUDA: launch it on a CUDA device "
+                          "(tack_kernel_launch_on)",
+                          kernel->name);
+    }
+    int64_t trips = -1; /* unknown on the host: the grid fills the device */
+    if (k->parallel && k->host_trips) {
+        /* reads extents and scalars only; a debug-mode setup may fail here */
+        tack_status st = tack__cpu_kernel_trips(k->cpu, params, &trips);
+        if (st != TACK_OK) {
+            return st;
+        }
+        if (trips <= 0 && !tack__gpu_needs_finish(k)) {
+            result->kind = TACK_KERNEL_RESULT_NONE;
+            return TACK_OK;
+        }
+        trips = trips < 0 ? 0 : trips;
+    }
+    tack__gpu_guard g;
+    tack_status st = tack__gpu_enter(s, &g);
+    if (st != TACK_OK) {
+        return st;
+    }
+    const tack__gpu_context_module *m = NULL;
+    st = tack__gpu_module_of(k, s, &m);
+    tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
+    if (st == TACK_OK) {
+        const tack__gpu_entry *e = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict.fn
+                                       ? &m->body_restrict
+                                       : &m->body;
+        const char *entry =
+            e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
+        /* a serial kernel runs as one thread; a parallel one on the blocks that fill
+         * the device, fewer when the trips need fewer (the loop is grid-stride) */
+        unsigned block = k->parallel ? e->block : 1, grid = k->parallel ? e->grid : 1;
+        /* whole blocks for the trips, rounded up without overflow near INT64_MAX */
+        int64_t blocks = trips / block + (trips % block != 0);
+        if (trips > 0 && blocks < (int64_t)grid) {
+            grid = (unsigned)blocks;
+        }
+        uint64_t one = 0; /* a kernel without parameters declares a 1-byte block */
+        void *block_arg = params_nbytes ? (void *)params : (void *)&one;
+        if (k->needs_ctx) {
+            st = launch_with_record(s, k, m, e, entry, block_arg, grid, block, trips,
+                                    &value);
+        }
+        else {
+            uint64_t none = 0; /* no record: the kernel never touches it */
+            void *args[2] = {block_arg, &none};
+            st = launch_entry(s, k, entry, e->fn, tack__gpu_twin_body, grid, block, 0,
+                              args);
+        }
+    }
+    if (st == TACK_OK && !k->needs_ctx && (flags & TACK_KERNEL_SHARED)) {
+        st = tack__gpu_check(s, s->drv->api.stream_synchronize(s->stream),
+                             "cuStreamSynchronize");
+    }
+    tack__gpu_leave(s, &g);
+    if (st == TACK_OK) {
+        *result = value;
+    }
+    return st;
+}

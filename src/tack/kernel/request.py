@@ -1,0 +1,28 @@
+"""The build request of a GPU backend (kernel.h's tack_kernel_request).
+
+A GPU emitter hands the runtime one request per specialization: the target's source,
+the C source of the same plan (the twin: the CPU build that sizes grids on the host
+and runs launches under the stand-in driver), the launch facts and the failure
+record's names. The binding copies it field by field into the C struct, and the GPU
+layer (csrc/backends/gpu/gpu_build_request.c) checks it once for every CUDA-like
+backend, so nothing is spelled as text and parsed back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What a GPU backend's kernel build takes for one specialization."""
+
+    source: str  # the target's source, one translation unit
+    twin_source: str  # the C source of the same plan
+    names: tuple[str, ...]  # name n of a failure record is names[n]
+    parallel: bool  # the outer loop runs on a grid
+    host_trips: bool  # the trip count needs only extents and scalars
+    needs_ctx: bool  # launches pass a record (reductions, returns, debug mode)
+    restrict_body: bool  # the source also has tack_kernel_body_restrict
+    partial_size: int  # bytes of one thread's reduction partials; 0: none
+    result_kind: int  # kernel.h's tack_kernel_result_kind

@@ -1,0 +1,211 @@
+/* A tack kernel; generated. */
+#include <stdint.h>
+#include <math.h>
+#define TK_EXPORT __attribute__((visibility("default")))
+#define TK_INLINE static inline __attribute__((always_inline))
+typedef _Bool tk_bool;
+typedef const char *tk_name;
+typedef struct tk_ctx {
+    int failed;
+    void (*fail)(struct tk_ctx *, int, int, int, int64_t, int64_t, const char *);
+    char *partials;
+    int64_t chunk, result_i;
+    double result_f;
+    int privatized;
+} tk_ctx;
+#define TK_FAILED __atomic_load_n(&tk_ctx->failed, __ATOMIC_RELAXED)
+#define TK_FAIL(c, why, line, axis, index, extent, name) \
+    (c)->fail(c, why, line, axis, index, extent, name)
+#define TK_FAIL_INDEX 1
+#define TK_FAIL_ZERO_DIVISION 2
+TK_EXPORT const int tack_kernel_abi = 3;
+
+#define TK_SMALL(a, b) (((uint64_t)(a) | (uint64_t)(b)) >> 31 == 0)
+TK_INLINE int64_t tk_floordiv(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    if (TK_SMALL(a, b)) return (int64_t)((uint32_t)a / (uint32_t)b);
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+TK_INLINE int64_t tk_mod(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    if (TK_SMALL(a, b)) return (int64_t)((uint32_t)a % (uint32_t)b);
+    if (b == -1) return 0;
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+TK_INLINE int64_t tk_floordiv_d(tk_ctx *c, int64_t a, int64_t b, int line) {
+    if (b == 0) { TK_FAIL(c, TK_FAIL_ZERO_DIVISION, line, 0, 0, 0, 0); return 0; }
+    return tk_floordiv(a, b);
+}
+TK_INLINE int64_t tk_mod_d(tk_ctx *c, int64_t a, int64_t b, int line) {
+    if (b == 0) { TK_FAIL(c, TK_FAIL_ZERO_DIVISION, line, 0, 0, 0, 0); return 0; }
+    return tk_mod(a, b);
+}
+#define TK_FLOATDIV(T, S)                                                   \
+TK_INLINE T tk_fmod##S(T a, T b) {                                          \
+    T m = fmod##S(a, b);                                                    \
+    if (m != 0) { if ((b < 0) != (m < 0)) m += b; }                         \
+    else m = copysign##S((T)0, b);                                          \
+    return m;                                                               \
+}                                                                           \
+TK_INLINE T tk_ffloordiv##S(T a, T b) {                                     \
+    if (b == 0) return a / b;                                               \
+    T m = fmod##S(a, b);                                                    \
+    T d = (a - m) / b;                                                      \
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;                             \
+    if (d != 0) { T f = floor##S(d); if (d - f > (T)0.5) f += 1; return f; } \
+    return copysign##S((T)0, a / b);                                        \
+}
+TK_FLOATDIV(double, )
+TK_FLOATDIV(float, f)
+TK_INLINE int64_t tk_ipow(int64_t a, int64_t b) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)a;
+    while (b) { if (b & 1) r *= x; x *= x; b >>= 1; }
+    return (int64_t)r;
+}
+TK_INLINE int64_t tk_shl(int64_t a, int64_t b) {
+    return (b < 0 || b >= 64) ? 0 : (int64_t)((uint64_t)a << b);
+}
+TK_INLINE int64_t tk_shr(int64_t a, int64_t b) {
+    return b < 0 ? 0 : b >= 64 ? (a < 0 ? -1 : 0) : (a >> b);
+}
+TK_INLINE int64_t tk_isqrt(int64_t n) {
+    if (n <= 0) return 0;
+    uint64_t r = (uint64_t)sqrt((double)n);
+    while (r * r > (uint64_t)n) r--;
+    while ((r + 1) * (r + 1) <= (uint64_t)n) r++;
+    return (int64_t)r;
+}
+TK_INLINE int tk_ldexp_exp(int64_t e) {
+    return e < -100000 ? -100000 : e > 100000 ? 100000 : (int)e;
+}
+TK_INLINE int tk_ucmp(uint64_t a, int64_t b) {
+    if (b < 0 || a > (uint64_t)b) return 1;
+    return a == (uint64_t)b ? 0 : -1;
+}
+TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a) : a; }
+TK_INLINE int64_t tk_f2i64_edge(double x) {
+    return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
+}
+TK_INLINE int64_t tk_f2i64(double x) {
+    if (__builtin_expect(!(fabs(x) < 9223372036854775808.0), 0)) return tk_f2i64_edge(x);
+    return (int64_t)x;
+}
+TK_INLINE int64_t tk_f2i64f(float x) {
+    if (__builtin_expect(!(fabsf(x) < 9223372036854775808.0f), 0)) {
+        return tk_f2i64_edge((double)x);
+    }
+    return (int64_t)x;
+}
+TK_INLINE uint64_t tk_f2u64(double x) {
+    if (!(x > 0)) return 0;
+    if (x >= 18446744073709551615.0) return UINT64_MAX;
+    return (uint64_t)x;
+}
+TK_INLINE int64_t tk_f2sat(double x, double lo, double hi) {
+    if (x != x) return 0;
+    return x <= lo ? (int64_t)lo : x >= hi ? (int64_t)hi : (int64_t)x;
+}
+TK_INLINE int64_t tk_trips(int64_t a, int64_t b, int64_t s) {
+    uint64_t n = 0;
+    if (s > 0 && a < b) n = ((uint64_t)b - (uint64_t)a - 1) / (uint64_t)s + 1;
+    if (s < 0 && a > b) n = ((uint64_t)a - (uint64_t)b - 1) / (0 - (uint64_t)s) + 1;
+    return n > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)n;
+}
+TK_INLINE int tk_ok(tk_ctx *c, int64_t i, int64_t n, int axis, tk_name name, int line) {
+    if ((uint64_t)i < (uint64_t)n) return 1;
+    TK_FAIL(c, TK_FAIL_INDEX, line, axis, i, n, name);
+    return 0;
+}
+#define TK_MINMAX(T, S) \
+TK_INLINE T tk_min_##S(T a, T b) { return b < a ? b : a; } \
+TK_INLINE T tk_max_##S(T a, T b) { return b > a ? b : a; }
+TK_MINMAX(tk_bool, b)
+TK_MINMAX(int64_t, i)
+TK_MINMAX(float, f)
+TK_MINMAX(double, d)
+
+ 
+typedef struct { void *a0; int64_t a0_n[1]; void *a1; int64_t a1_n[1]; void *a2; int64_t a2_n[1]; } tk_params;
+TK_EXPORT const int tack_kernel_nparams = 3;
+TK_EXPORT const uint32_t tack_kernel_param_key[] = {68353u, 68353u, 66561u};
+TK_EXPORT const unsigned char tack_kernel_param_stored[] = {1, 0, 0};
+TK_EXPORT int64_t tack_kernel_trips(const void *tk_pv, tk_ctx *tk_ctx) {
+    const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;
+    double *const p_out = (double *)tk_p->a0;
+    double *const p_x = (double *)tk_p->a1;
+    int64_t *const p_idx = (int64_t *)tk_p->a2;
+    const int64_t p_out_n0 = tk_p->a0_n[INT64_C(0)];
+    const int64_t p_out_size = p_out_n0;
+    (void)p_out; (void)p_out_size;
+    const int64_t p_x_n0 = tk_p->a1_n[INT64_C(0)];
+    const int64_t p_x_size = p_x_n0;
+    (void)p_x; (void)p_x_size;
+    const int64_t p_idx_n0 = tk_p->a2_n[INT64_C(0)];
+    const int64_t p_idx_size = p_idx_n0;
+    (void)p_idx; (void)p_idx_size;
+#line 25 "make_cuda_requests.py"
+    const int64_t tk_start = INT64_C(0);
+    const int64_t tk_step = INT64_C(1);
+    (void)tk_start; (void)tk_step;
+    return tk_trips(tk_start, p_out_n0, tk_step);
+}
+TK_EXPORT void tack_kernel_body(int64_t tk_begin, int64_t tk_end, const void *tk_pv, tk_ctx *tk_ctx) {
+    (void)tk_begin; (void)tk_end;
+    const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;
+    double *const p_out = (double *)tk_p->a0;
+    double *const p_x = (double *)tk_p->a1;
+    int64_t *const p_idx = (int64_t *)tk_p->a2;
+    const int64_t p_out_n0 = tk_p->a0_n[INT64_C(0)];
+    const int64_t p_out_size = p_out_n0;
+    (void)p_out; (void)p_out_size;
+    const int64_t p_x_n0 = tk_p->a1_n[INT64_C(0)];
+    const int64_t p_x_size = p_x_n0;
+    (void)p_x; (void)p_x_size;
+    const int64_t p_idx_n0 = tk_p->a2_n[INT64_C(0)];
+    const int64_t p_idx_size = p_idx_n0;
+    (void)p_idx; (void)p_idx_size;
+#line 25 "make_cuda_requests.py"
+    const int64_t tk_start = INT64_C(0);
+    const int64_t tk_step = INT64_C(1);
+    (void)tk_start; (void)tk_step;
+    for (int64_t tk_k = tk_begin; tk_k < tk_end; tk_k++) {
+        int64_t v_i = 0;
+        v_i = (tk_start + tk_k);
+        if (TK_FAILED) return;
+#line 26 "make_cuda_requests.py"
+        if (tk_ok(tk_ctx, v_i, p_out_n0, INT64_C(0), "out", INT64_C(26))) p_out[v_i] = (tk_ok(tk_ctx, (tk_ok(tk_ctx, v_i, p_idx_n0, INT64_C(0), "idx", INT64_C(26)) ? ((int64_t)(p_idx[v_i])) : ((int64_t)(INT64_C(0)))), p_x_n0, INT64_C(0), "x", INT64_C(26)) ? p_x[(tk_ok(tk_ctx, v_i, p_idx_n0, INT64_C(0), "idx", INT64_C(26)) ? ((int64_t)(p_idx[v_i])) : ((int64_t)(INT64_C(0))))] : ((double)(INT64_C(0))));
+        if (TK_FAILED) return;
+    }
+}
+__attribute__((noinline)) static void tk_body_restrict(int64_t tk_begin, int64_t tk_end, const void *tk_pv, tk_ctx *tk_ctx, double *restrict p_out, const double *restrict p_x, const int64_t *restrict p_idx) {
+    const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;
+    const int64_t p_out_n0 = tk_p->a0_n[INT64_C(0)];
+    const int64_t p_out_size = p_out_n0;
+    (void)p_out; (void)p_out_size;
+    const int64_t p_x_n0 = tk_p->a1_n[INT64_C(0)];
+    const int64_t p_x_size = p_x_n0;
+    (void)p_x; (void)p_x_size;
+    const int64_t p_idx_n0 = tk_p->a2_n[INT64_C(0)];
+    const int64_t p_idx_size = p_idx_n0;
+    (void)p_idx; (void)p_idx_size;
+#line 25 "make_cuda_requests.py"
+    const int64_t tk_start = INT64_C(0);
+    const int64_t tk_step = INT64_C(1);
+    (void)tk_start; (void)tk_step;
+    for (int64_t tk_k = tk_begin; tk_k < tk_end; tk_k++) {
+        int64_t v_i = 0;
+        v_i = (tk_start + tk_k);
+        if (TK_FAILED) return;
+#line 26 "make_cuda_requests.py"
+        if (tk_ok(tk_ctx, v_i, p_out_n0, INT64_C(0), "out", INT64_C(26))) p_out[v_i] = (tk_ok(tk_ctx, (tk_ok(tk_ctx, v_i, p_idx_n0, INT64_C(0), "idx", INT64_C(26)) ? ((int64_t)(p_idx[v_i])) : ((int64_t)(INT64_C(0)))), p_x_n0, INT64_C(0), "x", INT64_C(26)) ? p_x[(tk_ok(tk_ctx, v_i, p_idx_n0, INT64_C(0), "idx", INT64_C(26)) ? ((int64_t)(p_idx[v_i])) : ((int64_t)(INT64_C(0))))] : ((double)(INT64_C(0))));
+        if (TK_FAILED) return;
+    }
+}
+TK_EXPORT void tack_kernel_body_restrict(int64_t tk_begin, int64_t tk_end, const void *tk_pv, tk_ctx *tk_ctx) {
+    const tk_params *tk_p = (const tk_params *)tk_pv; (void)tk_p;
+    tk_body_restrict(tk_begin, tk_end, tk_pv, tk_ctx, (double *)tk_p->a0, (const double *)tk_p->a1, (const int64_t *)tk_p->a2);
+}
