@@ -77,6 +77,8 @@ tag_name(standin_tag tag)
     case STANDIN_CONTEXT: return "context";
     case STANDIN_QUEUE: return "command queue";
     case STANDIN_LIST: return "command list";
+    case STANDIN_MODULE: return "module";
+    case STANDIN_KERNEL: return "kernel";
     }
     return "object";
 }
@@ -132,7 +134,14 @@ free_objects(void)
         standin_object *next = objects->next;
         /* A device that is never closed (Tack's registry) leaves its queue and list. */
         if (objects->tag == STANDIN_LIST) {
+            standin_commands_clear((standin_list *)objects);
             free(((standin_list *)objects)->commands);
+        }
+        if (objects->tag == STANDIN_MODULE) {
+            standin_module_release((standin_module *)objects);
+        }
+        if (objects->tag == STANDIN_KERNEL) {
+            standin_kernel_release((standin_kernel *)objects);
         }
         if (objects->tag == STANDIN_QUEUE) {
             free(((standin_queue *)objects)->pending);
