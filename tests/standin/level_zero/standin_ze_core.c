@@ -130,11 +130,17 @@ standin_new(size_t size, standin_tag tag)
 __attribute__((destructor)) static void
 free_objects(void)
 {
+    /* First the lists' launches, which point at their kernels: every object is
+     * still there. */
+    for (standin_object *o = objects; o; o = o->next) {
+        if (o->tag == STANDIN_LIST) {
+            standin_commands_clear((standin_list *)o);
+        }
+    }
     while (objects) {
         standin_object *next = objects->next;
         /* A device that is never closed (Tack's registry) leaves its queue and list. */
         if (objects->tag == STANDIN_LIST) {
-            standin_commands_clear((standin_list *)objects);
             free(((standin_list *)objects)->commands);
         }
         if (objects->tag == STANDIN_MODULE) {
