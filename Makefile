@@ -34,7 +34,15 @@ $(VENV)/.mpi-ready: $(VENV)/.ready
 	$(PY) -m pip install -q "mpi4py>=4.1" "mpich>=4.2"
 	touch $@
 
-setup: $(VENV)/.ready $(VENV)/.mpi-ready
+# Intel's OpenCL CPU runtime, a real consumer of the SPIR-V Tack makes for Level Zero
+# (docs/level_zero.md). Test-only and under Intel's licence: installed into the
+# environment, never into the repository. intel-cmplr-lib-rt is a dependency the
+# runtime does not declare (it needs its libsvml.so).
+$(VENV)/.opencl-ready: $(VENV)/.ready
+	$(PY) -m pip install -q "intel-opencl-rt==2026.2.0" "intel-cmplr-lib-rt==2026.2.0"
+	touch $@
+
+setup: $(VENV)/.ready $(VENV)/.mpi-ready $(VENV)/.opencl-ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
 # The main example: VTK's image scalars computed by a Tack kernel without copies;

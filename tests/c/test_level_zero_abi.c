@@ -41,6 +41,9 @@ CHECK_SAME_TYPE(tze_command_queue, ze_command_queue_handle_t)
 CHECK_SAME_TYPE(tze_command_list, ze_command_list_handle_t)
 CHECK_SAME_TYPE(tze_event, ze_event_handle_t)
 CHECK_SAME_TYPE(tze_fence, ze_fence_handle_t)
+CHECK_SAME_TYPE(tze_module, ze_module_handle_t)
+CHECK_SAME_TYPE(tze_module_build_log, ze_module_build_log_handle_t)
+CHECK_SAME_TYPE(tze_kernel, ze_kernel_handle_t)
 
 #define CHECK_STRUCT(ours, theirs)                                            \
     _Static_assert(                                                           \
@@ -131,6 +134,50 @@ CHECK_STRUCT(tze_memory_free_ext_desc, ze_memory_free_ext_desc_t)
 #define CHECK_FREE_DESC(f) \
     CHECK_FIELD(tze_memory_free_ext_desc, ze_memory_free_ext_desc_t, f)
 FREE_DESC_FIELDS(CHECK_FREE_DESC)
+
+CHECK_STRUCT(tze_native_kernel_uuid, ze_native_kernel_uuid_t)
+
+CHECK_STRUCT(tze_device_module_properties, ze_device_module_properties_t)
+/* clang-format off */
+#define MODULE_PROPS_FIELDS(X) \
+    X(stype) \
+    X(pNext) \
+    X(spirvVersionSupported) \
+    X(flags) \
+    X(fp16flags) \
+    X(fp32flags) \
+    X(fp64flags) \
+    X(maxArgumentsSize) \
+    X(printfBufferSize) \
+    X(nativeKernelSupported)
+/* clang-format on */
+#define CHECK_MODULE_PROPS(f) \
+    CHECK_FIELD(tze_device_module_properties, ze_device_module_properties_t, f)
+MODULE_PROPS_FIELDS(CHECK_MODULE_PROPS)
+
+CHECK_STRUCT(tze_module_desc, ze_module_desc_t)
+/* clang-format off */
+#define MODULE_DESC_FIELDS(X) \
+    X(stype) \
+    X(pNext) \
+    X(format) \
+    X(inputSize) \
+    X(pInputModule) \
+    X(pBuildFlags) \
+    X(pConstants)
+/* clang-format on */
+#define CHECK_MODULE_DESC(f) CHECK_FIELD(tze_module_desc, ze_module_desc_t, f)
+MODULE_DESC_FIELDS(CHECK_MODULE_DESC)
+
+CHECK_STRUCT(tze_kernel_desc, ze_kernel_desc_t)
+#define KERNEL_DESC_FIELDS(X) X(stype) X(pNext) X(flags) X(pKernelName)
+#define CHECK_KERNEL_DESC(f) CHECK_FIELD(tze_kernel_desc, ze_kernel_desc_t, f)
+KERNEL_DESC_FIELDS(CHECK_KERNEL_DESC)
+
+CHECK_STRUCT(tze_group_count, ze_group_count_t)
+#define GROUP_COUNT_FIELDS(X) X(groupCountX) X(groupCountY) X(groupCountZ)
+#define CHECK_GROUP_COUNT(f) CHECK_FIELD(tze_group_count, ze_group_count_t, f)
+GROUP_COUNT_FIELDS(CHECK_GROUP_COUNT)
 
 TACK_TEST(level_zero_abi_checked_against_ze_api_h)
 {

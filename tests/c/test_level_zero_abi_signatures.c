@@ -21,6 +21,10 @@ typedef ze_command_list_desc_t tze_command_list_desc;
 typedef ze_device_mem_alloc_desc_t tze_device_mem_alloc_desc;
 typedef ze_memory_allocation_properties_t tze_memory_allocation_properties;
 typedef ze_memory_free_ext_desc_t tze_memory_free_ext_desc;
+typedef ze_device_module_properties_t tze_device_module_properties;
+typedef ze_module_desc_t tze_module_desc;
+typedef ze_kernel_desc_t tze_kernel_desc;
+typedef ze_group_count_t tze_group_count;
 #define TZE_ABI_TYPES_FROM_ZE_API_H 1
 
 #include "../../csrc/backends/level_zero/ze_abi.h"

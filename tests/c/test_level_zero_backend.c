@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../csrc/backends/gpu/gpu_twin.h"
 #include "../../csrc/backends/level_zero/ze_abi.h"
 #include "harness.h"
 #include "tack/array.h"
@@ -385,4 +386,220 @@ TACK_TEST(level_zero_free_waits_for_queued_work_before_api_1_3)
     use_standin("1");
     setenv("TACK_STANDIN_ZE_API_VERSION", "1.2", 1);
     check_free_after_queued_copy();
+}
+
+/* ---- the stand-in's modules, kernels and launches -------------------------------- */
+
+/* A SPIR-V module whose one kernel entry point is "twice" (a header and one
+ * OpEntryPoint: the stand-in reads no more, and runs the entry's CPU twin). */
+static const uint32_t twice_spirv[] = {
+    0x07230203u, 0x00010200u, 0, 8, 0, (5u << 16) | 15u, 6, 1, 0x63697774u /* "twic" */,
+    0x00000065u /* "e\0\0\0" */};
+
+/* The twin of "twice": arguments (int32 *data, int64 n), each at 8 bytes. */
+static int
+twice_twin(const tack_standin_launch *l, void *user)
+{
+    uint64_t addr;
+    int64_t n;
+    if (l->params_nbytes != 16 || strcmp(l->entry, "twice") != 0) {
+        return 1;
+    }
+    memcpy(&addr, l->params, 8);
+    memcpy(&n, (const char *)l->params + 8, 8);
+    int32_t *data = l->translate(l->translate_ctx, addr, (size_t)n * 4);
+    if (!data) {
+        return 1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        data[i] *= 2;
+    }
+    *(int *)user += 1;
+    return 0;
+}
+
+static void
+register_twice(int *runs)
+{
+    void *lib = dlopen(TACK_TEST_STANDIN_ZE, RTLD_NOW | RTLD_NOLOAD);
+    CHECK(lib != NULL);
+    void *sym = dlsym(lib, TACK_STANDIN_ZE_REGISTER_TWIN);
+    tack_standin_register_twin_fn reg = NULL;
+    memcpy(&reg, &sym, sizeof sym);
+    CHECK(reg != NULL);
+    CHECK_EQ_INT(reg("twice", twice_twin, runs), 0);
+    dlclose(lib);
+}
+
+/* A queue and a list on the device's compute group (1: the stand-in's group 0
+ * copies only). */
+static void
+test_queue(tze_context ctx, tze_device dev, tze_command_queue *q, tze_command_list *l)
+{
+    tze_command_queue_desc qd = {TZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
+                                 NULL,
+                                 1,
+                                 0,
+                                 0,
+                                 TZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+                                 TZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+    CHECK_EQ_INT(test_api.zeCommandQueueCreate(ctx, dev, &qd, q), 0);
+    tze_command_list_desc ld = {TZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 1, 0};
+    CHECK_EQ_INT(test_api.zeCommandListCreate(ctx, dev, &ld, l), 0);
+}
+
+static tze_kernel
+test_kernel(tze_context ctx, tze_device dev, tze_module *mod, const char *name,
+            tze_result *rc)
+{
+    tze_module_desc md = {TZE_STRUCTURE_TYPE_MODULE_DESC,
+                          NULL,
+                          TZE_MODULE_FORMAT_IL_SPIRV,
+                          sizeof twice_spirv,
+                          (const uint8_t *)twice_spirv,
+                          NULL,
+                          NULL};
+    CHECK_EQ_INT(test_api.zeModuleCreate(ctx, dev, &md, mod, NULL), 0);
+    tze_kernel_desc kd = {TZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, name};
+    tze_kernel k = NULL;
+    *rc = test_api.zeKernelCreate(*mod, &kd, &k);
+    return k;
+}
+
+TACK_TEST(level_zero_standin_launch_runs_its_twin_at_synchronization)
+{
+    use_standin("1");
+    FILE *err = capture_complaints();
+    tze_driver driver;
+    tze_device dev;
+    test_loader(&driver, &dev);
+    tze_context ctx = test_context(driver);
+    tze_command_queue q;
+    tze_command_list l;
+    test_queue(ctx, dev, &q, &l);
+    tze_module mod;
+    tze_result rc;
+    tze_kernel k = test_kernel(ctx, dev, &mod, "twice", &rc);
+    CHECK_EQ_INT(rc, 0);
+    int runs = 0;
+    register_twice(&runs);
+    int32_t host[64];
+    for (int i = 0; i < 64; i++) {
+        host[i] = i - 20;
+    }
+    tze_device_mem_alloc_desc ad = {TZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0,
+                                    0};
+    void *data = NULL;
+    CHECK_EQ_INT(test_api.zeMemAllocDevice(ctx, &ad, sizeof host, 64, dev, &data), 0);
+    uint32_t gx = 0, gy = 0, gz = 0;
+    CHECK_EQ_INT(test_api.zeKernelSuggestGroupSize(k, 64, 1, 1, &gx, &gy, &gz), 0);
+    CHECK(gx >= 1 && 64 % gx == 0 && gy == 1 && gz == 1);
+    CHECK_EQ_INT(test_api.zeKernelSetGroupSize(k, gx, 1, 1), 0);
+    int64_t n = 64;
+    CHECK_EQ_INT(test_api.zeKernelSetArgumentValue(k, 0, sizeof data, &data), 0);
+    CHECK_EQ_INT(test_api.zeKernelSetArgumentValue(k, 1, sizeof n, &n), 0);
+    tze_group_count groups = {64 / gx, 1, 1};
+    CHECK_EQ_INT(test_api.zeCommandListAppendMemoryCopy(l, data, host, sizeof host,
+                                                        NULL, 0, NULL),
+                 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendBarrier(l, NULL, 0, NULL), 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendLaunchKernel(l, k, &groups, NULL, 0, NULL),
+                 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendBarrier(l, NULL, 0, NULL), 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendMemoryCopy(l, host, data, sizeof host,
+                                                        NULL, 0, NULL),
+                 0);
+    CHECK_EQ_INT(test_api.zeCommandListClose(l), 0);
+    CHECK_EQ_INT(test_api.zeCommandQueueExecuteCommandLists(q, 1, &l, NULL), 0);
+    CHECK_EQ_INT(runs, 0); /* nothing runs before the synchronization */
+    CHECK_EQ_INT(test_api.zeCommandQueueSynchronize(q, UINT64_MAX), 0);
+    CHECK_EQ_INT(runs, 1);
+    for (int i = 0; i < 64; i++) {
+        CHECK_EQ_INT(host[i], 2 * (i - 20));
+    }
+    /* the kernel is held by the list's launch until the list is reset */
+    CHECK_EQ_INT(test_api.zeKernelDestroy(k), TZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE);
+    CHECK_EQ_INT(test_api.zeModuleDestroy(mod), TZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE);
+    CHECK_EQ_INT(test_api.zeCommandListReset(l), 0);
+    CHECK_EQ_INT(test_api.zeKernelDestroy(k), 0);
+    CHECK_EQ_INT(test_api.zeModuleDestroy(mod), 0);
+    CHECK_EQ_INT(test_api.zeMemFree(ctx, data), 0);
+    CHECK_EQ_INT(test_api.zeCommandListDestroy(l), 0);
+    CHECK_EQ_INT(test_api.zeCommandQueueDestroy(q), 0);
+    check_complaints(err, "launches of the kernel are in command lists");
+}
+
+TACK_TEST(level_zero_standin_refuses_what_a_launch_cannot_trust)
+{
+    use_standin("1");
+    FILE *err = capture_complaints();
+    tze_driver driver;
+    tze_device dev;
+    test_loader(&driver, &dev);
+    tze_context ctx = test_context(driver), other = test_context(driver);
+    tze_command_queue q;
+    tze_command_list l;
+    test_queue(ctx, dev, &q, &l);
+    tze_module mod, mod2;
+    tze_result rc;
+    CHECK(test_kernel(ctx, dev, &mod, "thrice", &rc) == NULL);
+    CHECK_EQ_INT(rc, TZE_RESULT_ERROR_INVALID_KERNEL_NAME);
+    check_complaints(err, "no kernel entry point 'thrice'");
+    tze_kernel k = test_kernel(ctx, dev, &mod2, "twice", &rc);
+    CHECK_EQ_INT(rc, 0);
+    tze_group_count groups = {1, 1, 1};
+    /* no group size yet, then no twin registered */
+    CHECK_EQ_INT(test_api.zeCommandListAppendLaunchKernel(l, k, &groups, NULL, 0, NULL),
+                 TZE_RESULT_ERROR_INVALID_ARGUMENT);
+    check_complaints(err, "zeKernelSetGroupSize first");
+    CHECK_EQ_INT(test_api.zeKernelSetGroupSize(k, 1, 1, 1), 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendLaunchKernel(l, k, &groups, NULL, 0, NULL),
+                 TZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+    check_complaints(err, "no CPU twin is registered for kernel 'twice'");
+    int runs = 0;
+    register_twice(&runs);
+    /* argument 0 unset below a set argument 1 */
+    int64_t n = 4;
+    CHECK_EQ_INT(test_api.zeKernelSetArgumentValue(k, 1, sizeof n, &n), 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendLaunchKernel(l, k, &groups, NULL, 0, NULL),
+                 TZE_RESULT_ERROR_INVALID_ARGUMENT);
+    check_complaints(err, "argument 0 of kernel 'twice' was never set");
+    /* memory of another context reaches the twin as NULL: a device fault */
+    tze_device_mem_alloc_desc ad = {TZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0,
+                                    0};
+    void *foreign = NULL;
+    CHECK_EQ_INT(test_api.zeMemAllocDevice(other, &ad, 64, 64, dev, &foreign), 0);
+    CHECK_EQ_INT(test_api.zeKernelSetArgumentValue(k, 0, sizeof foreign, &foreign), 0);
+    int32_t host[4] = {1, 2, 3, 4};
+    CHECK_EQ_INT(test_api.zeCommandListAppendLaunchKernel(l, k, &groups, NULL, 0, NULL),
+                 0);
+    /* a copy right after a launch, with no barrier: the launch may touch anything */
+    void *mine = NULL;
+    CHECK_EQ_INT(test_api.zeMemAllocDevice(ctx, &ad, 64, 64, dev, &mine), 0);
+    CHECK_EQ_INT(test_api.zeCommandListAppendMemoryCopy(l, mine, host, sizeof host,
+                                                        NULL, 0, NULL),
+                 TZE_RESULT_ERROR_INVALID_ARGUMENT);
+    check_complaints(err, "with no barrier between them");
+    CHECK_EQ_INT(test_api.zeCommandListClose(l), 0);
+    CHECK_EQ_INT(test_api.zeCommandQueueExecuteCommandLists(q, 1, &l, NULL), 0);
+    CHECK_EQ_INT(test_api.zeCommandQueueSynchronize(q, UINT64_MAX),
+                 TZE_RESULT_ERROR_DEVICE_LOST);
+    check_complaints(err, "not device memory of its list's context");
+    CHECK_EQ_INT(runs, 0);
+}
+
+TACK_TEST(level_zero_standin_module_properties_report_fp64_unless_told)
+{
+    use_standin("1");
+    tze_driver driver;
+    tze_device dev;
+    test_loader(&driver, &dev);
+    tze_device_module_properties p;
+    memset(&p, 0, sizeof p);
+    p.stype = TZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+    CHECK_EQ_INT(test_api.zeDeviceGetModuleProperties(dev, &p), 0);
+    CHECK(p.flags & TZE_DEVICE_MODULE_FLAG_FP64);
+    setenv("TACK_STANDIN_ZE_FP64", "0", 1);
+    CHECK_EQ_INT(test_api.zeDeviceGetModuleProperties(dev, &p), 0);
+    CHECK(!(p.flags & TZE_DEVICE_MODULE_FLAG_FP64));
 }

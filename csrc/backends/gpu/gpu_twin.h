@@ -24,6 +24,10 @@
 /* The symbols the stand-in exports (not part of any driver's API). */
 #define TACK_STANDIN_REGISTER_TWIN "tack_standin_cuda_register_twin"
 #define TACK_STANDIN_MODULE_SOURCE "tack_standin_cuda_module_source"
+/* The Level Zero stand-in's registry (tests/standin/level_zero/standin_ze_module.c),
+ * a tack_standin_register_twin_fn; its launches' grid is the group count, block the
+ * group size, and params the kernel's arguments each at an 8-byte boundary. */
+#define TACK_STANDIN_ZE_REGISTER_TWIN "tack_standin_ze_register_twin"
 
 typedef struct tack_standin_launch {
     const char *entry;    /* the kernel's entry name */

@@ -75,6 +75,12 @@ enum {
     X(STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, 0x15)         \
     X(STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, 0x17)  \
     X(STRUCTURE_TYPE_MEMORY_FREE_EXT_DESC, 0x1000a)       \
+    X(STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES, 0x5)       \
+    X(STRUCTURE_TYPE_MODULE_DESC, 0x1b)                   \
+    X(STRUCTURE_TYPE_KERNEL_DESC, 0x1d)                   \
+    X(MODULE_FORMAT_IL_SPIRV, 0)                          \
+    X(DEVICE_MODULE_FLAG_FP64, 2)                         \
+    X(MAX_NATIVE_KERNEL_UUID_SIZE, 16)                    \
     X(DEVICE_TYPE_GPU, 1)                                 \
     X(DEVICE_PROPERTY_FLAG_SUBDEVICE, 2)                  \
     X(MEMORY_TYPE_UNKNOWN, 0)                             \
@@ -104,6 +110,9 @@ typedef struct _ze_command_queue_handle_t *tze_command_queue;
 typedef struct _ze_command_list_handle_t *tze_command_list;
 typedef struct _ze_event_handle_t *tze_event;
 typedef struct _ze_fence_handle_t *tze_fence;
+typedef struct _ze_module_handle_t *tze_module;
+typedef struct _ze_module_build_log_handle_t *tze_module_build_log;
+typedef struct _ze_kernel_handle_t *tze_kernel;
 
 /* Enumerations are 32-bit in Level Zero (each ends with a FORCE_UINT32 member). */
 typedef uint32_t tze_structure_type;
@@ -210,6 +219,46 @@ typedef struct tze_memory_free_ext_desc {
     const void *pNext;
     tze_flags freePolicy;
 } tze_memory_free_ext_desc;
+
+typedef struct tze_native_kernel_uuid {
+    uint8_t id[TZE_MAX_NATIVE_KERNEL_UUID_SIZE];
+} tze_native_kernel_uuid;
+
+typedef struct tze_device_module_properties {
+    tze_structure_type stype;
+    void *pNext;
+    uint32_t spirvVersionSupported;
+    tze_flags flags; /* TZE_DEVICE_MODULE_FLAG_FP64: the device computes in float64 */
+    tze_flags fp16flags;
+    tze_flags fp32flags;
+    tze_flags fp64flags;
+    uint32_t maxArgumentsSize;
+    uint32_t printfBufferSize;
+    tze_native_kernel_uuid nativeKernelSupported;
+} tze_device_module_properties;
+
+typedef struct tze_module_desc {
+    tze_structure_type stype;
+    const void *pNext;
+    uint32_t format; /* TZE_MODULE_FORMAT_IL_SPIRV */
+    size_t inputSize;
+    const uint8_t *pInputModule;
+    const char *pBuildFlags;
+    const struct _ze_module_constants_t *pConstants; /* Tack passes NULL */
+} tze_module_desc;
+
+typedef struct tze_kernel_desc {
+    tze_structure_type stype;
+    const void *pNext;
+    tze_flags flags;
+    const char *pKernelName;
+} tze_kernel_desc;
+
+typedef struct tze_group_count {
+    uint32_t groupCountX;
+    uint32_t groupCountY;
+    uint32_t groupCountZ;
+} tze_group_count;
 #endif /* TZE_ABI_TYPES_FROM_ZE_API_H */
 
 /* ---- entry points -------------------------------------------------------------------
@@ -275,6 +324,35 @@ typedef struct tze_memory_free_ext_desc {
     X(zeMemGetAllocProperties,                                                        \
       (tze_context hContext, const void *ptr,                                         \
        tze_memory_allocation_properties *pMemAllocProperties, tze_device *phDevice),  \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeDeviceGetModuleProperties,                                                    \
+      (tze_device hDevice, tze_device_module_properties * pModuleProperties),         \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeModuleCreate,                                                                 \
+      (tze_context hContext, tze_device hDevice, const tze_module_desc *desc,         \
+       tze_module *phModule, tze_module_build_log *phBuildLog),                       \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeModuleDestroy, (tze_module hModule), TZE_API_VERSION_1_0)                     \
+    X(zeKernelCreate,                                                                 \
+      (tze_module hModule, const tze_kernel_desc *desc, tze_kernel *phKernel),        \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeKernelDestroy, (tze_kernel hKernel), TZE_API_VERSION_1_0)                     \
+    X(zeKernelSetGroupSize,                                                           \
+      (tze_kernel hKernel, uint32_t groupSizeX, uint32_t groupSizeY,                  \
+       uint32_t groupSizeZ),                                                          \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeKernelSuggestGroupSize,                                                       \
+      (tze_kernel hKernel, uint32_t globalSizeX, uint32_t globalSizeY,                \
+       uint32_t globalSizeZ, uint32_t * groupSizeX, uint32_t * groupSizeY,            \
+       uint32_t * groupSizeZ),                                                        \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeKernelSetArgumentValue,                                                       \
+      (tze_kernel hKernel, uint32_t argIndex, size_t argSize, const void *pArgValue), \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeCommandListAppendLaunchKernel,                                                \
+      (tze_command_list hCommandList, tze_kernel hKernel,                             \
+       const tze_group_count *pLaunchFuncArgs, tze_event hSignalEvent,                \
+       uint32_t numWaitEvents, tze_event *phWaitEvents),                              \
       TZE_API_VERSION_1_0)
 
 /* X(name, parameters, version): calls after API 1.0, looked up at run time and used

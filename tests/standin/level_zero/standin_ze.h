@@ -28,6 +28,8 @@
 #include <zes_ddi.h>
 #include <zet_ddi.h>
 
+#include "../../../csrc/backends/gpu/gpu_twin.h" /* the CPU twin ABI */
+
 #define STANDIN_EXPORT __attribute__((visibility("default")))
 #define STANDIN_MAX_DEVICES 4
 #define STANDIN_QUEUE_GROUPS 2
@@ -39,6 +41,8 @@ typedef enum standin_tag {
     STANDIN_CONTEXT,
     STANDIN_QUEUE,
     STANDIN_LIST,
+    STANDIN_MODULE,
+    STANDIN_KERNEL,
 } standin_tag;
 
 typedef struct standin_object {
@@ -81,6 +85,7 @@ typedef enum standin_command_kind {
     STANDIN_COPY,
     STANDIN_FILL,
     STANDIN_BARRIER,
+    STANDIN_LAUNCH, /* touches any memory: a barrier must separate it from the rest */
 } standin_command_kind;
 
 #define STANDIN_MAX_PATTERN 128
@@ -92,6 +97,7 @@ typedef struct standin_command {
     size_t size;
     size_t pattern_size;
     unsigned char pattern[STANDIN_MAX_PATTERN];
+    struct standin_launch *launch; /* STANDIN_LAUNCH: owned by the list's commands */
 } standin_command;
 
 typedef struct standin_list {
@@ -113,6 +119,43 @@ typedef struct standin_queue {
     standin_list **pending; /* executed, to run at the next synchronization */
     size_t npending, cap;
 } standin_queue;
+
+/* A module: a copy of its SPIR-V words and the names of its kernel entry points. */
+typedef struct standin_module {
+    standin_object obj;
+    standin_context *context;
+    standin_device *device;
+    uint32_t *words; /* Owned; NULL once destroyed */
+    size_t nwords;
+    char *names; /* Owned: NUL-terminated names, one after another */
+    size_t names_nbytes;
+    size_t kernels; /* live kernels made from it */
+} standin_module;
+
+#define STANDIN_MAX_ARGS 16
+#define STANDIN_MAX_ARG_NBYTES 2048
+
+typedef struct standin_kernel {
+    standin_object obj;
+    standin_module *module;
+    char name[256];
+    uint32_t group[3];                     /* zeKernelSetGroupSize's; 0: never set */
+    unsigned char *args[STANDIN_MAX_ARGS]; /* Owned: each argument's bytes, or NULL */
+    size_t arg_nbytes[STANDIN_MAX_ARGS];
+    size_t appended; /* launches of it in lists not reset or destroyed since */
+} standin_kernel;
+
+/* A launch as appended: the kernel's arguments packed then, and the twin that
+ * computes it. */
+typedef struct standin_launch {
+    standin_kernel *kernel;
+    tack_standin_twin_fn fn;
+    void *user;
+    uint32_t groups[3]; /* the group count */
+    uint32_t group[3];  /* the group size */
+    unsigned char *params;
+    size_t params_nbytes;
+} standin_launch;
 
 /* The process-wide state, under standin_lock. */
 extern pthread_mutex_t standin_lock;
@@ -231,5 +274,47 @@ ze_result_t standin_zeCommandListAppendMemoryFill(ze_command_list_handle_t hComm
                                                   ze_event_handle_t hSignalEvent,
                                                   uint32_t numWaitEvents,
                                                   ze_event_handle_t *phWaitEvents);
+
+/* Appends cmd to the list behind h after the checks every append shares
+ * (standin_ze_queue.c). A launch's cmd->launch is the caller's until this succeeds. */
+ze_result_t standin_append(ze_command_list_handle_t h, const standin_command *cmd,
+                           ze_event_handle_t signal, uint32_t nwait,
+                           const ze_event_handle_t *wait, const char *call);
+
+/* standin_ze_module.c */
+/* Runs an appended launch of list l with its twin. Call under standin_lock. */
+ze_result_t standin_launch_run(const standin_list *l, const standin_launch *launch);
+/* Empties l's commands, freeing their launches. Call under standin_lock. */
+void standin_commands_clear(standin_list *l);
+/* Frees what a module or kernel owns (at destroy, or at unload). */
+void standin_module_release(standin_module *m);
+void standin_kernel_release(standin_kernel *k);
+ze_result_t standin_zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
+                                                ze_device_module_properties_t *props);
+ze_result_t standin_zeModuleCreate(ze_context_handle_t hContext,
+                                   ze_device_handle_t hDevice,
+                                   const ze_module_desc_t *desc,
+                                   ze_module_handle_t *phModule,
+                                   ze_module_build_log_handle_t *phBuildLog);
+ze_result_t standin_zeModuleDestroy(ze_module_handle_t hModule);
+ze_result_t standin_zeKernelCreate(ze_module_handle_t hModule,
+                                   const ze_kernel_desc_t *desc,
+                                   ze_kernel_handle_t *phKernel);
+ze_result_t standin_zeKernelDestroy(ze_kernel_handle_t hKernel);
+ze_result_t standin_zeKernelSetGroupSize(ze_kernel_handle_t hKernel,
+                                         uint32_t groupSizeX, uint32_t groupSizeY,
+                                         uint32_t groupSizeZ);
+ze_result_t standin_zeKernelSuggestGroupSize(ze_kernel_handle_t hKernel,
+                                             uint32_t globalSizeX, uint32_t globalSizeY,
+                                             uint32_t globalSizeZ, uint32_t *groupSizeX,
+                                             uint32_t *groupSizeY,
+                                             uint32_t *groupSizeZ);
+ze_result_t standin_zeKernelSetArgumentValue(ze_kernel_handle_t hKernel,
+                                             uint32_t argIndex, size_t argSize,
+                                             const void *pArgValue);
+ze_result_t standin_zeCommandListAppendLaunchKernel(
+    ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
+    const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
+    uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents);
 
 #endif /* TACK_STANDIN_ZE_H */

@@ -77,6 +77,8 @@ tag_name(standin_tag tag)
     case STANDIN_CONTEXT: return "context";
     case STANDIN_QUEUE: return "command queue";
     case STANDIN_LIST: return "command list";
+    case STANDIN_MODULE: return "module";
+    case STANDIN_KERNEL: return "kernel";
     }
     return "object";
 }
@@ -128,11 +130,24 @@ standin_new(size_t size, standin_tag tag)
 __attribute__((destructor)) static void
 free_objects(void)
 {
+    /* First the lists' launches, which point at their kernels: every object is
+     * still there. */
+    for (standin_object *o = objects; o; o = o->next) {
+        if (o->tag == STANDIN_LIST) {
+            standin_commands_clear((standin_list *)o);
+        }
+    }
     while (objects) {
         standin_object *next = objects->next;
         /* A device that is never closed (Tack's registry) leaves its queue and list. */
         if (objects->tag == STANDIN_LIST) {
             free(((standin_list *)objects)->commands);
+        }
+        if (objects->tag == STANDIN_MODULE) {
+            standin_module_release((standin_module *)objects);
+        }
+        if (objects->tag == STANDIN_KERNEL) {
+            standin_kernel_release((standin_kernel *)objects);
         }
         if (objects->tag == STANDIN_QUEUE) {
             free(((standin_queue *)objects)->pending);

@@ -174,7 +174,7 @@ races(const standin_list *l, const char *p, size_t n, bool writes)
             return false;
         }
         bool hit =
-            overlaps(c->dst, c->size, p, n) ||
+            c->kind == STANDIN_LAUNCH || overlaps(c->dst, c->size, p, n) ||
             (writes && c->kind == STANDIN_COPY && overlaps(c->src, c->size, p, n));
         if (hit) {
             return true;
@@ -183,10 +183,10 @@ races(const standin_list *l, const char *p, size_t n, bool writes)
     return false;
 }
 
-/* Appends cmd to the list behind h after the checks every append shares. */
-static ze_result_t
-append(ze_command_list_handle_t h, const standin_command *cmd, ze_event_handle_t signal,
-       uint32_t nwait, const ze_event_handle_t *wait, const char *call)
+ze_result_t
+standin_append(ze_command_list_handle_t h, const standin_command *cmd,
+               ze_event_handle_t signal, uint32_t nwait, const ze_event_handle_t *wait,
+               const char *call)
 {
     (void)wait; /* may be non-NULL with nwait 0 (the loader's intercept does that) */
     if (signal || nwait) {
@@ -210,7 +210,15 @@ append(ze_command_list_handle_t h, const standin_command *cmd, ze_event_handle_t
             cmd->pattern_size, (unsigned)l->group,
             standin_fill_pattern_limit(l->group));
     }
-    if (l && rc == ZE_RESULT_SUCCESS && cmd->kind != STANDIN_BARRIER) {
+    if (l && rc == ZE_RESULT_SUCCESS && cmd->kind == STANDIN_LAUNCH &&
+        (l->ncommands && l->commands[l->ncommands - 1].kind != STANDIN_BARRIER)) {
+        rc = standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
+                              "a launch after other commands of the list with no "
+                              "barrier between them (the stand-in cannot see what "
+                              "a kernel touches)");
+    }
+    if (l && rc == ZE_RESULT_SUCCESS && cmd->kind != STANDIN_BARRIER &&
+        cmd->kind != STANDIN_LAUNCH) {
         rc = check_range(l, cmd->dst, cmd->size, false, call, "the destination");
         if (rc == ZE_RESULT_SUCCESS && cmd->kind == STANDIN_COPY) {
             rc = check_range(l, cmd->src, cmd->size, false, call, "the source");
@@ -247,8 +255,8 @@ standin_zeCommandListAppendBarrier(ze_command_list_handle_t hCommandList,
                                    ze_event_handle_t *phWaitEvents)
 {
     standin_command cmd = {.kind = STANDIN_BARRIER};
-    return append(hCommandList, &cmd, hSignalEvent, numWaitEvents, phWaitEvents,
-                  "zeCommandListAppendBarrier");
+    return standin_append(hCommandList, &cmd, hSignalEvent, numWaitEvents, phWaitEvents,
+                          "zeCommandListAppendBarrier");
 }
 
 ze_result_t
@@ -265,7 +273,8 @@ standin_zeCommandListAppendMemoryCopy(ze_command_list_handle_t hCommandList,
     }
     standin_command cmd = {
         .kind = STANDIN_COPY, .dst = dstptr, .src = srcptr, .size = size};
-    return append(hCommandList, &cmd, hSignalEvent, numWaitEvents, phWaitEvents, call);
+    return standin_append(hCommandList, &cmd, hSignalEvent, numWaitEvents, phWaitEvents,
+                          call);
 }
 
 ze_result_t
@@ -287,7 +296,8 @@ standin_zeCommandListAppendMemoryFill(ze_command_list_handle_t hCommandList, voi
     standin_command cmd = {
         .kind = STANDIN_FILL, .dst = ptr, .size = size, .pattern_size = pattern_size};
     memcpy(cmd.pattern, pattern, pattern_size); /* kept by value */
-    return append(hCommandList, &cmd, hSignalEvent, numWaitEvents, phWaitEvents, call);
+    return standin_append(hCommandList, &cmd, hSignalEvent, numWaitEvents, phWaitEvents,
+                          call);
 }
 
 ze_result_t
@@ -348,6 +358,7 @@ standin_zeCommandListDestroy(ze_command_list_handle_t hCommandList)
     pthread_mutex_lock(&standin_lock);
     standin_list *l = idle_list(hCommandList, "zeCommandListDestroy", &rc);
     if (l) {
+        standin_commands_clear(l);
         free(l->commands);
         l->commands = NULL;
         l->context->live--;
@@ -382,7 +393,7 @@ standin_zeCommandListReset(ze_command_list_handle_t hCommandList)
     standin_list *l = idle_list(hCommandList, "zeCommandListReset", &rc);
     if (l) {
         l->closed = false;
-        l->ncommands = 0;
+        standin_commands_clear(l);
     }
     pthread_mutex_unlock(&standin_lock);
     return rc;
@@ -442,6 +453,9 @@ run(const standin_list *l, const standin_command *c)
     const char *call = "zeCommandQueueSynchronize";
     if (c->kind == STANDIN_BARRIER) {
         return ZE_RESULT_SUCCESS;
+    }
+    if (c->kind == STANDIN_LAUNCH) {
+        return standin_launch_run(l, c->launch);
     }
     ze_result_t rc =
         check_range(l, c->dst, c->size, true, call, "a queued command's destination");

@@ -16,9 +16,7 @@
     X(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)                   \
     X(zeGetEventProcAddrTable, ze_event_dditable_t)                            \
     X(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)                     \
-    X(zeGetModuleProcAddrTable, ze_module_dditable_t)                          \
     X(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)        \
-    X(zeGetKernelProcAddrTable, ze_kernel_dditable_t)                          \
     X(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)                   \
     X(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)                        \
     X(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)               \
@@ -120,6 +118,7 @@ fill_zeGetDeviceProcAddrTable(ze_device_dditable_t *t)
     t->pfnGetProperties = standin_zeDeviceGetProperties;
     t->pfnGetCommandQueueGroupProperties =
         standin_zeDeviceGetCommandQueueGroupProperties;
+    t->pfnGetModuleProperties = standin_zeDeviceGetModuleProperties;
 }
 STANDIN_FILLED(zeGetDeviceProcAddrTable, ze_device_dditable_t)
 
@@ -152,6 +151,7 @@ fill_zeGetCommandListProcAddrTable(ze_command_list_dditable_t *t)
     t->pfnAppendBarrier = standin_zeCommandListAppendBarrier;
     t->pfnAppendMemoryCopy = standin_zeCommandListAppendMemoryCopy;
     t->pfnAppendMemoryFill = standin_zeCommandListAppendMemoryFill;
+    t->pfnAppendLaunchKernel = standin_zeCommandListAppendLaunchKernel;
 }
 STANDIN_FILLED(zeGetCommandListProcAddrTable, ze_command_list_dditable_t)
 
@@ -164,3 +164,22 @@ fill_zeGetMemProcAddrTable(ze_mem_dditable_t *t)
     t->pfnGetAllocProperties = standin_zeMemGetAllocProperties;
 }
 STANDIN_FILLED(zeGetMemProcAddrTable, ze_mem_dditable_t)
+
+static void
+fill_zeGetModuleProcAddrTable(ze_module_dditable_t *t)
+{
+    t->pfnCreate = standin_zeModuleCreate;
+    t->pfnDestroy = standin_zeModuleDestroy;
+}
+STANDIN_FILLED(zeGetModuleProcAddrTable, ze_module_dditable_t)
+
+static void
+fill_zeGetKernelProcAddrTable(ze_kernel_dditable_t *t)
+{
+    t->pfnCreate = standin_zeKernelCreate;
+    t->pfnDestroy = standin_zeKernelDestroy;
+    t->pfnSetGroupSize = standin_zeKernelSetGroupSize;
+    t->pfnSuggestGroupSize = standin_zeKernelSuggestGroupSize;
+    t->pfnSetArgumentValue = standin_zeKernelSetArgumentValue;
+}
+STANDIN_FILLED(zeGetKernelProcAddrTable, ze_kernel_dditable_t)
