@@ -1,10 +1,11 @@
 """DLPack kDLOneAPI both ways and array_from_ptr on Level Zero devices, through the real
 loader on the strict stand-in driver in every loader mode (level_zero_helpers.MODES).
 
-Producers: Tack itself (the round trip), and capsules built with ctypes over USM that
+Producers: Tack itself (the round trip), capsules built with ctypes over USM that
 another library allocates through the same loader (zeMemAllocDevice, zeMemAllocShared,
-zeMemAllocHost), for what Tack must accept and refuse. No real kDLOneAPI peer runs
-here: dpctl's wheels need Intel's SYCL runtime, which the tests do not install."""
+zeMemAllocHost), for what Tack must accept and refuse, and, where it is installed,
+dpctl on Intel's OpenCL CPU device, a real kDLOneAPI peer whose memory is in no
+context Tack holds."""
 
 import textwrap
 
@@ -226,3 +227,47 @@ def test_streams_on_kdloneapi_are_not_ints(mode):
         assert x.ptr == a.ptr
         assert all(call.get("stream") is None for call in p.calls), p.calls
     """, mode)
+
+
+# ---- dpctl, a real kDLOneAPI peer, on Intel's OpenCL CPU device ------------------
+#
+# dpctl's arrays are USM of a SYCL context over OpenCL, never of a Level Zero context
+# Tack holds: what this proves is Tack's reading of a real producer's capsules (the
+# device id, the refusal of memory outside the device's context, no int stream passed)
+# and a real consumer's refusal of Tack's memory. It is no zero-copy sharing.
+
+
+def _dpctl_env():
+    """The child's environment for dpctl on the OpenCL CPU device, or None."""
+    import importlib.util
+    import os
+    import sys
+    lib = os.path.join(sys.prefix, "lib")
+    if importlib.util.find_spec("dpctl") is None or not os.path.exists(
+            os.path.join(lib, "libintelocl.so")):
+        return None
+    # SYCL is kept to OpenCL: its Level Zero adapter would otherwise drive the
+    # stand-in through the same loader.
+    return {"OCL_ICD_FILENAMES": os.path.join(lib, "libintelocl.so"),
+            "LD_LIBRARY_PATH": lib, "ONEAPI_DEVICE_SELECTOR": "opencl:cpu"}
+
+
+@pytest.mark.skipif(_dpctl_env() is None,
+                    reason="dpctl is not installed: pip install dpctl==0.20.2 "
+                           "'intel-sycl-rt==2025.3.*' 'intel-cmplr-lib-ur==2025.3.*' "
+                           "'intel-cmplr-lib-rt==2025.3.*' 'intel-opencl-rt==2025.3.*'")
+@pytest.mark.parametrize("mode", ["plain", "validation+intercept"])
+def test_dpctl_capsules_are_read_and_refused_outside_the_context(mode):
+    run_dlpack("""
+        import dpctl.tensor as dpt
+        x = dpt.arange(8, dtype="f4")  # device USM of opencl:cpu:0's default context
+        assert x.__dlpack_device__() == (14, 0)
+        tack.set_default_device(tack.device("level_zero"))
+        # Tack reads the capsule, lands on level_zero:0 and finds the memory is not
+        # its context's.
+        refused(lambda: tack.from_dlpack(x))
+        refused(lambda: tack.from_dlpack(x.__dlpack__()))
+        # dpctl as consumer: Tack's memory is not in its default context either.
+        a = tack.zeros(4, dtype="float32")
+        refused(lambda: dpt.from_dlpack(a), BufferError, "default sycl context")
+    """, mode, **(_dpctl_env() or {}))
