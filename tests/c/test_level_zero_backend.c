@@ -371,9 +371,16 @@ TACK_TEST(level_zero_shared_usm_wraps_and_host_usm_does_not)
     CHECK_STATUS(wrap16(open_plain(0), shared), TACK_ERR_INVALID_ARGUMENT);
     CHECK_EQ_INT(test_api.zeMemFree(ctx, shared), 0);
     CHECK_EQ_INT(test_api.zeMemFree(ctx, host), 0);
+    check_complaints(err, NULL);
+    /* The query itself is strict: NULL is no pointer to ask about (the stand-in says
+     * so in the plain mode; the validation layer answers before it). */
+    tze_memory_allocation_properties props;
+    memset(&props, 0, sizeof props);
+    props.stype = TZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
+    CHECK_EQ_INT(test_api.zeMemGetAllocProperties(ctx, NULL, &props, NULL),
+                 TZE_RESULT_ERROR_INVALID_NULL_POINTER);
     tack_device_release(dev);
     CHECK_EQ_INT(test_zeContextDestroy(ctx), 0);
-    check_complaints(err, NULL);
 }
 
 TACK_TEST(level_zero_external_handles_must_be_the_loaders)

@@ -354,14 +354,20 @@ standin_zeMemGetAllocProperties(ze_context_handle_t hContext, const void *ptr,
                                 ze_device_handle_t *phDevice)
 {
     const char *call = "zeMemGetAllocProperties";
-    if (!props) {
+    if (!props || !ptr) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
-                                "props is NULL");
+                                "%s is NULL", props ? "ptr" : "props");
     }
     ze_result_t rc = standin_check_stype(
         props->stype, ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, call);
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
+    }
+    if (props->pNext) {
+        /* No extension structure is known here; reading one would be a guess. */
+        return standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
+                                "props->pNext is not NULL: the stand-in knows no "
+                                "extension of ze_memory_allocation_properties_t");
     }
     pthread_mutex_lock(&standin_lock);
     standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
