@@ -117,6 +117,12 @@ def test_device_id_is_the_root_device_index_over_all_drivers(mode):
         assert b.device == second and b.ptr == a.ptr
         # The same memory said to be device 0's is not device 0's.
         refused(lambda: tack.from_dlpack(capsule(a.ptr, 4, device_id=0)))
+        # A device id past the root devices names no device; a negative one is none.
+        refused(lambda: tack.from_dlpack(capsule(a.ptr, 4, device_id=2)),
+                RuntimeError, "no Level Zero device 2")
+        refused(lambda: tack.from_dlpack(capsule(a.ptr, 4, device_id=-1)),
+                ValueError, "ordinal -1")
+        assert len(deleted) == 3  # each refused capsule's deleter ran
     """, mode, TACK_STANDIN_ZE_DEVICES="1" if mode == "two-drivers" else "2")
 
 
