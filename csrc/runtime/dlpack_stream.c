@@ -3,6 +3,8 @@
  *
  * The Array API numbers streams per device type (tack__dlpack_stream_check): what a
  * consumer may pass to Tack's __dlpack__, and what tack_device_follow_stream takes.
+ * kDLCPU and kDLOneAPI have no integer streams (oneAPI's is a SYCL queue object, and
+ * its consumers pass none): only -1, "do not synchronize", is taken.
  * As a consumer Tack asks a producer to order its pending writes before Tack's own
  * stream on the tensor's device (tack_dlpack_consumer_stream); through the exchange
  * API, which hands a tensor over without that request, Tack's stream is made to wait
@@ -21,8 +23,13 @@ tack_status
 tack__dlpack_stream_check(int32_t device_type, int64_t stream)
 {
     bool ok;
+    bool none = false; /* the device type has no int streams at all */
     switch (device_type) {
-    case kDLCPU: ok = stream == -1; break; /* no streams: only "do not synchronize" */
+    case kDLCPU:    /* no streams: only "do not synchronize" */
+    case kDLOneAPI: /* a SYCL queue is an object, never an int: the same rule */
+        ok = stream == -1;
+        none = true;
+        break;
     case kDLCUDA:
     case kDLCUDAManaged: ok = stream >= -1 && stream != 0; break; /* 0 is ambiguous */
     case kDLROCM: ok = stream >= -1 && stream != 1 && stream != 2; break;
@@ -30,10 +37,9 @@ tack__dlpack_stream_check(int32_t device_type, int64_t stream)
     }
     if (!ok) {
         return tack__fail_remedy(
-            TACK_ERR_DLPACK_INVALID,
-            device_type == kDLCPU ? TACK_REMEDY_NO_STREAM : TACK_REMEDY_NONE,
+            TACK_ERR_DLPACK_INVALID, none ? TACK_REMEDY_NO_STREAM : TACK_REMEDY_NONE,
             "stream %lld is not a stream of DLPack device type %d%s", (long long)stream,
-            (int)device_type, device_type == kDLCPU ? ", which has no streams" : "");
+            (int)device_type, none ? ", which has no integer streams" : "");
     }
     return TACK_OK;
 }

@@ -957,4 +957,10 @@ TACK_TEST(stream_rules_per_device_type)
     CHECK_OK(tack__dlpack_stream_check(kDLROCM, 0));
     CHECK_STATUS(tack__dlpack_stream_check(kDLROCM, 1), TACK_ERR_DLPACK_INVALID);
     CHECK_STATUS(tack__dlpack_stream_check(kDLROCM, 2), TACK_ERR_DLPACK_INVALID);
+    CHECK_OK(tack__dlpack_stream_check(kDLOneAPI, -1));
+    for (int64_t s = 0; s < 3; s++) {
+        CHECK_STATUS(tack__dlpack_stream_check(kDLOneAPI, s), TACK_ERR_DLPACK_INVALID);
+    }
+    CHECK_STATUS(tack__dlpack_stream_check(kDLOneAPI, 0x7f0000001000),
+                 TACK_ERR_DLPACK_INVALID);
 }

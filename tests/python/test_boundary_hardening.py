@@ -7,41 +7,11 @@ import gc
 
 import numpy as np
 import pytest
+from dlpack_ctypes import CAPSULE_DESTRUCTOR, DELETER, DLManagedTensorVersioned, capsule_new
 
 import tack
 
 # ---- a DLPack producer written in Python with ctypes (as ctypes/cffi producers are)
-
-
-class _Device(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
-                ("lanes", ctypes.c_uint16)]
-
-
-class _Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
-                ("dtype", _DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)),
-                ("byte_offset", ctypes.c_uint64)]
-
-
-_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-class _Versioned(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
-                ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER),
-                ("flags", ctypes.c_uint64), ("dl_tensor", _Tensor)]
-
-
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-_capsule_new = ctypes.pythonapi.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR]
 
 
 class CtypesProducer:
@@ -52,8 +22,8 @@ class CtypesProducer:
         self.deleted = 0
         self.destructed = 0
         self._keep = []
-        self.deleter = _DELETER(self._delete)
-        self.destructor = _CAPSULE_DESTRUCTOR(self._destruct)
+        self.deleter = DELETER(self._delete)
+        self.destructor = CAPSULE_DESTRUCTOR(self._destruct)
 
     def _delete(self, address):
         self.deleted += 1
@@ -66,7 +36,7 @@ class CtypesProducer:
     def capsule(self, *, data, shape, code=2, bits=32):
         n = len(shape)
         extents = (ctypes.c_int64 * max(n, 1))(*shape)
-        mt = _Versioned()
+        mt = DLManagedTensorVersioned()
         mt.major, mt.minor = 1, 3
         mt.deleter = self.deleter
         t = mt.dl_tensor
@@ -76,7 +46,7 @@ class CtypesProducer:
         t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
         t.shape = extents
         self._keep += [mt, extents]
-        return _capsule_new(ctypes.addressof(mt), b"dltensor_versioned",
+        return capsule_new(ctypes.addressof(mt), b"dltensor_versioned",
                             self.destructor)
 
 

@@ -65,13 +65,15 @@ typedef struct standin_context {
     size_t live; /* allocations, queues and lists made in it and not yet destroyed */
 } standin_context;
 
-/* A device allocation: memfd pages mapped twice. user (what the application gets) is
- * PROT_NONE, so a host access faults at once; the stand-in copies through alias. A
+/* An allocation: memfd pages mapped twice. user (what the application gets) is
+ * PROT_NONE for device memory, so a host access faults at once (read-write for host
+ * and shared memory); the stand-in copies through alias. A
  * freed allocation keeps its user range reserved (PROT_NONE), so a use after free
  * faults too and its address is never handed out again. */
 typedef struct standin_allocation {
     standin_context *context;
-    standin_device *device;
+    standin_device *device; /* NULL for host memory and device-less shared memory */
+    ze_memory_type_t type;  /* DEVICE, SHARED or HOST */
     char *user;
     char *alias; /* NULL once freed */
     size_t size;
@@ -234,6 +236,14 @@ ze_result_t standin_zeMemAllocDevice(ze_context_handle_t hContext,
                                      const ze_device_mem_alloc_desc_t *desc,
                                      size_t size, size_t alignment,
                                      ze_device_handle_t hDevice, void **pptr);
+ze_result_t standin_zeMemAllocShared(ze_context_handle_t hContext,
+                                     const ze_device_mem_alloc_desc_t *device_desc,
+                                     const ze_host_mem_alloc_desc_t *host_desc,
+                                     size_t size, size_t alignment,
+                                     ze_device_handle_t hDevice, void **pptr);
+ze_result_t standin_zeMemAllocHost(ze_context_handle_t hContext,
+                                   const ze_host_mem_alloc_desc_t *host_desc,
+                                   size_t size, size_t alignment, void **pptr);
 ze_result_t standin_zeMemFree(ze_context_handle_t hContext, void *ptr);
 ze_result_t standin_zeMemFreeExt(ze_context_handle_t hContext,
                                  const ze_memory_free_ext_desc_t *desc, void *ptr);

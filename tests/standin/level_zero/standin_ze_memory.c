@@ -1,11 +1,13 @@
 /*
  * standin_ze_memory.c: the stand-in's device memory (zeMemAllocDevice, zeMemFree,
- * zeMemFreeExt, zeMemGetAllocProperties).
+ * zeMemAllocShared, zeMemAllocHost, zeMemFreeExt, zeMemGetAllocProperties).
  *
  * Strict where real drivers are lenient: an allocation belongs to its context, and
  * the same pointer given with another context is unknown memory (the specification's
  * rule; Intel's driver answers for any context). The application's view of device
- * memory is PROT_NONE: the host cannot touch it.
+ * memory is PROT_NONE: the host cannot touch it. Host and shared memory (which Tack
+ * never allocates, other libraries do) are readable by the host and belong to no
+ * device (shared memory to the one it was made for, if any).
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <stdlib.h>
@@ -41,6 +43,8 @@ release(standin_allocation *a)
 {
     size_t pages = (a->size + 4095) / 4096 * 4096;
     munmap(a->alias, pages ? pages : 4096);
+    /* The range stays reserved; for host and shared memory its view was readable. */
+    mprotect(a->user, pages ? pages : 4096, PROT_NONE);
     a->alias = NULL;
     a->deferred = false;
     a->context->live--;
@@ -71,9 +75,9 @@ free_allocations(void)
     }
 }
 
-/* Two views of one memfd: user PROT_NONE, alias read-write. */
+/* Two views of one memfd: user with protection user_prot, alias read-write. */
 static ze_result_t
-map_twice(size_t size, char **user, char **alias)
+map_twice(size_t size, int user_prot, char **user, char **alias)
 {
     size_t pages = size ? (size + 4095) / 4096 * 4096 : 4096;
     int fd = memfd_create("standin-ze", MFD_CLOEXEC);
@@ -82,7 +86,7 @@ map_twice(size_t size, char **user, char **alias)
     }
     ze_result_t rc = ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
     if (ftruncate(fd, (off_t)pages) == 0) {
-        void *u = mmap(NULL, pages, PROT_NONE, MAP_SHARED, fd, 0);
+        void *u = mmap(NULL, pages, user_prot, MAP_SHARED, fd, 0);
         void *a = mmap(NULL, pages, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (u != MAP_FAILED && a != MAP_FAILED) {
             *user = u;
@@ -103,13 +107,29 @@ map_twice(size_t size, char **user, char **alias)
 }
 
 static ze_result_t
-check_alloc_args(const ze_device_mem_alloc_desc_t *desc, size_t size, size_t alignment,
-                 void **pptr)
+check_size(size_t size, size_t alignment, const char *call)
 {
-    const char *call = "zeMemAllocDevice";
-    if (!desc || !pptr) {
+    if (size == 0) {
+        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, call, "size is 0");
+    }
+    if (size > (size_t)1 << 30) {
+        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, call,
+                                "size %zu is above maxMemAllocSize", size);
+    }
+    if (alignment & (alignment - 1) || alignment > 4096) {
+        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT, call,
+                                "alignment %zu is not a power of two up to 4096",
+                                alignment);
+    }
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t
+check_device_desc(const ze_device_mem_alloc_desc_t *desc, const char *call)
+{
+    if (!desc) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
-                                "desc or pptr is NULL");
+                                "device_desc is NULL");
     }
     ze_result_t rc =
         standin_check_stype(desc->stype, ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, call);
@@ -128,18 +148,47 @@ check_alloc_args(const ze_device_mem_alloc_desc_t *desc, size_t size, size_t ali
                                 "memory ordinal %u: the device has one memory",
                                 (unsigned)desc->ordinal);
     }
-    if (size == 0) {
-        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, call, "size is 0");
+    return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t
+check_host_desc(const ze_host_mem_alloc_desc_t *desc, const char *call)
+{
+    if (!desc) {
+        return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
+                                "host_desc is NULL");
     }
-    if (size > (size_t)1 << 30) {
-        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_SIZE, call,
-                                "size %zu is above maxMemAllocSize", size);
+    ze_result_t rc =
+        standin_check_stype(desc->stype, ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, call);
+    if (rc == ZE_RESULT_SUCCESS &&
+        desc->flags & ~(ze_host_mem_alloc_flags_t)0xf) { /* the four BIAS flags */
+        rc = standin_complain(ZE_RESULT_ERROR_INVALID_ENUMERATION, call,
+                              "flags 0x%x has unknown bits", (unsigned)desc->flags);
     }
-    if (alignment & (alignment - 1) || alignment > 4096) {
-        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT, call,
-                                "alignment %zu is not a power of two up to 4096",
-                                alignment);
+    return rc;
+}
+
+/* A new allocation of type in context c (device d, NULL for host memory and for
+ * shared memory tied to no device). Host and shared memory are for the host to
+ * touch: their application view is read-write, over the same pages the stand-in's
+ * commands use. Call under standin_lock, with the arguments checked. */
+static ze_result_t
+allocate(standin_context *c, standin_device *d, ze_memory_type_t type, size_t size,
+         void **pptr)
+{
+    int prot = type == ZE_MEMORY_TYPE_DEVICE ? PROT_NONE : PROT_READ | PROT_WRITE;
+    standin_allocation *a = calloc(1, sizeof *a);
+    ze_result_t rc = a ? map_twice(size, prot, &a->user, &a->alias)
+                       : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    if (rc != ZE_RESULT_SUCCESS) {
+        free(a);
+        return rc;
     }
+    *a = (standin_allocation){c,    d,         type,  a->user,    a->alias,
+                              size, next_id++, false, allocations};
+    allocations = a;
+    c->live++;
+    *pptr = a->user;
     return ZE_RESULT_SUCCESS;
 }
 
@@ -148,28 +197,67 @@ standin_zeMemAllocDevice(ze_context_handle_t hContext,
                          const ze_device_mem_alloc_desc_t *desc, size_t size,
                          size_t alignment, ze_device_handle_t hDevice, void **pptr)
 {
+    const char *call = "zeMemAllocDevice";
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
-    standin_context *c =
-        standin_find(hContext, STANDIN_CONTEXT, "zeMemAllocDevice", &rc);
-    standin_device *d =
-        c ? standin_find(hDevice, STANDIN_DEVICE, "zeMemAllocDevice", &rc) : NULL;
-    rc = d ? check_alloc_args(desc, size, alignment, pptr) : rc;
-    standin_allocation *a = NULL;
+    standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
+    standin_device *d = c ? standin_find(hDevice, STANDIN_DEVICE, call, &rc) : NULL;
+    if (d) {
+        rc = pptr ? check_device_desc(desc, call)
+                  : standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
+                                     "pptr is NULL");
+    }
+    rc = d && rc == ZE_RESULT_SUCCESS ? check_size(size, alignment, call) : rc;
     if (d && rc == ZE_RESULT_SUCCESS) {
-        a = calloc(1, sizeof *a);
-        rc = a ? map_twice(size, &a->user, &a->alias)
-               : ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+        rc = allocate(c, d, ZE_MEMORY_TYPE_DEVICE, size, pptr);
     }
-    if (a && rc == ZE_RESULT_SUCCESS) {
-        *a = (standin_allocation){c,    d,         a->user, a->alias,
-                                  size, next_id++, false,   allocations};
-        allocations = a;
-        c->live++;
-        *pptr = a->user;
+    pthread_mutex_unlock(&standin_lock);
+    return rc;
+}
+
+ze_result_t
+standin_zeMemAllocShared(ze_context_handle_t hContext,
+                         const ze_device_mem_alloc_desc_t *device_desc,
+                         const ze_host_mem_alloc_desc_t *host_desc, size_t size,
+                         size_t alignment, ze_device_handle_t hDevice, void **pptr)
+{
+    const char *call = "zeMemAllocShared";
+    ze_result_t rc = ZE_RESULT_SUCCESS;
+    pthread_mutex_lock(&standin_lock);
+    standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
+    standin_device *d = c && hDevice ? standin_find(hDevice, STANDIN_DEVICE, call, &rc)
+                                     : NULL; /* hDevice is optional */
+    if (rc == ZE_RESULT_SUCCESS) {
+        rc = pptr ? check_device_desc(device_desc, call)
+                  : standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
+                                     "pptr is NULL");
     }
-    else {
-        free(a);
+    rc = rc == ZE_RESULT_SUCCESS ? check_host_desc(host_desc, call) : rc;
+    rc = rc == ZE_RESULT_SUCCESS ? check_size(size, alignment, call) : rc;
+    if (rc == ZE_RESULT_SUCCESS) {
+        rc = allocate(c, d, ZE_MEMORY_TYPE_SHARED, size, pptr);
+    }
+    pthread_mutex_unlock(&standin_lock);
+    return rc;
+}
+
+ze_result_t
+standin_zeMemAllocHost(ze_context_handle_t hContext,
+                       const ze_host_mem_alloc_desc_t *host_desc, size_t size,
+                       size_t alignment, void **pptr)
+{
+    const char *call = "zeMemAllocHost";
+    ze_result_t rc = ZE_RESULT_SUCCESS;
+    pthread_mutex_lock(&standin_lock);
+    standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
+    if (c) {
+        rc = pptr ? check_host_desc(host_desc, call)
+                  : standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
+                                     "pptr is NULL");
+    }
+    rc = c && rc == ZE_RESULT_SUCCESS ? check_size(size, alignment, call) : rc;
+    if (c && rc == ZE_RESULT_SUCCESS) {
+        rc = allocate(c, NULL, ZE_MEMORY_TYPE_HOST, size, pptr);
     }
     pthread_mutex_unlock(&standin_lock);
     return rc;
@@ -266,14 +354,20 @@ standin_zeMemGetAllocProperties(ze_context_handle_t hContext, const void *ptr,
                                 ze_device_handle_t *phDevice)
 {
     const char *call = "zeMemGetAllocProperties";
-    if (!props) {
+    if (!props || !ptr) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
-                                "props is NULL");
+                                "%s is NULL", props ? "ptr" : "props");
     }
     ze_result_t rc = standin_check_stype(
         props->stype, ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, call);
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
+    }
+    if (props->pNext) {
+        /* No extension structure is known here; reading one would be a guess. */
+        return standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
+                                "props->pNext is not NULL: the stand-in knows no "
+                                "extension of ze_memory_allocation_properties_t");
     }
     pthread_mutex_lock(&standin_lock);
     standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
@@ -281,7 +375,7 @@ standin_zeMemGetAllocProperties(ze_context_handle_t hContext, const void *ptr,
     standin_allocation *a = c ? standin_allocation_at(ptr, 0, false, &any) : NULL;
     if (c) {
         bool mine = a && a->context == c;
-        props->type = mine ? ZE_MEMORY_TYPE_DEVICE : ZE_MEMORY_TYPE_UNKNOWN;
+        props->type = mine ? a->type : ZE_MEMORY_TYPE_UNKNOWN;
         props->id = mine ? a->id : 0;
         props->pageSize = mine ? 4096 : 0;
         if (phDevice) {

@@ -125,7 +125,8 @@ standin_zeCommandQueueDestroy(ze_command_queue_handle_t hCommandQueue)
 }
 
 /* Checks [p, p + n) of a command of list l: a live allocation of l's context, or memory
- * that is no allocation at all (host memory). running: the command is being run, and
+ * that is no allocation at all (host memory); host memory of the context and shared
+ * memory tied to no device serve every device. running: the command is being run, and
  * memory whose free waits for it is still its. */
 static ze_result_t
 check_range(const standin_list *l, const void *p, size_t n, bool running,
@@ -148,7 +149,7 @@ check_range(const standin_list *l, const void *p, size_t n, bool running,
     else if (any && !a) {
         why = "runs past the end of its allocation";
     }
-    else if (any && any->device != l->device) {
+    else if (any && any->device && any->device != l->device) {
         why = "is device memory of another device";
     }
     if (why) {

@@ -159,6 +159,8 @@ static void
 fill_zeGetMemProcAddrTable(ze_mem_dditable_t *t)
 {
     t->pfnAllocDevice = standin_zeMemAllocDevice;
+    t->pfnAllocShared = standin_zeMemAllocShared;
+    t->pfnAllocHost = standin_zeMemAllocHost;
     t->pfnFree = standin_zeMemFree;
     t->pfnFreeExt = standin_zeMemFreeExt;
     t->pfnGetAllocProperties = standin_zeMemGetAllocProperties;
