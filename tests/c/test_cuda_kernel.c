@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../csrc/backends/gpu/gpu_kernel.h"
+#include "../../csrc/backends/cuda/cuda_internal.h"
 #include "cuda_test_util.h"
 #include "data/cuda_requests.h"
 #include "harness.h"
