@@ -128,6 +128,25 @@ TACK_TEST(cuda_kernel_reduction_returns_the_sum_and_its_identity)
     tack_device_release(dev);
 }
 
+TACK_TEST(cuda_kernel_launched_without_a_device_names_its_platform)
+{
+    tack_device *dev = open_standin_cached(NULL);
+    tack_kernel *k = build("total", TOTAL);
+    double x[4] = {1.0, 2.0, 3.0, 4.0};
+    int64_t shape[1] = {4};
+    tack_kernel_arg arg = {.data = x, .shape = shape};
+    tack_kernel_value v = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
+    CHECK_STATUS(tack_kernel_launch_on(NULL, k, &arg, 0, &v),
+                 TACK_ERR_INVALID_ARGUMENT);
+    /* the message, then (in debug builds) where it was raised */
+    const char *want =
+        "kernel 'total' runs on CUDA: launch it on a CUDA device "
+        "(tack_kernel_launch_on)";
+    CHECK(strncmp(tack_last_error(), want, strlen(want)) == 0);
+    CHECK_EQ_INT(v.kind, TACK_KERNEL_RESULT_NONE);
+    tack_device_release(dev);
+}
+
 TACK_TEST(cuda_kernel_failed_scratch_allocation_is_no_memory_and_leaves_nothing)
 {
     /* the 2nd cuMemAllocAsync is the first launch's scratch (the array is the 1st) */
