@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../csrc/backends/gpu/gpu_kernel.h"
+#include "../../csrc/backends/cuda/cuda_internal.h"
 #include "cuda_test_util.h"
 #include "data/cuda_requests.h"
 #include "harness.h"
@@ -125,6 +125,25 @@ TACK_TEST(cuda_kernel_reduction_returns_the_sum_and_its_identity)
     CHECK_EQ_DBL(v.f, 0.0);
     tack_array_release(a);
     tack_array_release(e);
+    tack_device_release(dev);
+}
+
+TACK_TEST(cuda_kernel_launched_without_a_device_names_its_platform)
+{
+    tack_device *dev = open_standin_cached(NULL);
+    tack_kernel *k = build("total", TOTAL);
+    double x[4] = {1.0, 2.0, 3.0, 4.0};
+    int64_t shape[1] = {4};
+    tack_kernel_arg arg = {.data = x, .shape = shape};
+    tack_kernel_value v = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
+    CHECK_STATUS(tack_kernel_launch_on(NULL, k, &arg, 0, &v),
+                 TACK_ERR_INVALID_ARGUMENT);
+    /* the message, then (in debug builds) where it was raised */
+    const char *want =
+        "kernel 'total' runs on CUDA: launch it on a CUDA device "
+        "(tack_kernel_launch_on)";
+    CHECK(strncmp(tack_last_error(), want, strlen(want)) == 0);
+    CHECK_EQ_INT(v.kind, TACK_KERNEL_RESULT_NONE);
     tack_device_release(dev);
 }
 

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from test_standin_layers import NOT_CODE, vendor_names
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ["csrc", "src", "include", "docs", "tests", "examples", "benchmarks"]
@@ -125,3 +126,51 @@ def test_tack_debug_is_read_in_one_place():
                and re.search(r'getenv\("TACK_DEBUG"\)|environ[^\n]*"TACK_DEBUG"',
                              p.read_text(encoding="utf-8"))]
     assert readers == ["csrc/runtime/kernel.c"], readers
+
+
+# The GPU layer (csrc/backends/gpu/) serves every CUDA-like driver: what is CUDA's is
+# the CUDA backend's (csrc/backends/cuda/), reached through the driver table and its
+# tack__gpu_vendor. Its comments and literals may still say what CUDA documents.
+GPU_LAYER = sorted((ROOT / "csrc" / "backends" / "gpu").glob("*.[ch]"))
+# An #include's path counts as code: the layer includes no vendor's header.
+QUOTED_INCLUDE = re.compile(r'^(\s*#\s*include\s*)"([^"\n]*)"', re.MULTILINE)
+# What a message of the layer must take from the driver instead: a CUDA call's name,
+# the words CUDA and NVRTC, an architecture spelled sm_XY.
+CUDA_WORDS = re.compile(r"\bcu[A-Z]\w*|\bCUDA\b|\bNVRTC\b|\bsm_")
+
+
+def gpu_layer_vendor_names(source: str) -> list[str]:
+    return vendor_names(QUOTED_INCLUDE.sub(r"\1<\2>", source))
+
+
+def gpu_layer_worded_literals(source: str) -> list[str]:
+    return [m.group(0) for m in NOT_CODE.finditer(source)
+            if m.group(0)[0] in "\"'" and CUDA_WORDS.search(m.group(0))]
+
+
+def test_the_gpu_layer_has_files():
+    assert {p.name for p in GPU_LAYER} >= {"gpu_internal.h", "gpu_kernel.h",
+                                           "gpu_module_cache.c", "gpu_twin.c"}
+
+
+@pytest.mark.parametrize("path", GPU_LAYER, ids=_ids(GPU_LAYER))
+def test_the_gpu_layer_names_nothing_of_cuda(path: Path):
+    source = path.read_text(encoding="utf-8")
+    assert gpu_layer_vendor_names(source) == [], path.relative_to(ROOT)
+    assert gpu_layer_worded_literals(source) == [], path.relative_to(ROOT)
+
+
+def test_the_gpu_layer_check_sees_cuda_in_code_includes_and_messages():
+    source = (
+        '#include "../cuda/cuda_internal.h"\n'
+        "if (rc == TCU_ERROR_UNSUPPORTED_PTX_VERSION) { CUresult r; }\n"
+        "typedef tcu_result (*fn)(tcu_module, const char *); /* tcu_stream */\n"
+        'st = tack__cuda_driver_get(&d); // cuInit\n'
+        'check(s, rc, "cuModuleLoadData"); snprintf(a, n, "sm_%d", cc);\n'
+        'fail("failed to compile for CUDA"); name = "tack_kernel_body";\n'
+    )
+    assert gpu_layer_vendor_names(source) == [
+        "1: cuda_internal", "2: TCU_ERROR_UNSUPPORTED_PTX_VERSION", "2: CUresult",
+        "3: tcu_result", "3: tcu_module", "4: tack__cuda_driver_get"]
+    assert gpu_layer_worded_literals(source) == [
+        '"cuModuleLoadData"', '"sm_%d"', '"failed to compile for CUDA"']

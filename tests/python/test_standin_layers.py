@@ -14,8 +14,10 @@ STANDIN = Path(__file__).resolve().parents[2] / "tests" / "standin"
 CORE = sorted((STANDIN / "core").glob("*.[ch]"))
 
 # CUDA's spellings: cuda_abi.h's tcu_/TCU_ names, the driver's cu* entry points and
-# CU* handle structs, cuda.h's CUDA_/CU_ constants, and the layer's own cuda_* helpers.
-VENDOR = re.compile(r"\b(?:tcu_\w+|TCU_\w+|cu[A-Z]\w*|CU\w*_st|CUDA_\w+|CU_\w+|cuda_\w+)\b")
+# CU* types and handle structs, cuda.h's CUDA_/CU_ constants, the runtime's cuda*
+# names, and the CUDA backend's own cuda_* files and tack__cuda_* functions.
+VENDOR = re.compile(r"\b(?:tcu_\w+|TCU_\w+|cu[A-Z]\w*|CU[a-z]\w*|CU\w*_st|CUDA_\w+|CU_\w+"
+                    r"|cuda_\w+|cuda[A-Z]\w*|tack__cuda_\w+)\b")
 # Comments and string or character literals, which the check leaves alone.
 NOT_CODE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
                       re.DOTALL)

@@ -26,7 +26,7 @@ const tack_backend tack__backend_cuda = {
     .name = "cuda",
     .dlpack_device_type = kDLCUDA,
     .option_names = option_names,
-    .impl = NULL,
+    .impl = &tack__cuda_vendor,
     .open = cuda_open,
     TACK__GPU_SLOTS,
     .kernel_build = tack__gpu_kernel_build,

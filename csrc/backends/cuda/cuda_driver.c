@@ -11,7 +11,8 @@
  * dlsym finds one symbol, cuGetProcAddress_v2; every other entry point comes through
  * it at the ABI version pinned in cuda_abi.h, so a newer driver never hands Tack a
  * changed signature. Entry points resolve with the legacy default-stream semantics:
- * Tack passes its own stream everywhere, and 1/2 mean what the Array API says.
+ * Tack passes its own stream everywhere, and 1/2 mean what the Array API says. The
+ * stand-in's two twin hooks are looked up on the same handle (tack__gpu_standin).
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
@@ -94,6 +95,32 @@ resolve(void *lib, tack__cuda_api *api, const char *path)
     return TACK_OK;
 }
 
+/* The stand-in's receiver of a module's CUDA source (tests/standin/cuda's
+ * standin_twin.h), typed as the stand-in declares it; set with the driver. */
+typedef tcu_result (*module_source_fn)(tcu_module module, const char *source);
+static module_source_fn standin_module_source;
+
+static tack__gpu_result
+give_module_source(tack__gpu_module module, const char *source)
+{
+    return standin_module_source((tcu_module)module, source);
+}
+
+/* The stand-in's twin hooks, when lib is the stand-in (a real driver has neither:
+ * they are not part of the CUDA API, and d->standin stays zero). */
+static void
+find_standin(void *lib, tack__gpu_driver *d)
+{
+    void *reg = dlsym(lib, "tack_standin_cuda_register_twin");
+    void *give = dlsym(lib, "tack_standin_cuda_module_source");
+    memcpy(&d->standin.register_twin, &reg, sizeof reg);
+    if (give) {
+        memcpy(&standin_module_source, &give, sizeof give);
+        d->standin.module_source = give_module_source;
+        d->standin.module_source_name = "tack_standin_cuda_module_source";
+    }
+}
+
 static tack_status
 load(tack__gpu_driver *d)
 {
@@ -141,6 +168,7 @@ load(tack__gpu_driver *d)
                           TCU_MIN_DRIVER_VERSION % 1000 / 10);
     }
     tack__cuda_table_fill(&api, d);
+    find_standin(lib, d);
     return TACK_OK;
 }
 

@@ -2,13 +2,15 @@
  * cuda_table.c: the GPU layer's driver table (gpu_internal.h) over the CUDA driver's
  * entry points, the way CuPy maps cu* names to hip* once. Every CUDA number the GPU
  * layer would otherwise need is here: attribute ids, pointer attribute queries, the
- * VMM properties, stream and event flags, which result codes are sticky. Each entry
+ * VMM properties, stream and event flags, which result codes are sticky, the compute
+ * capability as NVRTC spells it. Each entry
  * makes exactly the driver calls the backend always made, so a driver's call log
  * reads the same through the table.
  *
  * raw is written once, by tack__cuda_table_fill under the driver's load lock and
  * before the driver is published (cuda_driver.c); every entry reads it after that.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -28,6 +30,9 @@ classify(tack__gpu_result rc)
     }
     if (rc == TCU_ERROR_DEINITIALIZED) {
         return TACK__GPU_SHUTDOWN;
+    }
+    if (rc == TCU_ERROR_UNSUPPORTED_PTX_VERSION) {
+        return TACK__GPU_IMAGE_TOO_NEW;
     }
     return tcu_is_sticky(rc) ? TACK__GPU_STICKY : TACK__GPU_OTHER;
 }
@@ -118,16 +123,30 @@ static tack__gpu_result
 device_attribute(int *value, tack__gpu_attribute which, tack__gpu_device device)
 {
     static const tcu_device_attribute ids[] = {
-        [TACK__GPU_ATTRIBUTE_COMPUTE_MAJOR] =
-            TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-        [TACK__GPU_ATTRIBUTE_COMPUTE_MINOR] =
-            TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
         [TACK__GPU_ATTRIBUTE_MULTIPROCESSORS] =
             TCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
         [TACK__GPU_ATTRIBUTE_THREADS_PER_MULTIPROCESSOR] =
             TCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
     };
     return raw.cuDeviceGetAttribute(value, ids[which], device);
+}
+
+/* NVRTC's spelling of a binary for exactly the device: sm_XY for compute capability
+ * X.Y, its two attributes read in that order (names.device_arch says the call). */
+static tack__gpu_result
+device_arch(tack__gpu_device device, char arch[TACK_RTC_ARCH_CAP])
+{
+    int major = 0, minor = 0;
+    tcu_result rc = raw.cuDeviceGetAttribute(
+        &major, TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    if (rc == TCU_SUCCESS) {
+        rc = raw.cuDeviceGetAttribute(
+            &minor, TCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    }
+    if (rc == TCU_SUCCESS) {
+        snprintf(arch, TACK_RTC_ARCH_CAP, "sm_%d", major * 10 + minor);
+    }
+    return rc;
 }
 
 static tack__gpu_result
@@ -465,6 +484,7 @@ static const tack__gpu_names names = {
     .device_get = "cuDeviceGet",
     .device_info = "cuDeviceGetUuid",
     .device_attribute = "cuDeviceGetAttribute",
+    .device_arch = "cuDeviceGetAttribute",
     .primary_context_retain = "cuDevicePrimaryCtxRetain",
     .primary_context_release = "cuDevicePrimaryCtxRelease",
     .context_get_current = "cuCtxGetCurrent",
@@ -521,8 +541,8 @@ tack__cuda_table_fill(const tack__cuda_api *resolved, tack__gpu_driver *d)
     }
     d->api = api;
     d->names = &names;
+    d->vendor = &tack__cuda_vendor;
     d->backend = "cuda";
-    d->platform = "CUDA";
     d->streams.legacy = TCU_STREAM_LEGACY_HANDLE;
     d->streams.per_thread = TCU_STREAM_PER_THREAD_HANDLE;
     d->streams.remedy =

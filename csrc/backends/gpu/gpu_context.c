@@ -149,11 +149,11 @@ tack__gpu_open(const tack__gpu_driver *drv, int ordinal, void **state)
             return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
                               "the %s driver %s sees no %s device: use "
                               "tack.device('cpu')",
-                              drv->platform, drv->path, drv->platform);
+                              drv->vendor->platform, drv->path, drv->vendor->platform);
         }
         return tack__fail(TACK_ERR_UNKNOWN_DEVICE,
                           "there is no %s device %d: this machine has %d (0..%d)",
-                          drv->platform, ordinal, count, count - 1);
+                          drv->vendor->platform, ordinal, count, count - 1);
     }
     tack__gpu_state *s;
     tack_status st = tack__new(sizeof *s, (void **)&s);

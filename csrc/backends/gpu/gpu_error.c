@@ -19,7 +19,7 @@ tack__gpu_sticky_failure(tack__gpu_state *s, tack__gpu_result rc, const char *ca
                       "process; results written since the last synchronization may "
                       "be incomplete: restart the process",
                       drv->backend, s->ordinal, drv->api.error_name(rc), (int)rc, call,
-                      drv->platform);
+                      drv->vendor->platform);
 }
 
 tack_status
@@ -46,12 +46,12 @@ tack__gpu_error(const tack__gpu_driver *drv, tack__gpu_result rc, const char *ca
         return tack__fail(TACK_ERR_NO_MEMORY,
                           "%s: the %s device is out of memory (%s): free arrays or "
                           "use a smaller shape",
-                          call, drv->platform, name);
+                          call, drv->vendor->platform, name);
     case TACK__GPU_SHUTDOWN:
         return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
                           "%s: the %s driver is shutting down (%s): the process is "
                           "exiting",
-                          call, drv->platform, name);
+                          call, drv->vendor->platform, name);
     default:
         return tack__fail(TACK_ERR_BACKEND, "%s failed: %s (%d) %s", call, name,
                           (int)rc, text);

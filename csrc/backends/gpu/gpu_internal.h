@@ -6,7 +6,8 @@
  * entries speak Tack's terms: a struct of device facts instead of attribute ids, a
  * classification of result codes instead of numeric ranges, named special streams. A
  * vendor's folder fills the table (csrc/backends/cuda/cuda_driver.c and cuda_table.c
- * for CUDA) and names its backend; every difference between vendors lives there.
+ * for CUDA), describes itself in a tack__gpu_vendor (cuda_vendor.c) and names its
+ * backend; every difference between vendors lives there.
  *
  * gpu_error.c    result codes as Tack statuses; sticky errors
  * gpu_context.c  open/close: adopt or retain a context; the per-call context guard
@@ -22,6 +23,8 @@
 #include <stdatomic.h>
 
 #include "../../runtime/internal.h"
+#include "../../runtime/rtc.h"
+#include "gpu_twin.h"
 
 /* ---- the driver table -------------------------------------------------------------
  */
@@ -37,6 +40,9 @@ typedef enum tack__gpu_class {
     TACK__GPU_OOM,      /* the device is out of memory */
     TACK__GPU_STICKY,   /* the context is unusable for the rest of the process */
     TACK__GPU_SHUTDOWN, /* the driver is shutting down (process exit) */
+    /* module_load refused an image in a format the driver has and a version newer
+     * than it reads (the vendor's image_too_new says what to do) */
+    TACK__GPU_IMAGE_TOO_NEW,
     TACK__GPU_OTHER,
 } tack__gpu_class;
 
@@ -60,8 +66,6 @@ typedef struct tack__gpu_device_info {
 
 /* The numbers a launch asks of a device when it first needs them. */
 typedef enum tack__gpu_attribute {
-    TACK__GPU_ATTRIBUTE_COMPUTE_MAJOR,
-    TACK__GPU_ATTRIBUTE_COMPUTE_MINOR,
     TACK__GPU_ATTRIBUTE_MULTIPROCESSORS,
     TACK__GPU_ATTRIBUTE_THREADS_PER_MULTIPROCESSOR,
 } tack__gpu_attribute;
@@ -83,14 +87,17 @@ typedef struct tack__gpu_pointer_info {
  * X(name, params): the driver calls, each returning a tack__gpu_result. Where the
  * CUDA-like drivers agree the shape is theirs (cuStreamSynchronize is
  * hipStreamSynchronize); where they differ it is Tack's (device_info, pointer_info,
- * the vmm_* calls with their fixed properties). Streams are non-blocking and events
- * keep no timing: the only kinds Tack makes.
+ * the vmm_* calls with their fixed properties, device_arch: the device's own
+ * architecture as the vendor's runtime compiler spells it, NUL-terminated, written
+ * only on success). Streams are non-blocking and events keep no timing: the only
+ * kinds Tack makes.
  */
 #define TACK__GPU_CALLS(X)                                                             \
     X(device_count, (int *count))                                                      \
     X(device_get, (tack__gpu_device * device, int ordinal))                            \
     X(device_info, (tack__gpu_device device, tack__gpu_device_info * info))            \
     X(device_attribute, (int *value, tack__gpu_attribute which, tack__gpu_device dev)) \
+    X(device_arch, (tack__gpu_device device, char arch[TACK_RTC_ARCH_CAP]))            \
     X(primary_context_retain, (tack__gpu_context * ctx, tack__gpu_device device))      \
     X(primary_context_release, (tack__gpu_device device))                              \
     X(context_get_current, (tack__gpu_context * ctx))                                  \
@@ -173,13 +180,44 @@ typedef struct tack__gpu_streams {
     const char *remedy;   /* "pass 1 (...), 2 (...) or ..." */
 } tack__gpu_streams;
 
+/*
+ * What the GPU layer knows of a vendor without its driver, static: the table of a
+ * backend with the GPU layer's slots points its impl here (a kernel's launch reads it
+ * from the kernel's backend when no device is given), and so does the loaded driver.
+ * The rules that depend on how the vendor numbers its driver and compiler versions
+ * are its own, and so are their messages and remedies.
+ */
+typedef struct tack__gpu_vendor {
+    const char *platform; /* as users know it ("CUDA"): messages */
+    tack_rtc_kind rtc;    /* the runtime compiler of its kernels (rtc.h) */
+    /* TACK_OK when an image that compiler, at rtc_major.rtc_minor, makes for target
+     * (tack_rtc_choose's) loads on a driver of driver_version; otherwise
+     * TACK_ERR_DEVICE_UNAVAILABLE naming kernel, both versions and the remedy. */
+    tack_status (*image_fits)(const char *kernel, int rtc_major, int rtc_minor,
+                              int driver_version, const char *target);
+    /* The failure of kernel's module_load, whose result classify called
+     * TACK__GPU_IMAGE_TOO_NEW, with the versions and the remedy. */
+    tack_status (*image_too_new)(const char *kernel, int driver_version, int rtc_major,
+                                 int rtc_minor);
+} tack__gpu_vendor;
+
+/* The stand-in driver's hooks (gpu_twin.h), found by the vendor's loader in the
+ * library it loaded; NULL on a real driver, where no twin is ever registered. */
+typedef struct tack__gpu_standin {
+    tack_standin_register_twin_fn register_twin;
+    /* hands the stand-in the source module was compiled from */
+    tack__gpu_result (*module_source)(tack__gpu_module module, const char *source);
+    const char *module_source_name; /* its symbol, for messages */
+} tack__gpu_standin;
+
 /* The process's driver of one vendor: loaded and initialised once, never unloaded. */
 typedef struct tack__gpu_driver {
     tack__gpu_api api;
-    const tack__gpu_names *names; /* Borrowed: static */
-    const char *backend;          /* the backend's name ("cuda"): devices, exports */
-    const char *platform;         /* as users know it ("CUDA"): messages */
+    const tack__gpu_names *names;   /* Borrowed: static */
+    const tack__gpu_vendor *vendor; /* Borrowed: static */
+    const char *backend;            /* the backend's name ("cuda"): devices, exports */
     tack__gpu_streams streams;
+    tack__gpu_standin standin;
     char path[1024]; /* the library actually loaded, for messages and repr */
     int version;     /* the driver's version, in its own encoding */
 } tack__gpu_driver;
@@ -305,7 +343,7 @@ tack_status tack__gpu_memory_space(void *state, const void *ptr,
                                    tack_memory_space *out);
 
 /* The table slots every CUDA-like backend shares, for its initializer (all but open,
- * the vendor's, and the kernel slots). */
+ * the vendor's, impl, its tack__gpu_vendor, and the kernel slots). */
 #define TACK__GPU_SLOTS                                                           \
     .close = tack__gpu_close, .alloc = tack__gpu_alloc, .free = tack__gpu_free,   \
     .copy = tack__gpu_copy, .fill = tack__gpu_fill,                               \

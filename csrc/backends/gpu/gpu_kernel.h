@@ -10,21 +10,21 @@
  *                      entry points and the launch shape that fills the device
  * gpu_kernel_launch.c  a launch, with and without a record
  *
- * A kernel's CUDA part is compiled at its first launch on a context (a CUBIN for
- * the device's compute capability, PTX for the highest one the compiler knows below
- * it), loaded and kept per context for the life of the process. Its C part, built
- * with the kernel, serves twice: its tack_kernel_trips sizes the grid on the host
- * when the trip count needs only extents and scalars, and under the stand-in driver
- * it is the twin that computes the launch.
+ * A kernel's target part is compiled at its first launch on a context (a binary for
+ * the device's own architecture, or portable code for the highest one the compiler
+ * knows below it: tack_rtc_choose), loaded and kept per context for the life of the
+ * process. Its C part, built with the kernel, serves twice: its tack_kernel_trips
+ * sizes the grid on the host when the trip count needs only extents and scalars, and
+ * under the stand-in driver it is the twin that computes the launch. What differs by
+ * vendor (the compiler, the architecture's spelling, which images a driver loads, the
+ * words of messages) is the driver's table and its tack__gpu_vendor.
  */
 #ifndef TACK_GPU_KERNEL_H
 #define TACK_GPU_KERNEL_H
 
 #include <pthread.h>
 
-#include "../cuda/cuda_internal.h"
-#include "gpu_twin.h"
-#include "../../runtime/rtc.h"
+#include "gpu_internal.h"
 
 /* Body launches of one kernel whose finish the stand-in's twin awaits. */
 #define TACK__GPU_TWIN_SLOTS 64
@@ -65,7 +65,7 @@ typedef struct tack__gpu_context_module {
 typedef struct tack__gpu_kernel {
     tack_kernel pub;  /* impl points back here */
     tack_kernel *cpu; /* Borrowed: the CPU build of the same plan (kept for life) */
-    char *source;     /* Owned: the target's source (CUDA C++) */
+    char *source;     /* Owned: the target's source (CUDA C++ for CUDA) */
     int parallel, host_trips, needs_ctx, restrict_body;
     int partial_size; /* bytes of one block's reduction partials; 0: none */
     int nnames;
@@ -116,15 +116,16 @@ tack_status tack__gpu_kernel_launch(void *state, tack_kernel *kernel,
 int tack__gpu_twin_body(const tack_standin_launch *l, void *user);
 int tack__gpu_twin_finish(const tack_standin_launch *l, void *user);
 
-/* Before queuing entry: under the stand-in, takes the lock that keeps a twin's
+/* Before queuing entry on s: under the stand-in, takes the lock that keeps a twin's
  * registration and its launch together and registers twin for entry. *held says
  * whether the lock was taken (also when the registration failed, for want of
  * memory): release it with tack__gpu_twin_end once the launch is queued. */
-tack_status tack__gpu_twin_begin(const char *entry, tack_standin_twin_fn twin,
-                                 tack__gpu_kernel *k, bool *held);
+tack_status tack__gpu_twin_begin(const tack__gpu_state *s, const char *entry,
+                                 tack_standin_twin_fn twin, tack__gpu_kernel *k,
+                                 bool *held);
 void tack__gpu_twin_end(bool held);
 
-/* Under the stand-in, hands it the CUDA source of k's module mod, which its
+/* Under the stand-in, hands it the target source of k's module mod, which its
  * emulated launches (TACK_STANDIN_EXEC=emulate) compile for the host and run; on
  * a real driver nothing. Inside a guard. */
 tack_status tack__gpu_twin_give_source(tack__gpu_state *s, const tack__gpu_kernel *k,
@@ -136,13 +137,5 @@ tack_status tack__gpu_twin_give_source(tack__gpu_state *s, const tack__gpu_kerne
  * Inside a guard. Out: *out (Borrowed: lives as long as k) only on success. */
 tack_status tack__gpu_module_of(tack__gpu_kernel *k, tack__gpu_state *s,
                                 const tack__gpu_context_module **out);
-
-/* Whether an image NVRTC nvrtc_major.nvrtc_minor made for target (rtc.h's "sm_XY" or
- * "compute_XY") loads on a driver of driver_version (1000 * major + 10 * minor):
- * always when NVRTC is no newer; a CUBIN when only its minor version is newer
- * (minor-version compatibility); otherwise TACK_ERR_DEVICE_UNAVAILABLE naming both
- * versions and the remedy. */
-tack_status tack__cuda_nvrtc_fits(const char *kernel, int nvrtc_major, int nvrtc_minor,
-                                  int driver_version, const char *target);
 
 #endif /* TACK_GPU_KERNEL_H */

@@ -28,12 +28,10 @@ launch_entry(tack__gpu_state *s, tack__gpu_kernel *k, const char *entry,
              unsigned block, unsigned shared, void **args)
 {
     bool held = false;
-    tack_status st = tack__gpu_twin_begin(entry, twin, k, &held);
+    tack_status st = tack__gpu_twin_begin(s, entry, twin, k, &held);
     if (st == TACK_OK) {
-        st = tack__gpu_check(s,
-                             s->drv->api.launch_kernel(fn, grid, 1, 1, block, 1, 1,
-                                                       shared, s->stream, args, NULL),
-                             "cuLaunchKernel");
+        st = TACK__GPU_CHECKED(s, launch_kernel, fn, grid, 1, 1, block, 1, 1, shared,
+                               s->stream, args, NULL);
     }
     tack__gpu_twin_end(held);
     return st;
@@ -84,7 +82,6 @@ launch_with_record(tack__gpu_state *s, tack__gpu_kernel *k,
                    const char *entry, void *params, unsigned grid, unsigned block,
                    int64_t trips, tack_kernel_value *result)
 {
-    const tack__gpu_api *api = &s->drv->api;
     size_t partials = (size_t)grid * (size_t)k->partial_size;
     size_t nbytes = sizeof(tack__gpu_record) + partials;
     tack__gpu_ptr scratch = 0;
@@ -98,8 +95,7 @@ launch_with_record(tack__gpu_state *s, tack__gpu_kernel *k,
     uint64_t addr = scratch;
     int64_t nblocks = tack__gpu_finish_blocks(k, trips, grid);
     void *args[3] = {params, &addr, &nblocks};
-    st = tack__gpu_check(s, api->copy_htod_async(scratch, &rec, sizeof rec, s->stream),
-                         "cuMemcpyHtoDAsync");
+    st = TACK__GPU_CHECKED(s, copy_htod_async, scratch, &rec, sizeof rec, s->stream);
     if (st == TACK_OK && trips != 0) {
         st = launch_entry(s, k, entry, e->fn, tack__gpu_twin_body, grid, block,
                           block * (unsigned)k->partial_size, args);
@@ -109,13 +105,11 @@ launch_with_record(tack__gpu_state *s, tack__gpu_kernel *k,
                           1, 1, 0, args);
     }
     if (st == TACK_OK) {
-        st = tack__gpu_check(s,
-                             api->copy_dtoh_async(&rec, scratch, sizeof rec, s->stream),
-                             "cuMemcpyDtoHAsync");
+        st =
+            TACK__GPU_CHECKED(s, copy_dtoh_async, &rec, scratch, sizeof rec, s->stream);
     }
     /* Always: the queued copies read and write this stack frame. */
-    tack_status synced =
-        tack__gpu_check(s, api->stream_synchronize(s->stream), "cuStreamSynchronize");
+    tack_status synced = TACK__GPU_CHECKED(s, stream_synchronize, s->stream);
     st = st == TACK_OK ? synced : st;
     tack__gpu_free_queued(s, scratch);
     return st == TACK_OK ? read_record(k, &rec, result) : st;
@@ -128,10 +122,11 @@ tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
     tack__gpu_kernel *k = kernel->impl;
     tack__gpu_state *s = state;
     if (!s) {
+        const tack__gpu_vendor *v = kernel->backend->impl;
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
-                          "kernel '%s' runs on CUDA: launch it on a CUDA device "
+                          "kernel '%s' runs on %s: launch it on a %s device "
                           "(tack_kernel_launch_on)",
-                          kernel->name);
+                          kernel->name, v->platform, v->platform);
     }
     int64_t trips = -1; /* unknown on the host: the grid fills the device */
     if (k->parallel && k->host_trips) {
@@ -182,8 +177,7 @@ tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
         }
     }
     if (st == TACK_OK && !k->needs_ctx && (flags & TACK_KERNEL_SHARED)) {
-        st = tack__gpu_check(s, s->drv->api.stream_synchronize(s->stream),
-                             "cuStreamSynchronize");
+        st = TACK__GPU_CHECKED(s, stream_synchronize, s->stream);
     }
     tack__gpu_leave(s, &g);
     if (st == TACK_OK) {

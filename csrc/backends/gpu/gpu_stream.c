@@ -93,9 +93,10 @@ order_guarded(void *state, uintptr_t foreign, bool foreign_waits)
     tack__gpu_state *s = state;
     if (!named_stream(s, foreign) &&
         !tack__plausible_address(foreign, _Alignof(void *))) {
-        return tack__fail(
-            TACK_ERR_DLPACK_INVALID, "stream %#llx is no %s stream handle: %s",
-            (unsigned long long)foreign, s->drv->platform, s->drv->streams.remedy);
+        return tack__fail(TACK_ERR_DLPACK_INVALID,
+                          "stream %#llx is no %s stream handle: %s",
+                          (unsigned long long)foreign, s->drv->vendor->platform,
+                          s->drv->streams.remedy);
     }
     tack__gpu_guard g;
     tack_status st = tack__gpu_enter(s, &g);

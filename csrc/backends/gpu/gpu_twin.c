@@ -6,51 +6,17 @@
  * is queued; when the stand-in runs the queued launch, the twin computes it with the
  * CPU build of the same specialization over the launch's parameter block, its device
  * addresses turned into host memory, and writes a record's result or failure as the
- * device code would. On a real driver the stand-in's entry points are absent and
- * nothing here runs but one dlsym probe.
+ * device code would. On a real driver the stand-in's entry points are absent (the
+ * driver's loader found none: tack__gpu_standin) and nothing here runs.
  */
-#include <dlfcn.h>
 #include <string.h>
 
 #include "gpu_kernel.h"
 #include "tack/dtype.h"
 
-typedef tcu_result (*module_source_fn)(tcu_module, const char *);
-
-/* Launches under the stand-in register their twin just before cuLaunchKernel; the
+/* Launches under the stand-in register their twin just before they are queued; the
  * queued launch keeps the twin it found, and this lock keeps the pair together. */
 static pthread_mutex_t twin_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The stand-in's twin registry, or NULL on a real driver: looked up once (the
- * process has one driver, never unloaded), so a launch pays no dlopen. With it, the
- * stand-in's receiver of a module's CUDA source (its emulated launches run that). */
-static tack_standin_register_twin_fn standin_twin_registry;
-static module_source_fn standin_module_source;
-static pthread_once_t standin_probe = PTHREAD_ONCE_INIT;
-
-static void
-probe_standin(void)
-{
-    const tack__gpu_driver *drv = NULL; /* loaded: a device is open */
-    void *h = tack__cuda_driver_get(&drv) == TACK_OK
-                  ? dlopen(drv->path, RTLD_NOW | RTLD_NOLOAD)
-                  : NULL;
-    if (!h) {
-        return;
-    }
-    void *sym = dlsym(h, TACK_STANDIN_REGISTER_TWIN);
-    void *source = dlsym(h, TACK_STANDIN_MODULE_SOURCE);
-    dlclose(h);
-    memcpy(&standin_twin_registry, &sym, sizeof sym);
-    memcpy(&standin_module_source, &source, sizeof source);
-}
-
-static tack_standin_register_twin_fn
-standin_register(void)
-{
-    pthread_once(&standin_probe, probe_standin);
-    return standin_twin_registry;
-}
 
 /* Bytes before the record's address among an entry's parameters: the block (a
  * kernel without parameters declares 1 byte), then the pointer at its alignment. */
@@ -219,10 +185,10 @@ tack__gpu_twin_finish(const tack_standin_launch *l, void *user)
 }
 
 tack_status
-tack__gpu_twin_begin(const char *entry, tack_standin_twin_fn twin, tack__gpu_kernel *k,
-                     bool *held)
+tack__gpu_twin_begin(const tack__gpu_state *s, const char *entry,
+                     tack_standin_twin_fn twin, tack__gpu_kernel *k, bool *held)
 {
-    tack_standin_register_twin_fn reg = standin_register();
+    tack_standin_register_twin_fn reg = s->drv->standin.register_twin;
     *held = reg != NULL;
     if (!reg) {
         return TACK_OK;
@@ -245,8 +211,9 @@ tack_status
 tack__gpu_twin_give_source(tack__gpu_state *s, const tack__gpu_kernel *k,
                            tack__gpu_module mod)
 {
-    module_source_fn give = standin_register() ? standin_module_source : NULL;
-    return give ? tack__gpu_check(s, give((tcu_module)mod, k->source),
-                                  "tack_standin_cuda_module_source")
-                : TACK_OK;
+    const tack__gpu_standin *standin = &s->drv->standin;
+    return standin->register_twin && standin->module_source
+               ? tack__gpu_check(s, standin->module_source(mod, k->source),
+                                 standin->module_source_name)
+               : TACK_OK;
 }

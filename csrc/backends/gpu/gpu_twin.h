@@ -7,9 +7,10 @@
  * the driver received it (geometry and the by-value parameter bytes) and computes
  * it with the CPU build of the same specialization, turning every device address
  * into host memory with `translate`. The stand-in is not installed with Tack, so
- * Tack finds its two entry points with dlsym on the driver's handle
- * (TACK_STANDIN_REGISTER_TWIN, TACK_STANDIN_MODULE_SOURCE); on a real driver they
- * are absent and no twin is ever registered.
+ * the vendor's driver loader looks up its two entry points with dlsym on the
+ * driver's handle, by the names that vendor's stand-in layer exports
+ * (tack__gpu_standin in gpu_internal.h); on a real driver they are absent and no
+ * twin is ever registered.
  *
  * What must stay true: this layout and these signatures are the stand-in's
  * exports (tests/standin/cuda/standin_twin.h declares them over this header), so a
@@ -21,9 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The symbols the stand-in exports (not part of any driver's API). */
-#define TACK_STANDIN_REGISTER_TWIN "tack_standin_cuda_register_twin"
-#define TACK_STANDIN_MODULE_SOURCE "tack_standin_cuda_module_source"
 /* The Level Zero stand-in's registry (tests/standin/level_zero/standin_ze_module.c),
  * a tack_standin_register_twin_fn; its launches' grid is the group count, block the
  * group size, and params the kernel's arguments each at an 8-byte boundary. */
@@ -46,7 +44,7 @@ typedef struct tack_standin_launch {
  * the sticky illegal-address error of the launch's context. */
 typedef int (*tack_standin_twin_fn)(const tack_standin_launch *launch, void *user);
 
-/* TACK_STANDIN_REGISTER_TWIN: registers fn as the twin of `entry` (copied); a later
+/* The stand-in's registry: registers fn as the twin of `entry` (copied); a later
  * registration of the same entry replaces the earlier one. Returns 0, or -1 when
  * out of memory. */
 typedef int (*tack_standin_register_twin_fn)(const char *entry, tack_standin_twin_fn fn,
