@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,30 +74,35 @@ tack__ze_error(tze_result rc, const char *call)
     }
 }
 
+/* Every entry point of ze_abi.h and where its pointer lives in tze_api; a newer one
+ * may be absent (its pointer stays NULL and its callers check the API version). */
+typedef struct ze_entry {
+    const char *name;
+    size_t offset;
+    bool newer;
+} ze_entry;
+#define TACK__ZE_ENTRY(name, params, version) {#name, offsetof(tze_api, name), false},
+#define TACK__ZE_NEWER_ENTRY(name, params, version) \
+    {#name, offsetof(tze_api, name), true},
+static const ze_entry entries[] = {TZE_ENTRY_POINTS(TACK__ZE_ENTRY)
+                                       TZE_NEWER_ENTRY_POINTS(TACK__ZE_NEWER_ENTRY)};
+#undef TACK__ZE_ENTRY
+#undef TACK__ZE_NEWER_ENTRY
+
 static tack_status
 resolve(void *lib, tze_api *api, const char *path)
 {
-#define TACK__ZE_RESOLVE(name, params, version)                                        \
-    do {                                                                               \
-        void *pfn = dlsym(lib, #name);                                                 \
-        if (!pfn) {                                                                    \
-            return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,                             \
-                              "the Level Zero loader %s has no %s, so it is not a "    \
-                              "Level Zero loader: install libze1 (Debian) or Intel's " \
-                              "level-zero package, or unset TACK_LEVEL_ZERO_DRIVER",   \
-                              path, #name);                                            \
-        }                                                                              \
-        memcpy(&api->name, &pfn, sizeof pfn);                                          \
-    } while (0);
-    TZE_ENTRY_POINTS(TACK__ZE_RESOLVE)
-#undef TACK__ZE_RESOLVE
-#define TACK__ZE_RESOLVE_NEWER(name, params, version) \
-    do {                                              \
-        void *pfn = dlsym(lib, #name);                \
-        memcpy(&api->name, &pfn, sizeof pfn);         \
-    } while (0);
-    TZE_NEWER_ENTRY_POINTS(TACK__ZE_RESOLVE_NEWER)
-#undef TACK__ZE_RESOLVE_NEWER
+    for (size_t k = 0; k < sizeof entries / sizeof entries[0]; k++) {
+        void *pfn = dlsym(lib, entries[k].name);
+        if (!pfn && !entries[k].newer) {
+            return tack__fail(TACK_ERR_DEVICE_UNAVAILABLE,
+                              "the Level Zero loader %s has no %s, so it is not a "
+                              "Level Zero loader: install libze1 (Debian) or Intel's "
+                              "level-zero package, or unset TACK_LEVEL_ZERO_DRIVER",
+                              path, entries[k].name);
+        }
+        memcpy((char *)api + entries[k].offset, &pfn, sizeof pfn);
+    }
     return TACK_OK;
 }
 

@@ -208,7 +208,7 @@ standin_zeMemAllocDevice(ze_context_handle_t hContext,
                                      "pptr is NULL");
     }
     rc = d && rc == ZE_RESULT_SUCCESS ? check_size(size, alignment, call) : rc;
-    if (d && rc == ZE_RESULT_SUCCESS) {
+    if (d && pptr && rc == ZE_RESULT_SUCCESS) {
         rc = allocate(c, d, ZE_MEMORY_TYPE_DEVICE, size, pptr);
     }
     pthread_mutex_unlock(&standin_lock);
@@ -234,7 +234,7 @@ standin_zeMemAllocShared(ze_context_handle_t hContext,
     }
     rc = rc == ZE_RESULT_SUCCESS ? check_host_desc(host_desc, call) : rc;
     rc = rc == ZE_RESULT_SUCCESS ? check_size(size, alignment, call) : rc;
-    if (rc == ZE_RESULT_SUCCESS) {
+    if (c && pptr && rc == ZE_RESULT_SUCCESS) {
         rc = allocate(c, d, ZE_MEMORY_TYPE_SHARED, size, pptr);
     }
     pthread_mutex_unlock(&standin_lock);
@@ -256,7 +256,7 @@ standin_zeMemAllocHost(ze_context_handle_t hContext,
                                      "pptr is NULL");
     }
     rc = c && rc == ZE_RESULT_SUCCESS ? check_size(size, alignment, call) : rc;
-    if (c && rc == ZE_RESULT_SUCCESS) {
+    if (c && pptr && rc == ZE_RESULT_SUCCESS) {
         rc = allocate(c, NULL, ZE_MEMORY_TYPE_HOST, size, pptr);
     }
     pthread_mutex_unlock(&standin_lock);

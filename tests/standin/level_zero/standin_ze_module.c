@@ -555,7 +555,7 @@ standin_zeCommandListAppendLaunchKernel(ze_command_list_handle_t hCommandList,
     else if (k) {
         rc = pack_arguments(k, launch, call);
     }
-    if (k && rc == ZE_RESULT_SUCCESS) {
+    if (k && t && rc == ZE_RESULT_SUCCESS) {
         launch->kernel = k;
         launch->fn = t->fn;
         launch->user = t->user;
@@ -565,7 +565,8 @@ standin_zeCommandListAppendLaunchKernel(ze_command_list_handle_t hCommandList,
         memcpy(launch->group, k->group, sizeof launch->group);
     }
     pthread_mutex_unlock(&standin_lock);
-    if (rc != ZE_RESULT_SUCCESS) {
+    if (rc != ZE_RESULT_SUCCESS || !k || !t) {
+        /* (!k and !t each came with a complaint above: rc is never a success then) */
         free(launch->params);
         free(launch);
         return rc;
