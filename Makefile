@@ -83,20 +83,25 @@ test-c: build-c
 	@$(MAKE) --no-print-directory test-c-level-zero-modes
 
 # The Level Zero C tests again in the loader's other modes (docs/level_zero.md): through
-# its intercept layer, its validation layer, and both (the plain run is above). Tests
-# named *_plain_mode use a destroyed handle, which the intercept layer cannot survive.
+# its intercept layer, its validation layer, both, and with two drivers (the stand-in
+# under a second name beside it); the plain run is above. Tests named *_plain_mode use a
+# destroyed handle, which the intercept layer cannot survive.
 LEVEL_ZERO_C_TESTS = $(shell sed -n 's/^TACK_TEST(\(level_zero_[A-Za-z0-9_]*\)).*/\1/p' tests/c/test_level_zero_backend.c | grep -v '_plain_mode$$')
+STANDIN_ZE := $(abspath $(BUILD)/c/tests/standin/level_zero/libtack_standin_ze.so)
+STANDIN_ZE_SECOND := $(abspath $(BUILD)/c/tests/standin/level_zero/libtack_standin_ze_second.so)
 LEVEL_ZERO_MODES := "ZE_ENABLE_LOADER_INTERCEPT=1" \
 	"ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1" \
-	"ZE_ENABLE_LOADER_INTERCEPT=1 ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1"
+	"ZE_ENABLE_LOADER_INTERCEPT=1 ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1" \
+	"TACK_TEST_ZE_DRIVERS=$(STANDIN_ZE),$(STANDIN_ZE_SECOND)"
 .PHONY: test-c-level-zero-modes
 test-c-level-zero-modes:
 	@if pkg-config --exists level-zero; then \
+		cp $(STANDIN_ZE) $(STANDIN_ZE_SECOND) || exit 1; \
 		for mode in $(LEVEL_ZERO_MODES); do for t in $(LEVEL_ZERO_C_TESTS); do \
 			env $$mode $(BUILD)/c/tests/c/tack_c_tests $$t > /dev/null || \
 				{ echo "FAIL $$t ($$mode)"; exit 1; }; \
 		done; done; \
-		echo "level_zero C tests: passed in 3 more loader modes"; \
+		echo "level_zero C tests: passed in 4 more loader modes"; \
 	fi
 
 # The C host example, built the way a user builds it: libtack and its headers

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,12 +23,17 @@
 #error "TACK_TEST_STANDIN_ZE must name the built stand-in driver"
 #endif
 
-/* The real loader, with the stand-in as its only driver, offering ndevices devices. */
+/* The real loader, with the stand-in as its only driver, offering ndevices devices;
+ * or, where TACK_TEST_ZE_DRIVERS names a list (the two-driver mode of `make
+ * test-c-level-zero-modes`: the stand-in under two names), with that list of drivers,
+ * which forces the loader's multi-driver path. */
 static void
 use_standin(const char *ndevices)
 {
+    const char *drivers = getenv("TACK_TEST_ZE_DRIVERS");
     unsetenv("TACK_LEVEL_ZERO_DRIVER");
-    setenv("ZE_ENABLE_ALT_DRIVERS", TACK_TEST_STANDIN_ZE, 1);
+    setenv("ZE_ENABLE_ALT_DRIVERS",
+           drivers && *drivers ? drivers : TACK_TEST_STANDIN_ZE, 1);
     setenv("TACK_STANDIN_ZE_DEVICES", ndevices, 1);
 }
 
@@ -73,10 +79,26 @@ TACK_TEST(level_zero_driver_without_a_device_says_no_device)
     check_open_unavailable(0, "report no device");
 }
 
+/* How many drivers use_standin gives the loader: one per name in its list. */
+static int
+standin_drivers(void)
+{
+    const char *drivers = getenv("TACK_TEST_ZE_DRIVERS");
+    int n = 1;
+    for (const char *c = drivers ? drivers : ""; *c; c++) {
+        n += *c == ',';
+    }
+    return n;
+}
+
 TACK_TEST(level_zero_ordinal_beyond_the_devices_is_refused)
 {
+    /* The devices of every driver are numbered in turn: two each. */
     use_standin("2");
-    check_open_unavailable(2, "reports 2");
+    int devices = 2 * standin_drivers();
+    char says[32];
+    snprintf(says, sizeof says, "reports %d", devices);
+    check_open_unavailable(devices, says);
 }
 
 /* ---- the test's own view of the loader: what another library would do ------------ */
