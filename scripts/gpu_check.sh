@@ -94,121 +94,10 @@ for dir in /usr/local/cuda/bin /usr/local/cuda/compute-sanitizer; do
     [[ -d $dir ]] && PATH="$PATH:$dir"
 done
 export PATH
-# Logs and scratch files live outside $OUT; logs.tgz carries them back.
-work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
-logs="$work/logs"
-mkdir -p "$logs"
-log="$logs/gpu_check.log"
-records="$work/steps.tsv"
-export work
-: >"$log"
-: >"$records"
-start=$(date +%s)
-RESERVE=15 # seconds kept for the last JSON and logs.tgz
-python_steps=1 # 0 once the extension is known not to be built
-python_why=""
-
-say() {
-    printf '%s\n' "$*" | tee -a "$log"
-}
-
-left() {
-    echo $((BUDGET - RESERVE - ($(date +%s) - start)))
-}
-
-# record NAME STATUS RC SECONDS REASON, then rewrites gpu_check.json, so that it is
-# there however the run ends.
-record() {
-    printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$records"
-    report false
-}
-
-# report COMPLETE: gpu_check.json from the records so far.
-report() {
-    "$PYTHON" - "$records" "$OUT/gpu_check.json" "$(($(date +%s) - start))" "$BUDGET" \
-        "$1" <<'EOF' || say "gpu_check.json could not be written with $PYTHON"
-import json, os, sys
-records, path, seconds, budget, complete = sys.argv[1:]
-steps = []
-for line in open(records):
-    name, status, rc, secs, reason = line.rstrip("\n").split("\t")
-    steps.append({"name": name, "status": status, "rc": int(rc), "seconds": int(secs),
-                  "reason": reason})
-ok = complete == "true" and any(s["status"] == "pass" for s in steps) and all(
-    s["status"] in ("pass", "absent") for s in steps)
-with open(path + ".tmp", "w") as f:
-    json.dump({"ok": ok, "complete": complete == "true", "seconds": int(seconds),
-               "budget": int(budget), "steps": steps}, f, indent=2)
-os.replace(path + ".tmp", path)
-EOF
-}
-
-# step NAME ESTIMATE LIMIT COMMAND...: runs COMMAND (a program or a function of this
-# script) with a time limit cut to what is left of the budget, or records it as not run
-# when its estimate does not fit. Returns the command's status.
-step() {
-    local name=$1 estimate=$2 limit=$3
-    shift 3
-    local remaining t0 rc status reason=""
-    remaining=$(left)
-    if ((remaining < estimate)); then
-        say "== $name: not run (out of time: about ${estimate}s needed, ${remaining}s left)"
-        record "$name" not-run -1 0 "out of time (about ${estimate}s needed, ${remaining}s left)"
-        return 1
-    fi
-    # timeout's --kill-after adds up to 5 s to a step that ignores SIGTERM.
-    ((limit > remaining - 5)) && limit=$((remaining - 5))
-    say "== $name (limit ${limit}s): $*"
-    t0=$(date +%s)
-    timeout --kill-after=5 "$limit" bash -c '"$@"' "$name" "$@" >"$logs/$name.log" 2>&1
-    rc=$?
-    tee -a "$log" <"$logs/$name.log"
-    case $rc in
-    0) status=pass ;;
-    124 | 137) status=timeout reason="cut at its limit of ${limit}s" ;;
-    *) status=fail ;;
-    esac
-    record "$name" "$status" "$rc" "$(($(date +%s) - t0))" "$reason"
-    say "== $name: $status (exit $rc)"
-    return "$rc"
-}
-
-# absent NAME WHY: an optional step whose tools are not installed; recorded, not failed.
-absent() {
-    say "== $1: absent ($2)"
-    record "$1" absent -1 0 "$2"
-}
-
-# not_run NAME WHY: a step that cannot run here for a reason other than time.
-not_run() {
-    say "== $1: not run ($2)"
-    record "$1" not-run -1 0 "$2"
-}
-
-# python_step NAME ESTIMATE LIMIT COMMAND...: a step that needs the extension.
-python_step() {
-    if ((!python_steps)); then
-        not_run "$1" "$python_why"
-        return 1
-    fi
-    step "$@"
-}
-
-finish() {
-    report true
-    local verdict
-    verdict=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["ok"])' \
-        "$OUT/gpu_check.json" 2>/dev/null)
-    if [[ $verdict == True ]]; then
-        say "GPU check passed"
-    else
-        say "GPU check FAILED (details in $OUT/gpu_check.json and logs.tgz)"
-    fi
-    tar -czf "$OUT/logs.tgz" -C "$work" logs
-    rm -rf "$work"
-    [[ $verdict == True ]]
-    exit
-}
+CHECK_NAME=gpu_check
+CHECK_TITLE="GPU check"
+# shellcheck source=scripts/check_steps.sh
+. "$root/scripts/check_steps.sh"
 
 # ---- device: fail, never skip, without one ---------------------------------------
 check_device() {
@@ -246,39 +135,20 @@ if ! step device 5 30 check_device; then
 fi
 
 # ---- probe: what this machine has -----------------------------------------------
-has_python_headers() {
-    "$PYTHON" -c 'import os, sys, sysconfig
-sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'
-}
 probe() {
-    local rc=0 tool
-    "$PYTHON" -c 'import sys; print("python", sys.version.split()[0], sys.executable)'
+    local rc=0
+    probe_build_tools || rc=1
     if has_python_headers; then
         echo "Python headers: present"
     else
         echo "Python headers: missing (the extension is left out of the build)"
     fi
-    for tool in meson ninja cc; do
-        if command -v "$tool" >/dev/null 2>&1; then
-            echo "$tool: $("$tool" --version 2>&1 | head -n 1)"
-        else
-            echo "$tool: missing (the build needs it)"
-            rc=1
-        fi
-    done
-    for tool in nvcc compute-sanitizer mpiexec; do
-        echo "$tool: $(command -v "$tool" || echo "not installed")"
-    done
-    for tool in numpy pytest $PEERS vtkmodules mpi4py; do
-        if "$PYTHON" -c "import $tool" >/dev/null 2>&1; then
-            echo "python module $tool: yes"
-        else
-            echo "python module $tool: no"
-        fi
-    done
+    probe_optional nvcc compute-sanitizer mpiexec
+    # shellcheck disable=SC2086 # PEERS is a list of names
+    probe_modules numpy pytest $PEERS vtkmodules mpi4py
     return "$rc"
 }
-export -f probe has_python_headers
+export -f probe
 export PEERS
 if ! step probe 5 30 probe; then
     finish
@@ -291,35 +161,6 @@ if ! has_python_headers; then
 fi
 
 # ---- build --------------------------------------------------------------------------
-build() {
-    if [[ $REUSE == 1 && -f $BUILD/build.ninja ]]; then
-        echo "reusing the build in $BUILD"
-    else
-        # The extension is built for $PYTHON, whichever Python runs meson. The file
-        # stays beside the build: meson reads it again when it regenerates.
-        local native="$BUILD.native.ini"
-        mkdir -p "$(dirname "$BUILD")" &&
-            printf "[binaries]\npython = '%s'\n" "$(command -v "$PYTHON")" >"$native"
-        local options=(-Dpython="$WITH_PYTHON" -Dtests=true -Dbuildtype=release
-            -Dwerror=false --native-file "$native")
-        meson setup --wipe "$BUILD" "${options[@]}" >/dev/null 2>&1 ||
-            meson setup "$BUILD" "${options[@]}" || return 1
-    fi
-    ninja -C "$BUILD" || return 1
-    rm -rf "$BUILD/stage" && mkdir -p "$BUILD/stage" || return 1
-    if [[ $WITH_PYTHON == true ]]; then
-        # Staged as the package installs: the extension beside lib/libtack.so and
-        # include/ (the C host tests link that library).
-        cp -r src/tack "$BUILD/stage/" && cp "$BUILD"/_tack*.so "$BUILD/stage/tack/" &&
-            mkdir -p "$BUILD/stage/tack/lib/pkgconfig" &&
-            cp "$BUILD/libtack.so" "$BUILD/stage/tack/lib/" &&
-            cp "$BUILD/tack.pc" "$BUILD/stage/tack/lib/pkgconfig/" &&
-            cp -r "$BUILD/include" "$BUILD/stage/tack/" &&
-            PYTHONPATH="$BUILD/stage" "$PYTHON" -c "import tack; print('tack', tack.__file__)"
-    fi
-}
-export -f build
-export REUSE
 WITH_PYTHON=$with_python
 export WITH_PYTHON
 [[ $REUSE == 1 ]] && build_estimate=10 || build_estimate=90
