@@ -8,7 +8,14 @@ goes through the real libze_loader.so.1 in one of the loader's modes (MODES), an
 on any complaint of the stand-in ("standin-ze: ...") the test did not expect.
 
 The child gets ``foreign_context()``: the handles of a context another library makes
-through the same loader, as the dict external_context takes.
+through the same loader, as the dict external_context takes, and ``ON_STANDIN``.
+
+With TACK_LEVEL_ZERO_INSTALLED_DRIVER=1 (scripts/level_zero_check.sh) the children
+run instead on whatever driver the loader finds in this environment (an Intel GPU's,
+ZE_ENABLE_ALT_DRIVERS unset), and the tests marked standin_ze are left out: their
+checks need the stand-in's strictness or its settings. A test that asks run() for the
+stand-in there (its two-driver mode, its settings, its complaints) fails, so that no
+such test can go unmarked.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import sysconfig
 import tempfile
 import textwrap
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STANDIN_SOURCES = sorted((ROOT / "tests" / "standin" / "level_zero").glob("standin_*.c"))
@@ -39,6 +48,20 @@ MODES = {
     "two-drivers": {},
 }
 
+# Set by scripts/level_zero_check.sh: the driver the loader finds, not the stand-in.
+INSTALLED_DRIVER = os.environ.get("TACK_LEVEL_ZERO_INSTALLED_DRIVER") == "1"
+# A test whose check only the strict stand-in can make (a real driver is lenient
+# there, or the test sets the stand-in's devices or reads its complaints).
+standin_only = pytest.mark.standin_ze
+
+
+def modes(*names: str) -> list:
+    """The modes to parametrize a test with (all of MODES by default); the two-driver
+    mode is the stand-in's alone."""
+    return [pytest.param(n, marks=standin_only) if n == "two-drivers" else n
+            for n in names or MODES]
+
+
 _library: Path | None = None
 
 _PRELUDE = """
@@ -47,6 +70,8 @@ import numpy as np
 import tack
 
 _ze = ctypes.CDLL("libze_loader.so.1")
+# The stand-in is the driver (always, but under scripts/level_zero_check.sh's real run).
+ON_STANDIN = bool(os.environ.get("ZE_ENABLE_ALT_DRIVERS"))
 
 def foreign_context(driver_index=0, device_index=0):
     # What another library does: zeInit, a driver, a device, zeContextCreate.
@@ -108,8 +133,18 @@ def run(code: str, mode: str = "plain", *, expect: tuple[str, ...] = (),
     stand-in complaint that contains none of expect."""
     child_env = {k: v for k, v in os.environ.items()
                  if not k.startswith(("ZE_", "TACK_STANDIN_ZE", "TACK_LEVEL_ZERO"))}
-    child_env.update(ZE_ENABLE_ALT_DRIVERS=_alt_drivers(mode),
-                     PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    if INSTALLED_DRIVER:
+        asks = [k for k in env if k.startswith(("ZE_", "TACK_STANDIN_ZE"))]
+        if mode == "two-drivers" or expect or asks:
+            raise AssertionError(
+                f"this test needs the stand-in (mode {mode}, expect={expect}, "
+                f"settings {asks}) but runs on the installed driver: mark it "
+                "standin_ze (level_zero_helpers.standin_only)")
+        if "ZE_ENABLE_ALT_DRIVERS" in os.environ:
+            child_env["ZE_ENABLE_ALT_DRIVERS"] = os.environ["ZE_ENABLE_ALT_DRIVERS"]
+    else:
+        child_env["ZE_ENABLE_ALT_DRIVERS"] = _alt_drivers(mode)
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     child_env.update(MODES[mode])
     child_env.update(env)
     result = subprocess.run(

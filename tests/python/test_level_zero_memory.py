@@ -3,15 +3,15 @@ copies, the host round trip, and another library's context adopted with
 external_context, in every loader mode (level_zero_helpers.MODES)."""
 
 import pytest
-from level_zero_helpers import MODES, run
+from level_zero_helpers import modes, run, standin_only
 
 
-@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("mode", modes())
 def test_arrays_round_trip_through_the_device(mode):
     run("""
         dev = tack.device("level_zero")
         assert dev.dlpack_device == (14, 0)
-        assert "Tack stand-in Level Zero GPU 0" in repr(dev)
+        assert not ON_STANDIN or "Tack stand-in Level Zero GPU 0" in repr(dev)
         a = tack.empty((4, 5), dtype="float64", device=dev)
         assert a.device == dev and a.shape == (4, 5)
         z = tack.zeros(7, dtype="int16", device=dev)
@@ -40,7 +40,7 @@ def test_arrays_round_trip_through_the_device(mode):
     """, mode)
 
 
-@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("mode", modes())
 def test_an_adopted_context_is_a_device_and_domain_of_its_own(mode):
     run("""
         h = foreign_context()
@@ -67,6 +67,8 @@ def test_an_adopted_context_is_a_device_and_domain_of_its_own(mode):
     """, mode)
 
 
+# A destroyed context: only the stand-in tracks destruction and says so.
+@standin_only
 def test_external_handles_that_are_not_the_loaders_are_value_errors():
     run("""
         h = foreign_context()
@@ -87,6 +89,8 @@ def test_external_handles_that_are_not_the_loaders_are_value_errors():
     """, expect=("was destroyed",))
 
 
+# The stand-in told to offer no device.
+@standin_only
 def test_no_device_and_no_driver_are_runtime_errors():
     code = """
         try:
@@ -127,6 +131,8 @@ def test_the_vtk_guard_reads_the_context_the_device_adopted():
     """)
 
 
+# Only the stand-in complains of a free after the application ended.
+@standin_only
 def test_nothing_is_freed_or_destroyed_once_the_interpreter_exits():
     # The owner of an adopted context may be gone by then (its own atexit, its module
     # torn down): the stand-in complains of a free or destroy once told the
