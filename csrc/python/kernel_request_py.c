@@ -100,6 +100,28 @@ read_names(tackpy_state *st, PyObject *obj, tackpy_kernel_request *r)
     return 0;
 }
 
+/* The image attribute: bytes, kept in r; empty bytes are no image. */
+static int
+read_image(tackpy_state *st, PyObject *obj, tackpy_kernel_request *r)
+{
+    PyObject *v = PyObject_GetAttr(obj, st->names[TACKPY_NAME_image]);
+    if (v && !PyBytes_Check(v)) {
+        PyErr_Format(PyExc_TypeError,
+                     "a build request's image must be bytes, not %.100s",
+                     Py_TYPE(v)->tp_name);
+        Py_CLEAR(v);
+    }
+    if (!v) {
+        return -1;
+    }
+    r->image = v;
+    if (PyBytes_GET_SIZE(v) > 0) {
+        r->req.image = PyBytes_AS_STRING(v);
+        r->req.image_nbytes = (size_t)PyBytes_GET_SIZE(v);
+    }
+    return 0;
+}
+
 int
 tackpy_kernel_request_from(tackpy_state *st, PyObject *source, tackpy_kernel_request *r)
 {
@@ -117,7 +139,7 @@ tackpy_kernel_request_from(tackpy_state *st, PyObject *source, tackpy_kernel_req
         read_int(st, source, TACKPY_NAME_restrict_body, &r->req.restrict_body) < 0 ||
         read_int(st, source, TACKPY_NAME_partial_size, &r->req.partial_size) < 0 ||
         read_int(st, source, TACKPY_NAME_result_kind, &r->req.result_kind) < 0 ||
-        read_names(st, source, r) < 0) {
+        read_names(st, source, r) < 0 || read_image(st, source, r) < 0) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError,
@@ -138,5 +160,6 @@ tackpy_kernel_request_clear(tackpy_kernel_request *r)
     Py_CLEAR(r->names);
     Py_CLEAR(r->source);
     Py_CLEAR(r->twin_source);
+    Py_CLEAR(r->image);
     memset(r, 0, sizeof *r);
 }

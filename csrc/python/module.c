@@ -124,6 +124,15 @@ static PyMethodDef module_methods[] = {
     {"_nvrtc_stats", tackpy_nvrtc_stats_fn, METH_NOARGS,
      "_nvrtc_stats()\n--\n\nProcess-wide NVRTC counters: compiles, disk_hits, "
      "rebuilds, failures."},
+    {"_rtc_cache_get", (PyCFunction)(void (*)(void))tackpy_rtc_cache_get_fn,
+     METH_FASTCALL,
+     "_rtc_cache_get(ext, text)\n--\n\nThe image the disk cache holds for text "
+     "(everything "
+     "that made it),\nin its entry ending in ext ('.spv'), or None."},
+    {"_rtc_cache_put", (PyCFunction)(void (*)(void))tackpy_rtc_cache_put_fn,
+     METH_FASTCALL,
+     "_rtc_cache_put(ext, text, image)\n--\n\nPublish image (bytes) in the disk cache "
+     "for text; a failure only loses\nthe entry."},
     {NULL, NULL, 0, NULL},
 };
 

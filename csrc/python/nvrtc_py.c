@@ -1,8 +1,10 @@
 /*
  * nvrtc_py.c: private helpers over the runtime compiler layer (csrc/runtime/rtc.h,
  * not installed) for the CUDA kernel front end and its tests: _nvrtc_compile,
- * _nvrtc_version, _nvrtc_supports, _nvrtc_stats. They take NVRTC's compute
- * capabilities as ints (90) and spell them as its architectures (sm_90, compute_90).
+ * _nvrtc_version, _nvrtc_supports, _nvrtc_stats, and _rtc_cache_get/_put (the disk
+ * cache of an image made outside, such as the SPIR-V of tack.kernel.spirv). They
+ * take NVRTC's compute capabilities as ints (90) and spell them as its architectures
+ * (sm_90, compute_90).
  */
 #include "tackpy.h"
 
@@ -125,4 +127,61 @@ tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused)
                          "disk_hits", (unsigned long long)s.disk_hits, "rebuilds",
                          (unsigned long long)s.rebuilds, "failures",
                          (unsigned long long)s.failures);
+}
+
+/* The cache's file ending and key text of an outside image's call, or -1 with an
+ * exception. */
+static int
+outside_args(tackpy_state *st, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+             const char *usage, const char **ext, const char **text)
+{
+    if (nargs != want || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        return tackpy_raise_fmt_int(st, TACK_ERR_BAD_TYPE, "%s", usage);
+    }
+    *ext = PyUnicode_AsUTF8(args[0]);
+    *text = *ext ? PyUnicode_AsUTF8(args[1]) : NULL;
+    return *text ? 0 : -1;
+}
+
+PyObject *
+tackpy_rtc_cache_get_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *ext = NULL, *text = NULL;
+    if (outside_args(PyModule_GetState(module), args, nargs, 2,
+                     "_rtc_cache_get(ext: str, text: str)", &ext, &text) < 0) {
+        return NULL;
+    }
+    void *image = NULL;
+    size_t nbytes = 0;
+    bool found;
+    Py_BEGIN_ALLOW_THREADS
+        found = tack_rtc_cache_get(ext, text, &image, &nbytes);
+    Py_END_ALLOW_THREADS
+    if (!found) {
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(image, (Py_ssize_t)nbytes);
+    tack_rtc_free(image);
+    return out;
+}
+
+PyObject *
+tackpy_rtc_cache_put_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *ext = NULL, *text = NULL;
+    static const char usage[] = "_rtc_cache_put(ext: str, text: str, image: bytes)";
+    tackpy_state *st = PyModule_GetState(module);
+    if (outside_args(st, args, nargs, 3, usage, &ext, &text) < 0) {
+        return NULL;
+    }
+    if (!PyBytes_Check(args[2])) {
+        return tackpy_raise_fmt(st, TACK_ERR_BAD_TYPE, "%s", usage);
+    }
+    /* the bytes object is immutable and held by the caller across the call */
+    const char *image = PyBytes_AS_STRING(args[2]);
+    size_t nbytes = (size_t)PyBytes_GET_SIZE(args[2]);
+    Py_BEGIN_ALLOW_THREADS
+        tack_rtc_cache_put(ext, text, image, nbytes);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
 }

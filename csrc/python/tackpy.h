@@ -29,7 +29,7 @@ typedef struct tackpy_exchange_cache {
     X(copy) X(stream) X(max_version) X(dl_device) X(ptr) X(writable) X(name)        \
     X(ordinal) X(filename) X(source) X(x) X(arch) X(ptx) X(backend)                \
     X(twin_source) X(names) X(parallel) X(host_trips) X(needs_ctx)                 \
-    X(restrict_body) X(partial_size) X(result_kind)                              \
+    X(restrict_body) X(partial_size) X(result_kind) X(image)                     \
     X(__dlpack__) X(__dlpack_c_exchange_api__) X(__c_dlpack_exchange_api__)      \
     X(__dlpack_device__) X(__cuda_array_interface__)
 // clang-format on
@@ -308,6 +308,10 @@ PyObject *tackpy_nvrtc_compile_fn(PyObject *module, PyObject *const *args,
 PyObject *tackpy_nvrtc_version_fn(PyObject *module, PyObject *unused);
 PyObject *tackpy_nvrtc_supports_fn(PyObject *module, PyObject *arg);
 PyObject *tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused);
+PyObject *tackpy_rtc_cache_get_fn(PyObject *module, PyObject *const *args,
+                                  Py_ssize_t nargs);
+PyObject *tackpy_rtc_cache_put_fn(PyObject *module, PyObject *const *args,
+                                  Py_ssize_t nargs);
 
 /* ---- kernel_request_py.c -----------------------------------------------------------
  */
@@ -315,8 +319,8 @@ PyObject *tackpy_nvrtc_stats_fn(PyObject *module, PyObject *unused);
 /* A build request for tack_kernel_build_request, with what keeps its strings alive. */
 typedef struct tackpy_kernel_request {
     tack_kernel_request req;
-    PyObject *source, *twin_source, *names; /* Owned; NULL for a str source */
-    const char **strings;                   /* Owned (PyMem): the names' UTF-8 */
+    PyObject *source, *twin_source, *names, *image; /* Owned; NULL for a str source */
+    const char **strings; /* Owned (PyMem): the names' UTF-8 */
 } tackpy_kernel_request;
 
 /* Fills *r from source: C source (a str: source alone) or an object with a

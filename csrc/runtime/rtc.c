@@ -15,6 +15,7 @@
  * never return another kernel's image.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -510,6 +511,32 @@ write_temp(const char *dir, const char *key, const char *ext, const void *image,
     return true;
 }
 
+/* The image of the cache entry dir/key+ext for source, read whole. Out: *image
+ * (Owned: tack__free) and *nbytes only on TACK__ENTRY_OK; an entry that cannot be read
+ * whole (out of memory included) is TACK__ENTRY_BAD, and rebuilt. */
+static tack__entry
+read_entry(const char *dir, const char *key, const char *ext, const char *source,
+           size_t source_len, void **image, size_t *nbytes)
+{
+    int fd = -1;
+    tack__entry e = tack__cache_lookup_ext(dir, key, ext, source, source_len, &fd);
+    if (e != TACK__ENTRY_OK) {
+        return e;
+    }
+    struct stat sb;
+    size_t size = fstat(fd, &sb) == 0 && sb.st_size > 0 ? (size_t)sb.st_size : 0;
+    char *bytes = size ? tack__alloc(size, 0) : NULL;
+    bool whole = bytes && tack__cache_read(fd, bytes, size);
+    close(fd);
+    if (!whole) {
+        tack__free(bytes);
+        return TACK__ENTRY_BAD;
+    }
+    *image = bytes;
+    *nbytes = size;
+    return TACK__ENTRY_OK;
+}
+
 tack_status
 tack_rtc_compile(tack_rtc_kind rtc, const char *source, const char *name,
                  const char *target, void **image, size_t *nbytes, char **log)
@@ -551,29 +578,10 @@ tack_rtc_compile(tack_rtc_kind rtc, const char *source, const char *name,
     char why[256];
     bool persistent = tack__cache_dir(dir, sizeof dir, why, sizeof why);
     if (persistent) {
-        int fd = -1;
-        tack__entry e = tack__cache_lookup_ext(dir, key, ext, source, source_len, &fd);
+        tack__entry e = read_entry(dir, key, ext, source, source_len, image, nbytes);
         if (e == TACK__ENTRY_OK) {
-            struct stat sb;
-            size_t size =
-                fstat(fd, &sb) == 0 && sb.st_size > 0 ? (size_t)sb.st_size : 0;
-            char *bytes = size ? tack__alloc(size, 0) : NULL;
-            if (size && !bytes) {
-                close(fd);
-                return tack__fail(TACK_ERR_NO_MEMORY,
-                                  "no memory for the %zu-byte cached image of '%s'",
-                                  size, name);
-            }
-            bool whole = bytes && tack__cache_read(fd, bytes, size);
-            close(fd);
-            if (whole) {
-                atomic_fetch_add(&lib->disk_hits, 1);
-                *image = bytes;
-                *nbytes = size;
-                return TACK_OK;
-            }
-            tack__free(bytes);
-            e = TACK__ENTRY_BAD;
+            atomic_fetch_add(&lib->disk_hits, 1);
+            return TACK_OK;
         }
         if (e == TACK__ENTRY_BAD) {
             atomic_fetch_add(&lib->rebuilds, 1);
@@ -593,4 +601,60 @@ tack_rtc_compile(tack_rtc_kind rtc, const char *source, const char *name,
     *image = out;
     *nbytes = n;
     return TACK_OK;
+}
+
+/* The key of an outside image: its extension and everything that made it. */
+static void
+outside_key(const char *ext, const char *text, char key[33])
+{
+    tack__hash h;
+    tack__hash_init(&h);
+    tack__hash_str(&h, "outside image");
+    tack__hash_str(&h, ext);
+    tack__hash_str(&h, text);
+    tack__hash_hex(&h, key);
+}
+
+/* Whether ext is a file ending the cache can take: a dot and letters or digits. */
+static bool
+outside_ext(const char *ext)
+{
+    size_t n = ext ? strlen(ext) : 0;
+    if (n < 2 || n > 16 || ext[0] != '.') {
+        return false;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if (!isalnum((unsigned char)ext[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+tack_rtc_cache_get(const char *ext, const char *text, void **image, size_t *nbytes)
+{
+    char dir[TACK__PATH_CAP], why[256], key[33];
+    if (!outside_ext(ext) || !text || !image || !nbytes ||
+        !tack__cache_dir(dir, sizeof dir, why, sizeof why)) {
+        return false;
+    }
+    outside_key(ext, text, key);
+    return read_entry(dir, key, ext, text, strlen(text), image, nbytes) ==
+           TACK__ENTRY_OK;
+}
+
+void
+tack_rtc_cache_put(const char *ext, const char *text, const void *image, size_t nbytes)
+{
+    char dir[TACK__PATH_CAP], why[256], key[33], tmp[TACK__PATH_CAP];
+    if (!outside_ext(ext) || !text || !image || !nbytes ||
+        !tack__cache_dir(dir, sizeof dir, why, sizeof why)) {
+        return;
+    }
+    outside_key(ext, text, key);
+    if (write_temp(dir, key, ext, image, nbytes, tmp, sizeof tmp)) {
+        tack__cache_commit_ext(dir, key, ext, tmp, text, strlen(text));
+        unlink(tmp); /* gone already when the commit renamed it */
+    }
 }

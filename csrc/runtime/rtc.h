@@ -97,6 +97,22 @@ typedef struct tack_rtc_stats {
 } tack_rtc_stats;
 TACK_API void tack_rtc_get_stats(tack_rtc_kind rtc, tack_rtc_stats *out);
 
+/*
+ * The same disk cache for an image a program outside the runtime compilers made (a
+ * Level Zero kernel's SPIR-V, from clang and llvm-spirv: tack.kernel.spirv). text is
+ * everything that made the image (the tools' identities, their flags, the source): it
+ * keys the entry and is stored whole in it, so an entry is used only for this exact
+ * text. ext is the entry's file ending (".spv": a dot and up to 15 letters or digits).
+ * get: true with *image (Owned: tack_rtc_free) and *nbytes when a sound entry is
+ * there; false (nothing set) when there is none, it fails its checks, or there is no
+ * usable cache folder. put: publishes nbytes (at least 1) at image; a failure only
+ * loses the entry.
+ */
+TACK_API bool tack_rtc_cache_get(const char *ext, const char *text, void **image,
+                                 size_t *nbytes);
+TACK_API void tack_rtc_cache_put(const char *ext, const char *text, const void *image,
+                                 size_t nbytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -158,7 +158,7 @@ typedef struct tack_kernel tack_kernel;
  */
 typedef struct tack_kernel_request {
     const char *source;      /* the target's source, one translation unit (C for the
-                                CPU, CUDA C++ for CUDA) */
+                                CPU, CUDA C++ for CUDA, OpenCL C for Level Zero) */
     const char *twin_source; /* GPU: the C source of the same specialization, built
                                 by the CPU backend: it sizes grids on the host and is
                                 the stand-in driver's twin. NULL for the CPU */
@@ -171,6 +171,10 @@ typedef struct tack_kernel_request {
     int nnames;        /* at most TACK_KERNEL_MAX_NAMES */
     const char *const *names; /* UTF-8: name n of a failure record is names[n]; the
                                  first are the kernel's file table */
+    const void *image;        /* the target's binary image made from source, where the
+                                 front end makes it (Level Zero: the SPIR-V module); NULL
+                                 where the backend compiles source itself (CUDA, the CPU) */
+    size_t image_nbytes;      /* bytes at image; 0 with a NULL image */
 } tack_kernel_request;
 
 /* The most names a build request may carry: more than a kernel's arrays could have. */

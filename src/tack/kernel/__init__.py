@@ -28,6 +28,7 @@ from tack._tack import (
     _kernel_debug,
     kDLCPU,
     kDLCUDA,
+    kDLOneAPI,
 )
 from tack.kernel.emit_c import emit_c
 from tack.kernel.emit_cuda import CudaKernel, emit_cuda, emit_cuda_request
@@ -36,6 +37,7 @@ from tack.kernel.lower import CPU, CUDA, Target, lower
 from tack.kernel.parse import parse_kernel
 from tack.kernel.request import BuildRequest
 from tack.kernel.source import check_source
+from tack.kernel.spirv import spirv_request
 from tack.kernel.types import specialize
 
 __all__ = ["Kernel", "generate_cuda", "generate_source", "kernel"]
@@ -82,7 +84,7 @@ def _deep_recursion(name: str) -> Iterator[None]:
 # (which has every form; lower.for_target gives another target's) -> what the
 # runtime builds for that backend (the CPU's: C source; a GPU's: a BuildRequest).
 EMITTERS: dict[int, Callable[[Plan], str | BuildRequest]] = {
-    kDLCPU: emit_c, kDLCUDA: emit_cuda_request}
+    kDLCPU: emit_c, kDLCUDA: emit_cuda_request, kDLOneAPI: spirv_request}
 
 
 _Spelled = TypeVar("_Spelled")

@@ -52,7 +52,7 @@ from tack.kernel.emit_c import FAIL_CODES, emit_c
 from tack.kernel.emit_grid import GridEmitter, GridNames
 from tack.kernel.ir import BOOL, F32, F64, INT
 from tack.kernel.lower import CUDA, for_target
-from tack.kernel.request import BuildRequest
+from tack.kernel.request import BuildRequest, request_of
 
 CTYPE = {BOOL: "bool", INT: "int64_t", F32: "float", F64: "double"}
 CTX_SIZE = 64
@@ -162,9 +162,7 @@ def emit_cuda_request(plan: lir.Plan) -> BuildRequest:
     """What the CUDA backend's kernel build takes (csrc/backends/gpu/), from the plan
     of one specialization lowered for the CPU: the CUDA source and its launch facts,
     with the C source of the same plan as the twin."""
-    k = emit_cuda(for_target(plan, CUDA))
-    return BuildRequest(
-        source=k.source, twin_source=emit_c(plan), names=tuple(k.names),
-        parallel=k.parallel, host_trips=k.host_trips, needs_ctx=k.needs_ctx,
-        restrict_body=k.restrict, partial_size=k.partial_size,
-        result_kind=k.result_kind)
+    target = for_target(plan, CUDA)
+    em = CudaEmitter(target)
+    source = em.generate()
+    return request_of(target, em.names, source, emit_c(plan))

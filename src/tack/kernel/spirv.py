@@ -16,6 +16,13 @@ The flags, and why:
 - ``--spirv-max-version=1.2``: a kernel with a local array would otherwise become a
   SPIR-V 1.4 module, which OpenCL 2.2 environments refuse;
 - the float-atomics extension, which emit_opencl.py's atomics may need.
+
+``spirv_request`` is the Level Zero emitter (tack.kernel.EMITTERS[kDLOneAPI]): the
+OpenCL C source, its SPIR-V module as the request's image, and the C twin. Modules
+go to Tack's disk cache (the runtime's, beside the CPU's shared objects and NVRTC's
+images), keyed by the tools' identities (resolved path, size and modification time:
+no program runs to ask their version), the flags and the source, so a warm process
+runs neither tool.
 """
 
 from __future__ import annotations
@@ -26,7 +33,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tack._tack import CompileError
+from tack._tack import CompileError, _rtc_cache_get, _rtc_cache_put
+from tack.kernel import lir
+from tack.kernel.emit_c import emit_c
+from tack.kernel.emit_opencl import OpenCLEmitter
+from tack.kernel.lower import OPENCL, for_target
+from tack.kernel.request import BuildRequest, request_of
 
 CLANG = "clang-15"
 LLVM_SPIRV = "llvm-spirv-15"
@@ -79,3 +91,40 @@ def compile_opencl(source: str) -> bytes:
         _run([llvm_spirv, *LLVM_SPIRV_ARGS, str(bc), "-o", str(spv)],
              "translating to SPIR-V")
         return spv.read_bytes()
+
+
+def _identity(path: str) -> str:
+    """A tool as its cache key sees it: the file it resolves to, its size and
+    modification time (a reinstalled or upgraded tool is another key)."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return f"{real} {st.st_size} {st.st_mtime_ns}"
+
+
+def cache_text(source: str) -> str:
+    """Everything that makes the SPIR-V of source: the cache entry's text."""
+    clang, llvm_spirv = tools()
+    return "\n".join(["tack spirv 1", _identity(clang), " ".join(CLANG_ARGS),
+                      _identity(llvm_spirv), " ".join(LLVM_SPIRV_ARGS), source])
+
+
+def compile_opencl_cached(source: str) -> bytes:
+    """compile_opencl's module, from the disk cache when an entry for the same tools,
+    flags and source is there (then no tool runs); a new module is published."""
+    text = cache_text(source)
+    image = _rtc_cache_get(".spv", text)
+    if image is None:
+        image = compile_opencl(source)
+        _rtc_cache_put(".spv", text, image)
+    return image
+
+
+def spirv_request(plan: lir.Plan) -> BuildRequest:
+    """What the Level Zero backend's kernel build takes, from the plan of one
+    specialization lowered for the CPU: the OpenCL C source, its SPIR-V module as the
+    image and the launch facts, with the C source of the same plan as the twin."""
+    target = for_target(plan, OPENCL)
+    em = OpenCLEmitter(target)
+    source = em.generate()
+    return request_of(target, em.names, source, emit_c(plan),
+                      compile_opencl_cached(source))
