@@ -11,6 +11,7 @@
  * a scalar its int64 or double. The key alone fixes the block's size and layout, so
  * a kernel built for a key reads any block packed with it.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +43,20 @@ check_nparams(const char *kernel_name, int nparams)
     } while (0)
 
 /* ---- checks --------------------------------------------------------------------- */
+
+/* A device as a message names it: backend:ordinal, and the adopted context's handle
+ * (two devices of one ordinal differ only there). */
+static void
+describe_device(const tack_device *dev, char *buf, size_t cap)
+{
+    if (dev->external_context) {
+        (void)snprintf(buf, cap, "%s:%d, external_context=%#" PRIxPTR,
+                       dev->backend->name, dev->ordinal, dev->external.context);
+    }
+    else {
+        (void)snprintf(buf, cap, "%s:%d", dev->backend->name, dev->ordinal);
+    }
+}
 
 tack_status
 tack_kernel_check_arrays(const char *kernel_name, int nparams,
@@ -83,11 +98,15 @@ tack_kernel_check_arrays(const char *kernel_name, int nparams,
             first_k = k;
         }
         else if (dev->memory_domain != first->memory_domain) {
+            char one[96], two[96];
+            describe_device(first, one, sizeof one);
+            describe_device(dev, two, sizeof two);
             return tack__fail(TACK_ERR_DEVICE_MISMATCH,
-                              "kernel '%s': parameters '%s' and '%s' are arrays of "
-                              "different memory domains; copy one to the other's "
-                              "device first",
-                              kernel_name, param_names[first_k], param_names[k]);
+                              "kernel '%s': parameters '%s' (on %s) and '%s' (on %s) "
+                              "are arrays of different memory domains, which no "
+                              "launch can join; copy one to the other's device first",
+                              kernel_name, param_names[first_k], one, param_names[k],
+                              two);
         }
         if (stored[k] && !a->writable) {
             return tack__fail_remedy(TACK_ERR_INVALID_ARGUMENT,

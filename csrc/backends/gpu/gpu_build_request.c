@@ -81,6 +81,12 @@ read_request(const tack_backend *self, const char *name, const tack_kernel_reque
                           "emitters make one), not a source alone",
                           name, self->name);
     }
+    if ((r->image == NULL) != (r->image_nbytes == 0)) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': the build request's image is %s with %zu "
+                          "bytes; an image has bytes, and no image none",
+                          name, r->image ? "set" : "NULL", r->image_nbytes);
+    }
     if (!facts_agree(r)) {
         return tack__fail(TACK_ERR_INVALID_ARGUMENT,
                           "kernel '%s': the build request's launch facts contradict "
@@ -128,11 +134,22 @@ tack__gpu_kernel_build(const tack_backend *self, const char *name, const char *f
         return st;
     }
     tack__gpu_kernel *k = tack__calloc(sizeof *k);
-    if (!k || !(k->source = tack__strndup(req->source, strlen(req->source)))) {
+    unsigned char *image = req->image_nbytes ? tack__alloc(req->image_nbytes, 0) : NULL;
+    if (!k || !(k->source = tack__strndup(req->source, strlen(req->source))) ||
+        (req->image_nbytes && !image)) {
+        if (k) {
+            tack__free(k->source);
+        }
+        tack__free(image);
         tack__free(k);
         free_names(names, req->nnames);
         return tack__fail(TACK_ERR_NO_MEMORY, "out of memory building kernel '%s'",
                           name);
+    }
+    if (image) {
+        memcpy(image, req->image, req->image_nbytes);
+        k->image = image;
+        k->image_nbytes = req->image_nbytes;
     }
     k->parallel = req->parallel;
     k->host_trips = req->host_trips;

@@ -53,6 +53,8 @@ typedef struct tack__gpu_entry {
 /* One context's loaded module of a kernel. */
 typedef struct tack__gpu_context_module {
     tack__gpu_context ctx;
+    const void *device; /* Level Zero: the device it was made for (a context may hold
+                           several); NULL for CUDA, whose context is one device's */
     tack__gpu_module mod;
     tack__gpu_entry body, body_restrict;
     tack__gpu_function
@@ -63,9 +65,12 @@ typedef struct tack__gpu_context_module {
 /* A kernel of a GPU backend. Every field but modules and the twins' is set by the
  * build and never changes. */
 typedef struct tack__gpu_kernel {
-    tack_kernel pub;  /* impl points back here */
-    tack_kernel *cpu; /* Borrowed: the CPU build of the same plan (kept for life) */
-    char *source;     /* Owned: the target's source (CUDA C++ for CUDA) */
+    tack_kernel pub;      /* impl points back here */
+    tack_kernel *cpu;     /* Borrowed: the CPU build of the same plan (kept for life) */
+    char *source;         /* Owned: the target's source (CUDA C++ for CUDA) */
+    unsigned char *image; /* Owned: the request's binary image (Level Zero's SPIR-V),
+                             or NULL where the backend compiles source */
+    size_t image_nbytes;
     int parallel, host_trips, needs_ctx, restrict_body;
     int partial_size; /* bytes of one block's reduction partials; 0: none */
     int nnames;
@@ -115,6 +120,32 @@ tack_status tack__gpu_kernel_launch(void *state, tack_kernel *kernel,
  * user the tack__gpu_kernel. */
 int tack__gpu_twin_body(const tack_standin_launch *l, void *user);
 int tack__gpu_twin_finish(const tack_standin_launch *l, void *user);
+
+/* What a launch's record says, read back: the returned value into *result, or the
+ * failure it recorded as the CPU words it (checked: device memory the kernel wrote).
+ * (gpu_kernel_launch.c) */
+tack_status tack__gpu_read_record(const tack__gpu_kernel *k, const tack__gpu_record *r,
+                                  tack_kernel_value *result);
+
+/* A launch's trips as the host knows them (gpu_kernel_launch.c): -1 when the grid
+ * must fill the device, else at least 0, with *nothing true when the launch has
+ * nothing to run (no trip, and no finish to give a value: *result is then the
+ * launch's, no value). A debug-mode setup may fail here. */
+tack_status tack__gpu_launch_trips(const tack__gpu_kernel *k, const void *params,
+                                   int64_t *trips, bool *nothing,
+                                   tack_kernel_value *result);
+
+/* The grid and block of a launch of entry e for trips (tack__gpu_launch_trips'):
+ * one thread for a serial kernel; for a parallel one e's shape, fewer blocks when
+ * the trips need fewer. */
+void tack__gpu_launch_shape(const tack__gpu_kernel *k, const tack__gpu_entry *e,
+                            int64_t trips, unsigned *grid, unsigned *block);
+
+/* tack__gpu_twin_begin with the stand-in's registry given: reg, or NULL on a real
+ * driver (then nothing is taken and *held is false). */
+tack_status tack__gpu_twin_register(tack_standin_register_twin_fn reg,
+                                    const char *entry, tack_standin_twin_fn twin,
+                                    tack__gpu_kernel *k, bool *held);
 
 /* Before queuing entry on s: under the stand-in, takes the lock that keeps a twin's
  * registration and its launch together and registers twin for entry. *held says

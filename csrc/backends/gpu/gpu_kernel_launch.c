@@ -37,11 +37,9 @@ launch_entry(tack__gpu_state *s, tack__gpu_kernel *k, const char *entry,
     return st;
 }
 
-/* What a launch's record says, read back: the returned value, or the failure it
- * recorded (checked: the record is device memory the kernel wrote). */
-static tack_status
-read_record(const tack__gpu_kernel *k, const tack__gpu_record *r,
-            tack_kernel_value *result)
+tack_status
+tack__gpu_read_record(const tack__gpu_kernel *k, const tack__gpu_record *r,
+                      tack_kernel_value *result)
 {
     if (r->failed) {
         bool index = r->why == TACK_KERNEL_FAIL_INDEX;
@@ -112,7 +110,43 @@ launch_with_record(tack__gpu_state *s, tack__gpu_kernel *k,
     tack_status synced = TACK__GPU_CHECKED(s, stream_synchronize, s->stream);
     st = st == TACK_OK ? synced : st;
     tack__gpu_free_queued(s, scratch);
-    return st == TACK_OK ? read_record(k, &rec, result) : st;
+    return st == TACK_OK ? tack__gpu_read_record(k, &rec, result) : st;
+}
+
+tack_status
+tack__gpu_launch_trips(const tack__gpu_kernel *k, const void *params, int64_t *trips,
+                       bool *nothing, tack_kernel_value *result)
+{
+    *trips = -1; /* unknown on the host: the grid fills the device */
+    *nothing = false;
+    if (k->parallel && k->host_trips) {
+        /* reads extents and scalars only; a debug-mode setup may fail here */
+        tack_status st = tack__cpu_kernel_trips(k->cpu, params, trips);
+        if (st != TACK_OK) {
+            return st;
+        }
+        *nothing = *trips <= 0 && !tack__gpu_needs_finish(k);
+        if (*nothing) {
+            result->kind = TACK_KERNEL_RESULT_NONE; /* the launch's whole result */
+        }
+        *trips = *trips < 0 ? 0 : *trips;
+    }
+    return TACK_OK;
+}
+
+void
+tack__gpu_launch_shape(const tack__gpu_kernel *k, const tack__gpu_entry *e,
+                       int64_t trips, unsigned *grid, unsigned *block)
+{
+    /* a serial kernel runs as one thread; a parallel one on the blocks that fill
+     * the device, fewer when the trips need fewer (the loop is grid-stride) */
+    *block = k->parallel ? e->block : 1;
+    *grid = k->parallel ? e->grid : 1;
+    /* whole blocks for the trips, rounded up without overflow near INT64_MAX */
+    int64_t blocks = trips / *block + (trips % *block != 0);
+    if (trips > 0 && blocks < (int64_t)*grid) {
+        *grid = (unsigned)blocks;
+    }
 }
 
 tack_status
@@ -128,21 +162,14 @@ tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
                           "(tack_kernel_launch_on)",
                           kernel->name, v->platform, v->platform);
     }
-    int64_t trips = -1; /* unknown on the host: the grid fills the device */
-    if (k->parallel && k->host_trips) {
-        /* reads extents and scalars only; a debug-mode setup may fail here */
-        tack_status st = tack__cpu_kernel_trips(k->cpu, params, &trips);
-        if (st != TACK_OK) {
-            return st;
-        }
-        if (trips <= 0 && !tack__gpu_needs_finish(k)) {
-            result->kind = TACK_KERNEL_RESULT_NONE;
-            return TACK_OK;
-        }
-        trips = trips < 0 ? 0 : trips;
+    int64_t trips = -1;
+    bool nothing = false;
+    tack_status st = tack__gpu_launch_trips(k, params, &trips, &nothing, result);
+    if (st != TACK_OK || nothing) {
+        return st;
     }
     tack__gpu_guard g;
-    tack_status st = tack__gpu_enter(s, &g);
+    st = tack__gpu_enter(s, &g);
     if (st != TACK_OK) {
         return st;
     }
@@ -155,14 +182,8 @@ tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
                                        : &m->body;
         const char *entry =
             e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
-        /* a serial kernel runs as one thread; a parallel one on the blocks that fill
-         * the device, fewer when the trips need fewer (the loop is grid-stride) */
-        unsigned block = k->parallel ? e->block : 1, grid = k->parallel ? e->grid : 1;
-        /* whole blocks for the trips, rounded up without overflow near INT64_MAX */
-        int64_t blocks = trips / block + (trips % block != 0);
-        if (trips > 0 && blocks < (int64_t)grid) {
-            grid = (unsigned)blocks;
-        }
+        unsigned block = 1, grid = 1;
+        tack__gpu_launch_shape(k, e, trips, &grid, &block);
         uint64_t one = 0; /* a kernel without parameters declares a 1-byte block */
         void *block_arg = params_nbytes ? (void *)params : (void *)&one;
         if (k->needs_ctx) {

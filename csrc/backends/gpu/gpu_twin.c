@@ -188,7 +188,13 @@ tack_status
 tack__gpu_twin_begin(const tack__gpu_state *s, const char *entry,
                      tack_standin_twin_fn twin, tack__gpu_kernel *k, bool *held)
 {
-    tack_standin_register_twin_fn reg = s->drv->standin.register_twin;
+    return tack__gpu_twin_register(s->drv->standin.register_twin, entry, twin, k, held);
+}
+
+tack_status
+tack__gpu_twin_register(tack_standin_register_twin_fn reg, const char *entry,
+                        tack_standin_twin_fn twin, tack__gpu_kernel *k, bool *held)
+{
     *held = reg != NULL;
     if (!reg) {
         return TACK_OK;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "../gpu_driver.h"
-#include "level_zero_internal.h"
+#include "level_zero_kernel.h"
 
 static tack_status
 check_external_context(const tack_external_context *ctx)
@@ -311,4 +311,6 @@ const tack_backend tack__backend_level_zero = {
     .synchronize = tack__ze_synchronize,
     .memory_domain = level_zero_memory_domain,
     .driver_path = level_zero_driver_path,
+    .kernel_build = tack__ze_kernel_build,
+    .kernel_launch = tack__ze_kernel_launch,
 };

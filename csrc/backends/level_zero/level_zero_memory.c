@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "level_zero_internal.h"
+#include "level_zero_kernel.h"
 
 /* Executes the list if it holds commands; with wait, also synchronizes the queue and
  * makes the list writable again. Call with s->lock held. */
-static tack_status
-flush_locked(tack__ze_state *s, bool wait)
+tack_status
+tack__ze_flush_locked(tack__ze_state *s, bool wait)
 {
     const tze_api *api = &s->ze->api;
     if (s->appended) {
@@ -54,15 +54,15 @@ flush_locked(tack__ze_state *s, bool wait)
 }
 
 /* Makes the list writable: an executed list is waited for first. */
-static tack_status
-writable_locked(tack__ze_state *s)
+tack_status
+tack__ze_writable_locked(tack__ze_state *s)
 {
-    return s->in_flight ? flush_locked(s, true) : TACK_OK;
+    return s->in_flight ? tack__ze_flush_locked(s, true) : TACK_OK;
 }
 
 /* After a command was appended: the barrier that orders it before the next one. */
-static tack_status
-appended_locked(tack__ze_state *s, tze_result rc, const char *call)
+tack_status
+tack__ze_appended_locked(tack__ze_state *s, tze_result rc, const char *call)
 {
     if (rc != TZE_RESULT_SUCCESS) {
         return tack__ze_error(rc, call);
@@ -113,7 +113,7 @@ tack__ze_free(void *state, void *ptr)
     pthread_mutex_lock(&s->lock);
     /* The queued work may still use the memory: it is executed first. A failure
      * leaves nothing to wait for, and the memory is freed all the same. */
-    (void)flush_locked(s, false);
+    (void)tack__ze_flush_locked(s, false);
     bool freed = false;
     if (s->free_ext && s->in_flight) {
         tze_memory_free_ext_desc desc = {
@@ -126,7 +126,7 @@ tack__ze_free(void *state, void *ptr)
         }
     }
     if (!freed) {
-        (void)flush_locked(s, true);
+        (void)tack__ze_flush_locked(s, true);
         (void)api->zeMemFree(s->context, ptr);
     }
     pthread_mutex_unlock(&s->lock);
@@ -141,14 +141,15 @@ tack__ze_copy(void *state, void *dst, const void *src, size_t nbytes,
         return TACK_OK;
     }
     pthread_mutex_lock(&s->lock);
-    tack_status st = writable_locked(s);
+    tack_status st = tack__ze_writable_locked(s);
     if (st == TACK_OK) {
         tze_result rc = s->ze->api.zeCommandListAppendMemoryCopy(s->list, dst, src,
                                                                  nbytes, NULL, 0, NULL);
-        st = appended_locked(s, rc, "zeCommandListAppendMemoryCopy");
+        st = tack__ze_appended_locked(s, rc, "zeCommandListAppendMemoryCopy");
     }
     if (st == TACK_OK && kind != TACK_COPY_DEVICE_TO_DEVICE) {
-        st = flush_locked(s, true); /* the host side is the caller's, valid only now */
+        st = tack__ze_flush_locked(
+            s, true); /* the host side is the caller's, valid only now */
     }
     pthread_mutex_unlock(&s->lock);
     return st;
@@ -173,16 +174,16 @@ fill_by_copies_locked(tack__ze_state *s, char *dst, const void *pattern, size_t 
     const tze_api *api = &s->ze->api;
     tze_result rc = api->zeCommandListAppendMemoryCopy(s->list, dst, stage,
                                                        first * psize, NULL, 0, NULL);
-    tack_status st = appended_locked(s, rc, "zeCommandListAppendMemoryCopy");
+    tack_status st = tack__ze_appended_locked(s, rc, "zeCommandListAppendMemoryCopy");
     if (st == TACK_OK) {
-        st = flush_locked(s, true);
+        st = tack__ze_flush_locked(s, true);
     }
     free(stage);
     for (size_t done = first * psize; st == TACK_OK && done < total;) {
         size_t n = done < total - done ? done : total - done;
         rc = api->zeCommandListAppendMemoryCopy(s->list, dst + done, dst, n, NULL, 0,
                                                 NULL);
-        st = appended_locked(s, rc, "zeCommandListAppendMemoryCopy");
+        st = tack__ze_appended_locked(s, rc, "zeCommandListAppendMemoryCopy");
         done += n;
     }
     return st;
@@ -197,20 +198,21 @@ tack__ze_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes
         return TACK_OK;
     }
     pthread_mutex_lock(&s->lock);
-    tack_status st = writable_locked(s);
+    tack_status st = tack__ze_writable_locked(s);
     bool native = pattern_nbytes <= s->fill_pattern &&
                   (pattern_nbytes & (pattern_nbytes - 1)) == 0;
     if (st == TACK_OK && native) {
         tze_result rc = s->ze->api.zeCommandListAppendMemoryFill(
             s->list, dst, pattern, pattern_nbytes, pattern_nbytes * count, NULL, 0,
             NULL);
-        st = appended_locked(s, rc, "zeCommandListAppendMemoryFill");
+        st = tack__ze_appended_locked(s, rc, "zeCommandListAppendMemoryFill");
     }
     else if (st == TACK_OK) {
         st = fill_by_copies_locked(s, dst, pattern, pattern_nbytes, count);
     }
     if (st == TACK_OK) {
-        st = flush_locked(s, true); /* the pattern is the caller's, valid only now */
+        st = tack__ze_flush_locked(
+            s, true); /* the pattern is the caller's, valid only now */
     }
     pthread_mutex_unlock(&s->lock);
     return st;
@@ -248,7 +250,7 @@ tack__ze_synchronize(void *state)
 {
     tack__ze_state *s = state;
     pthread_mutex_lock(&s->lock);
-    tack_status st = flush_locked(s, true);
+    tack_status st = tack__ze_flush_locked(s, true);
     pthread_mutex_unlock(&s->lock);
     return st;
 }

@@ -446,26 +446,31 @@ standin_zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, uint32_t argIndex,
 {
     const char *call = "zeKernelSetArgumentValue";
     if (argIndex >= STANDIN_MAX_ARGS || argSize == 0 ||
-        argSize > STANDIN_MAX_ARG_NBYTES || !pArgValue) {
+        (pArgValue && argSize > STANDIN_MAX_ARG_NBYTES)) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX, call,
                                 "argument %u of %zu bytes at %p: the stand-in takes "
-                                "indices below %d, 1 to %d bytes by value (no local "
-                                "memory arguments)",
+                                "indices below %d, 1 to %d bytes by value, or a local "
+                                "memory size with a NULL value",
                                 (unsigned)argIndex, argSize, pArgValue,
                                 STANDIN_MAX_ARGS, STANDIN_MAX_ARG_NBYTES);
     }
+    /* A NULL value is local memory of argSize bytes: the twin computes the work
+     * group's partials itself, so it is set (held as no bytes) and never packed. */
+    size_t held = pArgValue ? argSize : 0;
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
     standin_kernel *k = standin_find(hKernel, STANDIN_KERNEL, call, &rc);
-    unsigned char *copy = k ? malloc(argSize) : NULL;
+    unsigned char *copy = k ? malloc(held ? held : 1) : NULL;
     if (k && !copy) {
         rc = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     }
     if (copy) {
-        memcpy(copy, pArgValue, argSize);
+        if (held) {
+            memcpy(copy, pArgValue, held);
+        }
         free(k->args[argIndex]);
         k->args[argIndex] = copy;
-        k->arg_nbytes[argIndex] = argSize;
+        k->arg_nbytes[argIndex] = held;
     }
     pthread_mutex_unlock(&standin_lock);
     return rc;

@@ -1,0 +1,287 @@
+/*
+ * level_zero_kernel.c: the level_zero backend's kernel build, and each context's
+ * module of a kernel (docs/level_zero.md, "Kernels").
+ *
+ * The front end hands a request whose image is the SPIR-V module of the kernel's
+ * OpenCL C (tack.kernel.spirv); the GPU layer checks it and builds the C twin
+ * (gpu_build_request.c). At a kernel's first launch on a context the module is made
+ * from that SPIR-V (zeModuleCreate, ZE_MODULE_FORMAT_IL_SPIRV) for the device, and
+ * its entry points with zeKernelCreate; both are kept for the life of the process
+ * (kernels are never released), one module per context and device.
+ *
+ * Under the stand-in driver the launches are computed by CPU twins (gpu_twin.h): its
+ * registry is looked up among the libraries the Level Zero loader loaded, and is
+ * absent on a real driver. Two stand-in drivers each have their own registry, and a
+ * twin is registered with every one found.
+ */
+#define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NOLOAD */
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../gpu/gpu_kernel.h"
+#include "level_zero_kernel.h"
+
+/* ---- the stand-in's twin registries -------------------------------------------- */
+
+#define MAX_REGISTRIES 8
+#define MAX_LIBRARIES 256
+
+static pthread_once_t registries_once = PTHREAD_ONCE_INIT;
+static tack_standin_register_twin_fn registries[MAX_REGISTRIES];
+static int nregistries;
+
+typedef struct library_names {
+    char names[MAX_LIBRARIES][512];
+    int n;
+} library_names;
+
+/* Collects the loaded libraries' paths; they are opened after the walk, since
+ * dl_iterate_phdr holds the dynamic linker's lock while it calls back. */
+static int
+collect_library(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    library_names *l = data;
+    if (info->dlpi_name && info->dlpi_name[0] && l->n < MAX_LIBRARIES) {
+        snprintf(l->names[l->n++], sizeof l->names[0], "%s", info->dlpi_name);
+    }
+    return 0;
+}
+
+static void
+find_registries(void)
+{
+    library_names *l = tack__calloc(sizeof *l);
+    if (!l) {
+        return; /* no twins: launches under the stand-in are refused, and say so */
+    }
+    dl_iterate_phdr(collect_library, l);
+    for (int i = 0; i < l->n && nregistries < MAX_REGISTRIES; i++) {
+        void *lib = dlopen(l->names[i], RTLD_LAZY | RTLD_NOLOAD);
+        void *sym = lib ? dlsym(lib, TACK_STANDIN_ZE_REGISTER_TWIN) : NULL;
+        tack_standin_register_twin_fn fn = NULL;
+        memcpy(&fn, &sym, sizeof fn);
+        bool known = false;
+        for (int k = 0; k < nregistries; k++) {
+            known = known || registries[k] == fn;
+        }
+        if (fn && !known) {
+            registries[nregistries++] = fn;
+        }
+        if (lib) {
+            dlclose(lib); /* only the reference NOLOAD took: the loader keeps it */
+        }
+    }
+    tack__free(l);
+}
+
+/* A tack_standin_register_twin_fn over every registry found. */
+static int
+register_everywhere(const char *entry, tack_standin_twin_fn fn, void *user)
+{
+    int rc = 0;
+    for (int k = 0; k < nregistries; k++) {
+        rc |= registries[k](entry, fn, user);
+    }
+    return rc;
+}
+
+tack_standin_register_twin_fn
+tack__ze_twin_registry(void)
+{
+    pthread_once(&registries_once, find_registries);
+    return nregistries ? register_everywhere : NULL;
+}
+
+/* ---- build ---------------------------------------------------------------------- */
+
+tack_status
+tack__ze_kernel_build(const tack_backend *self, const char *name, const char *filename,
+                      const tack_kernel_request *req, tack_kernel **out, char **log)
+{
+    if (!req->image || req->image_nbytes == 0) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "kernel '%s': the level_zero backend builds a request whose "
+                          "image is the kernel's SPIR-V module (tack.kernel's Level "
+                          "Zero emitter makes one), not a source alone",
+                          name);
+    }
+    return tack__gpu_kernel_build(self, name, filename, req, out, log);
+}
+
+/* ---- fp64 ---------------------------------------------------------------------- */
+
+/* Whether the SPIR-V words declare OpCapability Float64 (opcode 17, capability 10):
+ * the module computes in float64 somewhere. */
+static bool
+needs_fp64(const unsigned char *image, size_t nbytes)
+{
+    size_t nwords = nbytes / 4;
+    for (size_t at = 5; at < nwords;) {
+        uint32_t w, operand = 0;
+        memcpy(&w, image + 4 * at, 4);
+        uint32_t count = w >> 16;
+        if (count == 0) {
+            return false; /* not a module the driver would take: it says so */
+        }
+        if ((w & 0xffffu) == 17u && count == 2 && at + 1 < nwords) {
+            memcpy(&operand, image + 4 * (at + 1), 4);
+            if (operand == 10u) {
+                return true;
+            }
+        }
+        at += count;
+    }
+    return false;
+}
+
+tack_status
+tack__ze_kernel_fits(const tack__gpu_kernel *k, const tack__ze_state *s)
+{
+    if (!needs_fp64(k->image, k->image_nbytes)) {
+        return TACK_OK;
+    }
+    tze_device_module_properties props;
+    memset(&props, 0, sizeof props);
+    props.stype = TZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+    tze_result rc = s->ze->api.zeDeviceGetModuleProperties(s->device, &props);
+    if (rc != TZE_RESULT_SUCCESS) {
+        return tack__ze_error(rc, "zeDeviceGetModuleProperties");
+    }
+    if (props.flags & TZE_DEVICE_MODULE_FLAG_FP64) {
+        return TACK_OK;
+    }
+    /* Today every module declares Float64: the launch record holds a double and a
+     * reduction's partials are doubles (emit_opencl.py), float32 kernels too. */
+    return tack__fail(TACK_ERR_UNSUPPORTED,
+                      "kernel '%s': its SPIR-V module uses float64 (OpCapability "
+                      "Float64), which this Level Zero device does not support (no "
+                      "ZE_DEVICE_MODULE_FLAG_FP64); Tack's Level Zero kernels need a "
+                      "device with fp64 for now, even when written in float32",
+                      k->pub.name);
+}
+
+/* ---- each context's module ------------------------------------------------------- */
+
+/* The kernel `entry` of module mod, with its group size, or an error naming it. */
+static tack_status
+entry_of(const tack__ze_state *s, const char *kernel, tze_module mod, const char *entry,
+         tack__gpu_entry *out)
+{
+    const tze_api *api = &s->ze->api;
+    tze_kernel_desc desc = {TZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, entry};
+    tze_kernel kn = NULL;
+    tze_result rc = api->zeKernelCreate(mod, &desc, &kn);
+    if (rc != TZE_RESULT_SUCCESS) {
+        return tack__fail(TACK_ERR_BACKEND,
+                          "kernel '%s': zeKernelCreate('%s') failed (%s): its SPIR-V "
+                          "module lacks the entry point",
+                          kernel, entry, tack__ze_result_name(rc));
+    }
+    /* groups for a grid-stride loop: the driver's size for a large global size */
+    uint32_t x = 1, y = 1, z = 1;
+    rc = api->zeKernelSuggestGroupSize(kn, TACK__ZE_FILL_GROUPS * 256u, 1, 1, &x, &y,
+                                       &z);
+    if (rc == TZE_RESULT_SUCCESS) {
+        rc = api->zeKernelSetGroupSize(kn, x, 1, 1);
+    }
+    if (rc != TZE_RESULT_SUCCESS) {
+        (void)api->zeKernelDestroy(kn);
+        return tack__ze_error(rc, "zeKernelSuggestGroupSize");
+    }
+    memcpy(&out->fn, &kn, sizeof kn);
+    out->block = x;
+    out->grid = TACK__ZE_FILL_GROUPS;
+    return TACK_OK;
+}
+
+/* Makes k's module and entry points on s's context and device into m. */
+static tack_status
+make_module(tack__gpu_kernel *k, const tack__ze_state *s, tack__gpu_context_module *m)
+{
+    const tze_api *api = &s->ze->api;
+    tze_module_desc desc = {TZE_STRUCTURE_TYPE_MODULE_DESC,
+                            NULL,
+                            TZE_MODULE_FORMAT_IL_SPIRV,
+                            k->image_nbytes,
+                            k->image,
+                            "",
+                            NULL};
+    tze_module mod = NULL;
+    tze_result rc = api->zeModuleCreate(s->context, s->device, &desc, &mod, NULL);
+    if (rc == TZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
+        rc == TZE_RESULT_ERROR_INVALID_NATIVE_BINARY) {
+        return tack__fail(TACK_ERR_COMPILE,
+                          "kernel '%s': the Level Zero driver could not build its "
+                          "SPIR-V module (%s)",
+                          k->pub.name, tack__ze_result_name(rc));
+    }
+    if (rc != TZE_RESULT_SUCCESS) {
+        return tack__ze_error(rc, "zeModuleCreate");
+    }
+    tack_status st = entry_of(s, k->pub.name, mod, "tack_kernel_body", &m->body);
+    if (st == TACK_OK && k->restrict_body) {
+        st = entry_of(s, k->pub.name, mod, "tack_kernel_body_restrict",
+                      &m->body_restrict);
+    }
+    tack__gpu_entry finish = {NULL, 0, 0};
+    if (st == TACK_OK && tack__gpu_needs_finish(k)) {
+        st = entry_of(s, k->pub.name, mod, "tack_kernel_finish", &finish);
+    }
+    if (st != TACK_OK) {
+        tze_kernel made[2];
+        memcpy(&made[0], &m->body.fn, sizeof made[0]);
+        memcpy(&made[1], &m->body_restrict.fn, sizeof made[1]);
+        for (int i = 0; i < 2; i++) {
+            if (made[i]) {
+                (void)api->zeKernelDestroy(made[i]);
+            }
+        }
+        (void)api->zeModuleDestroy(mod);
+        return st;
+    }
+    m->finish = finish.fn;
+    memcpy(&m->mod, &mod, sizeof mod);
+    return TACK_OK;
+}
+
+tack_status
+tack__ze_module_of(tack__gpu_kernel *k, const tack__ze_state *s,
+                   const tack__gpu_context_module **out)
+{
+    tack__gpu_context ctx;
+    memcpy(&ctx, &s->context, sizeof ctx);
+    pthread_mutex_lock(&k->lock);
+    tack__gpu_context_module *m = k->modules;
+    while (m && (m->ctx != ctx || m->device != (const void *)s->device)) {
+        m = m->next;
+    }
+    tack_status st = TACK_OK;
+    if (!m) {
+        st = tack__ze_kernel_fits(k, s);
+        if (st == TACK_OK && !(m = tack__calloc(sizeof *m))) {
+            st = tack__fail(TACK_ERR_NO_MEMORY, "out of memory loading kernel '%s'",
+                            k->pub.name);
+        }
+        if (st == TACK_OK) {
+            st = make_module(k, s, m);
+        }
+        if (st == TACK_OK) {
+            m->ctx = ctx;
+            m->device = s->device;
+            m->next = k->modules;
+            k->modules = m;
+        }
+        else {
+            tack__free(m);
+            m = NULL;
+        }
+    }
+    pthread_mutex_unlock(&k->lock);
+    if (st == TACK_OK) {
+        *out = m;
+    }
+    return st;
+}
