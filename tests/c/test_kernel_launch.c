@@ -389,7 +389,9 @@ TACK_TEST(arrays_of_different_memory_domains_or_a_foreign_device_are_refused)
     const tack_array *mixed[2] = {a, b};
     CHECK_STATUS(tack_kernel_check_arrays("k", 2, mixed, names, stored),
                  TACK_ERR_DEVICE_MISMATCH);
-    CHECK(strstr(tack_last_error(), "'x' and 'y'") != NULL);
+    /* both parameters, each with its device */
+    CHECK(strstr(tack_last_error(), "'x' (on ") != NULL);
+    CHECK(strstr(tack_last_error(), "'y' (on ") != NULL);
     CHECK_EQ_INT(tack_status_kind(TACK_ERR_DEVICE_MISMATCH), TACK_KIND_VALUE);
     const tack_array *gpu[2] = {g, a};
     CHECK_STATUS(tack_kernel_check_arrays("k", 2, gpu, names, stored),
