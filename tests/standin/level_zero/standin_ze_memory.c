@@ -385,3 +385,14 @@ standin_zeMemGetAllocProperties(ze_context_handle_t hContext, const void *ptr,
     pthread_mutex_unlock(&standin_lock);
     return rc;
 }
+
+void
+standin_views_protect(const standin_list *l, int prot)
+{
+    for (standin_allocation *a = allocations; a; a = a->next) {
+        if (a->alias && a->type == ZE_MEMORY_TYPE_DEVICE && a->context == l->context &&
+            a->device == l->device) {
+            mprotect(a->user, (a->size + 4095) / 4096 * 4096, prot);
+        }
+    }
+}
