@@ -179,6 +179,25 @@ def test_a_kernel_writing_another_contexts_memory_faults():
     assert out.returncode == -signal.SIGSEGV, (out.returncode, out.stderr)
 
 
+@needs_runtime
+@standin_only
+def test_a_kernel_writing_past_an_allocation_faults():
+    # Each allocation's view is followed by a page that stays PROT_NONE during a
+    # launch: a kernel that runs off the end of its last page faults there.
+    out = run(child("""
+        s = Session(foreign_context())
+        k = s.kernel(spirv)
+        dx, dp = s.alloc(8 * 1024), s.alloc(8 * 64)
+        short = s.alloc(4096)  # 512 doubles, and the kernel writes 1024
+        set_args(k, dx, short, dp, 1024, None, 16)
+        print("launching", flush=True)
+        s.run([s.launch(k, 64)])
+        print("not caught", flush=True)
+    """), check=False, **spirv_env())
+    assert "launching" in out.stdout and "not caught" not in out.stdout
+    assert out.returncode == -signal.SIGSEGV, (out.returncode, out.stderr)
+
+
 NO_TWIN = """
     s = Session(foreign_context())
     k = s.kernel(spirv)
