@@ -131,8 +131,17 @@ typedef struct standin_module {
     size_t nwords;
     char *names; /* Owned: NUL-terminated names, one after another */
     size_t names_nbytes;
-    size_t kernels; /* live kernels made from it */
+    size_t kernels;   /* live kernels made from it */
+    void *cl_program; /* its OpenCL program when launches execute SPIR-V, else NULL */
 } standin_module;
+
+/* What a kernel parameter is, read from the module's SPIR-V (OpFunctionParameter's
+ * type): a value, a pointer to CrossWorkgroup (global) or Workgroup (local) memory. */
+typedef enum standin_arg_kind {
+    STANDIN_ARG_VALUE,
+    STANDIN_ARG_GLOBAL,
+    STANDIN_ARG_LOCAL,
+} standin_arg_kind;
 
 #define STANDIN_MAX_ARGS 16
 #define STANDIN_MAX_ARG_NBYTES 2048
@@ -144,7 +153,11 @@ typedef struct standin_kernel {
     uint32_t group[3];                     /* zeKernelSetGroupSize's; 0: never set */
     unsigned char *args[STANDIN_MAX_ARGS]; /* Owned: each argument's bytes, or NULL */
     size_t arg_nbytes[STANDIN_MAX_ARGS];
+    bool arg_null[STANDIN_MAX_ARGS]; /* set with a NULL value (args[] holds zeros) */
     size_t appended; /* launches of it in lists not reset or destroyed since */
+    void *cl_kernel; /* its OpenCL kernel when launches execute SPIR-V, else NULL */
+    int nparams; /* parameters read from the SPIR-V (-1: the entry has no function) */
+    standin_arg_kind kinds[STANDIN_MAX_ARGS];
 } standin_kernel;
 
 /* A launch as appended: the kernel's arguments packed then, and the twin that
@@ -153,10 +166,15 @@ typedef struct standin_launch {
     standin_kernel *kernel;
     tack_standin_twin_fn fn;
     void *user;
-    uint32_t groups[3]; /* the group count */
-    uint32_t group[3];  /* the group size */
-    unsigned char *params;
+    uint32_t groups[3];    /* the group count */
+    uint32_t group[3];     /* the group size */
+    unsigned char *params; /* twin: the packed block; SPIR-V: each argument's bytes */
     size_t params_nbytes;
+    void *cl_kernel;                 /* SPIR-V: the OpenCL kernel, else NULL */
+    int nargs;                       /* SPIR-V: the arguments and where they are */
+    size_t arg_at[STANDIN_MAX_ARGS]; /* in params */
+    size_t arg_nbytes[STANDIN_MAX_ARGS];
+    bool arg_null[STANDIN_MAX_ARGS]; /* set with a NULL value (local memory, NULL) */
 } standin_launch;
 
 /* The process-wide state, under standin_lock. */
@@ -326,5 +344,31 @@ ze_result_t standin_zeCommandListAppendLaunchKernel(
     ze_command_list_handle_t hCommandList, ze_kernel_handle_t hKernel,
     const ze_group_count_t *pLaunchFuncArgs, ze_event_handle_t hSignalEvent,
     uint32_t numWaitEvents, ze_event_handle_t *phWaitEvents);
+
+/* standin_ze_opencl.c: launches that execute the module's SPIR-V on OpenCL. */
+/* Whether launches execute SPIR-V ($TACK_STANDIN_ZE_EXECUTE and whether OpenCL
+ * offers a device that can); decided once, with a note. Call under standin_lock. */
+bool standin_cl_executes(void);
+/* Why $TACK_STANDIN_ZE_EXECUTE=spirv cannot be honoured, or NULL. Under the lock. */
+const char *standin_cl_refusal(void);
+/* Builds m's SPIR-V (m->cl_program); ZE_RESULT_ERROR_MODULE_BUILD_FAILURE with the
+ * build log in *log (malloc'd) when it fails. Under standin_lock. */
+ze_result_t standin_cl_build(standin_module *m, char **log);
+/* Makes k's OpenCL kernel and reads its parameter kinds. Under standin_lock. */
+ze_result_t standin_cl_kernel(standin_kernel *k, const char *call);
+/* Runs launch on OpenCL with the device memory of l's context and device opened to
+ * it, and waits for it. Under standin_lock. */
+ze_result_t standin_cl_run(const standin_list *l, const standin_launch *launch);
+void standin_cl_release(void *program, void *kernel);
+/* Counts a launch computed by a twin. Under standin_lock. */
+void standin_count_twin(void);
+/* The kinds of entry's parameters in a SPIR-V module (standin_ze_spirv.c): their
+ * number, or -1 when the entry point has no function. */
+int standin_spirv_params(const uint32_t *words, size_t nwords, const char *entry,
+                         standin_arg_kind *kinds, int max);
+/* Opens (prot PROT_READ|PROT_WRITE) or closes (PROT_NONE) the application view of
+ * every live device allocation of l's context and device (standin_ze_memory.c), for a
+ * launch's execution. Under standin_lock. */
+void standin_views_protect(const standin_list *l, int prot);
 
 #endif /* TACK_STANDIN_ZE_H */

@@ -18,6 +18,7 @@
 #include "standin_ze.h"
 
 static standin_allocation *allocations; /* every allocation made, newest first */
+enum { STANDIN_GUARD = 4096 };          /* the PROT_NONE page after each user view */
 static uint64_t next_id = 1;
 
 standin_allocation *
@@ -69,7 +70,7 @@ free_allocations(void)
         if (allocations->alias) {
             munmap(allocations->alias, pages ? pages : 4096);
         }
-        munmap(allocations->user, pages ? pages : 4096);
+        munmap(allocations->user, (pages ? pages : 4096) + STANDIN_GUARD);
         free(allocations);
         allocations = next;
     }
@@ -86,7 +87,17 @@ map_twice(size_t size, int user_prot, char **user, char **alias)
     }
     ze_result_t rc = ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
     if (ftruncate(fd, (off_t)pages) == 0) {
-        void *u = mmap(NULL, pages, user_prot, MAP_SHARED, fd, 0);
+        /* The user view is followed by a guard page that stays PROT_NONE (even
+         * while a launch runs on the view), so that a kernel that runs past the
+         * last page of an allocation faults rather than reaching whatever mapping
+         * the system put next (another allocation, or the read-write alias). */
+        void *u = mmap(NULL, pages + STANDIN_GUARD, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (u != MAP_FAILED &&
+            mmap(u, pages, user_prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+            munmap(u, pages + STANDIN_GUARD);
+            u = MAP_FAILED;
+        }
         void *a = mmap(NULL, pages, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (u != MAP_FAILED && a != MAP_FAILED) {
             *user = u;
@@ -95,7 +106,7 @@ map_twice(size_t size, int user_prot, char **user, char **alias)
         }
         else {
             if (u != MAP_FAILED) {
-                munmap(u, pages);
+                munmap(u, pages + STANDIN_GUARD);
             }
             if (a != MAP_FAILED) {
                 munmap(a, pages);
@@ -384,4 +395,15 @@ standin_zeMemGetAllocProperties(ze_context_handle_t hContext, const void *ptr,
     }
     pthread_mutex_unlock(&standin_lock);
     return rc;
+}
+
+void
+standin_views_protect(const standin_list *l, int prot)
+{
+    for (standin_allocation *a = allocations; a; a = a->next) {
+        if (a->alias && a->type == ZE_MEMORY_TYPE_DEVICE && a->context == l->context &&
+            a->device == l->device) {
+            mprotect(a->user, (a->size + 4095) / 4096 * 4096, prot);
+        }
+    }
 }

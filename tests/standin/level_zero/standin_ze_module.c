@@ -253,6 +253,15 @@ standin_zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
     pthread_mutex_lock(&standin_lock);
     standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
     standin_device *d = c ? standin_find(hDevice, STANDIN_DEVICE, call, &rc) : NULL;
+    standin_module built = {.words = words, .nwords = nwords};
+    char *log = NULL;
+    if (d && standin_cl_executes() &&
+        (rc = standin_cl_build(&built, &log)) != ZE_RESULT_SUCCESS) {
+        standin_complain(rc, call, "OpenCL cannot build the SPIR-V module: %.300s",
+                         log ? log : "(no build log)");
+        free(log);
+        d = NULL;
+    }
     standin_module *m = d ? standin_new(sizeof *m, STANDIN_MODULE) : NULL;
     if (d && !m) {
         rc = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
@@ -264,11 +273,13 @@ standin_zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
         m->nwords = nwords;
         m->names = names;
         m->names_nbytes = names_nbytes;
+        m->cl_program = built.cl_program;
         c->live++;
         *phModule = (ze_module_handle_t)m;
     }
     pthread_mutex_unlock(&standin_lock);
     if (!m) {
+        standin_cl_release(built.cl_program, NULL);
         free(words);
         free(names);
     }
@@ -302,6 +313,8 @@ standin_zeModuleDestroy(ze_module_handle_t hModule)
 void
 standin_module_release(standin_module *m)
 {
+    standin_cl_release(m->cl_program, NULL);
+    m->cl_program = NULL;
     free(m->words);
     free(m->names);
     m->words = NULL;
@@ -345,6 +358,15 @@ standin_zeKernelCreate(ze_module_handle_t hModule, const ze_kernel_desc_t *desc,
     if (k) {
         k->module = m;
         memcpy(k->name, desc->pKernelName, len + 1);
+        k->nparams = standin_spirv_params(m->words, m->nwords, k->name, k->kinds,
+                                          STANDIN_MAX_ARGS);
+        rc = m->cl_program ? standin_cl_kernel(k, call) : ZE_RESULT_SUCCESS;
+        if (rc != ZE_RESULT_SUCCESS) {
+            k->obj.dead = true;
+            k = NULL;
+        }
+    }
+    if (k) {
         m->kernels++;
         *phKernel = (ze_kernel_handle_t)k;
     }
@@ -370,6 +392,7 @@ standin_zeKernelDestroy(ze_kernel_handle_t hKernel)
     }
     else if (k) {
         k->module->kernels--;
+        standin_kernel_release(k);
         k->obj.dead = true;
     }
     pthread_mutex_unlock(&standin_lock);
@@ -449,28 +472,48 @@ standin_zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, uint32_t argIndex,
         (pArgValue && argSize > STANDIN_MAX_ARG_NBYTES)) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX, call,
                                 "argument %u of %zu bytes at %p: the stand-in takes "
-                                "indices below %d, 1 to %d bytes by value, or a local "
-                                "memory size with a NULL value",
+                                "indices below %d, 1 to %d bytes by value",
                                 (unsigned)argIndex, argSize, pArgValue,
                                 STANDIN_MAX_ARGS, STANDIN_MAX_ARG_NBYTES);
     }
-    /* A NULL value is local memory of argSize bytes: the twin computes the work
-     * group's partials itself, so it is set (held as no bytes) and never packed. */
-    size_t held = pArgValue ? argSize : 0;
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
     standin_kernel *k = standin_find(hKernel, STANDIN_KERNEL, call, &rc);
-    unsigned char *copy = k ? malloc(held ? held : 1) : NULL;
+    standin_arg_kind kind =
+        k && (int)argIndex < k->nparams ? k->kinds[argIndex] : STANDIN_ARG_VALUE;
+    const char *bad = NULL;
+    if (k && k->nparams >= 0 && (int)argIndex >= k->nparams) {
+        bad = "is past the kernel's parameters";
+    }
+    else if (k && kind == STANDIN_ARG_LOCAL && pArgValue) {
+        bad = "is local memory: its value must be NULL (the size is what is set)";
+    }
+    else if (k && kind != STANDIN_ARG_LOCAL && !pArgValue &&
+             (kind != STANDIN_ARG_GLOBAL || argSize != sizeof(void *))) {
+        bad = "is a value: a NULL value is only for a pointer or local memory";
+    }
+    else if (k && kind == STANDIN_ARG_GLOBAL && argSize != sizeof(void *)) {
+        bad = "is a global pointer: its size is 8";
+    }
+    if (bad) {
+        rc = standin_complain(ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE, call,
+                              "argument %u (%zu bytes) of kernel '%s' %s",
+                              (unsigned)argIndex, argSize, k->name, bad);
+        k = NULL;
+    }
+    /* a NULL value is kept as zero bytes: a NULL pointer, or local memory's size */
+    unsigned char *copy = k ? calloc(1, pArgValue ? argSize : sizeof(void *)) : NULL;
     if (k && !copy) {
         rc = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     }
     if (copy) {
-        if (held) {
-            memcpy(copy, pArgValue, held);
+        if (pArgValue) {
+            memcpy(copy, pArgValue, argSize);
         }
         free(k->args[argIndex]);
         k->args[argIndex] = copy;
-        k->arg_nbytes[argIndex] = held;
+        k->arg_nbytes[argIndex] = argSize;
+        k->arg_null[argIndex] = !pArgValue;
     }
     pthread_mutex_unlock(&standin_lock);
     return rc;
@@ -479,6 +522,8 @@ standin_zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, uint32_t argIndex,
 void
 standin_kernel_release(standin_kernel *k)
 {
+    standin_cl_release(NULL, k->cl_kernel);
+    k->cl_kernel = NULL;
     for (int i = 0; i < STANDIN_MAX_ARGS; i++) {
         free(k->args[i]);
         k->args[i] = NULL;
@@ -489,7 +534,10 @@ standin_kernel_release(standin_kernel *k)
 
 /* The parameter block of a launch of k: its arguments in order, each at an 8-byte
  * boundary (gpu_twin.h's layout for Tack's entry points, whose arguments are the
- * parameter struct and 8-byte scalars). Call under standin_lock. */
+ * parameter struct and 8-byte scalars). A pointer set with a NULL value is 8 zero
+ * bytes; local memory takes no room (a twin makes its own, as a CUDA twin does for
+ * shared memory). Where each argument is, for OpenCL, in out->arg_at. Call under
+ * standin_lock. */
 static ze_result_t
 pack_arguments(const standin_kernel *k, standin_launch *out, const char *call)
 {
@@ -497,14 +545,19 @@ pack_arguments(const standin_kernel *k, standin_launch *out, const char *call)
     while (n > 0 && !k->args[n - 1]) {
         n--;
     }
-    size_t nbytes = 0;
+    if (out->cl_kernel && n < k->nparams) {
+        n = k->nparams; /* OpenCL runs only with every parameter set */
+    }
+    size_t nbytes = 0, stored[STANDIN_MAX_ARGS];
     for (int i = 0; i < n; i++) {
         if (!k->args[i]) {
             return standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
                                     "argument %d of kernel '%s' was never set", i,
                                     k->name);
         }
-        nbytes += (k->arg_nbytes[i] + 7) & ~(size_t)7;
+        bool local = i < k->nparams && k->kinds[i] == STANDIN_ARG_LOCAL;
+        stored[i] = !k->arg_null[i] ? k->arg_nbytes[i] : local ? 0 : sizeof(void *);
+        nbytes += (stored[i] + 7) & ~(size_t)7;
     }
     out->params = calloc(1, nbytes ? nbytes : 1);
     if (!out->params) {
@@ -512,9 +565,13 @@ pack_arguments(const standin_kernel *k, standin_launch *out, const char *call)
     }
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        memcpy(out->params + at, k->args[i], k->arg_nbytes[i]);
-        at += (k->arg_nbytes[i] + 7) & ~(size_t)7;
+        memcpy(out->params + at, k->args[i], stored[i]);
+        out->arg_at[i] = at;
+        out->arg_nbytes[i] = k->arg_nbytes[i];
+        out->arg_null[i] = k->arg_null[i];
+        at += (stored[i] + 7) & ~(size_t)7;
     }
+    out->nargs = n;
     out->params_nbytes = nbytes;
     return ZE_RESULT_SUCCESS;
 }
@@ -545,33 +602,42 @@ standin_zeCommandListAppendLaunchKernel(ze_command_list_handle_t hCommandList,
     while (k && t && strcmp(t->entry, k->name) != 0) {
         t = t->next;
     }
+    bool spirv = k && k->cl_kernel;
+    const char *refused = k ? standin_cl_refusal() : NULL;
     if (k && !k->group[0]) {
         rc = standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
                               "kernel '%s' has no group size: call "
                               "zeKernelSetGroupSize first",
                               k->name);
     }
-    else if (k && !t) {
+    else if (k && refused) {
+        rc = standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, call,
+                              "TACK_STANDIN_ZE_EXECUTE=spirv, and kernel '%s' cannot "
+                              "run on OpenCL: %s",
+                              k->name, refused);
+    }
+    else if (k && !spirv && !t) {
         rc = standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, call,
                               "no CPU twin is registered for kernel '%s': the "
                               "stand-in cannot compute it",
                               k->name);
     }
     else if (k) {
+        launch->cl_kernel = spirv ? k->cl_kernel : NULL;
         rc = pack_arguments(k, launch, call);
     }
-    if (k && t && rc == ZE_RESULT_SUCCESS) {
+    if (k && (spirv || t) && rc == ZE_RESULT_SUCCESS) {
         launch->kernel = k;
-        launch->fn = t->fn;
-        launch->user = t->user;
+        launch->fn = spirv ? NULL : t->fn;
+        launch->user = spirv ? NULL : t->user;
         launch->groups[0] = pLaunchFuncArgs->groupCountX;
         launch->groups[1] = pLaunchFuncArgs->groupCountY;
         launch->groups[2] = pLaunchFuncArgs->groupCountZ;
         memcpy(launch->group, k->group, sizeof launch->group);
     }
     pthread_mutex_unlock(&standin_lock);
-    if (rc != ZE_RESULT_SUCCESS || !k || !t) {
-        /* (!k and !t each came with a complaint above: rc is never a success then) */
+    if (rc != ZE_RESULT_SUCCESS || !k) {
+        /* (!k came with a complaint above: rc is never a success then) */
         free(launch->params);
         free(launch);
         return rc;
@@ -614,6 +680,10 @@ translate(void *ctx, uint64_t address, size_t nbytes)
 ze_result_t
 standin_launch_run(const standin_list *l, const standin_launch *launch)
 {
+    if (launch->cl_kernel) {
+        return standin_cl_run(l, launch);
+    }
+    standin_count_twin();
     tack_standin_launch args = {
         .entry = launch->kernel->name,
         .params = launch->params,
