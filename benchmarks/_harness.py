@@ -24,6 +24,7 @@ import gc
 import json
 import math
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -284,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated subset of " + ", ".join(BENCHMARKS))
     parser.add_argument("--smoke", action="store_true",
                         help="each benchmark at its smoke size")
+    parser.add_argument("--script-args", default="",
+                        help="arguments passed on to each benchmark script, such as "
+                        "\"--only histogram --threads 2\" for bench_kernels.py")
     args = parser.parse_args(argv)
     env = dict(os.environ)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -301,8 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         runs = []
         for _ in range(args.runs):
             try:
-                runs.append(run_one(script, prefix, ["--smoke"] if args.smoke else [],
-                                    env))
+                extra = ["--smoke"] if args.smoke else []
+                runs.append(run_one(script, prefix,
+                                    [*extra, *shlex.split(args.script_args)], env))
             except RuntimeError as e:
                 print(e)
                 failed += 1

@@ -178,6 +178,18 @@ void histogram(const double *v, int64_t *h, int64_t n, int64_t bins, int threads
     for (int64_t i = 0; i < n; i++)
         __atomic_fetch_add(&h[(int64_t)(v[i] * (double)bins)], 1, __ATOMIC_RELAXED);
 }
+void histogram_private(const double *v, int64_t *h, int64_t n, int64_t bins,
+                       int threads) {
+    #pragma omp parallel num_threads(threads)
+    {
+        int64_t local[bins];
+        for (int64_t b = 0; b < bins; b++) local[b] = 0;
+        #pragma omp for schedule(static)
+        for (int64_t i = 0; i < n; i++) local[(int64_t)(v[i] * (double)bins)]++;
+        for (int64_t b = 0; b < bins; b++)
+            if (local[b]) __atomic_fetch_add(&h[b], local[b], __ATOMIC_RELAXED);
+    }
+}
 void row_sum(const float *a, float *out, int64_t rows, int64_t cols, int threads) {
     #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
@@ -223,6 +235,7 @@ def build_hand_c() -> Any | None:
     h.jacobi.argtypes = [vp, vp, i64, i64, i32]
     h.mandel.argtypes = [vp, i64, i64, i64, i32]
     h.histogram.argtypes = [vp, vp, i64, i64, i32]
+    h.histogram_private.argtypes = [vp, vp, i64, i64, i32]
     h.row_sum.argtypes = [vp, vp, i64, i64, i32]
     h.full_sum.argtypes = [vp, i64, i32]
     h.full_sum.restype = ctypes.c_float
@@ -396,7 +409,8 @@ def peer_column(name: str) -> str:
     """The table's column of a peer: its first word names it (the variant, such as
     "NumPy bincount" or "Numba (serial)", is the workload's; benchmarks/RESULTS.md
     names it)."""
-    for prefix, column in (("hand C", "hand C (OpenMP)"), ("Numba", "Numba"),
+    for prefix, column in (("hand C private", "hand C (private copies)"),
+                           ("hand C", "hand C (OpenMP)"), ("Numba", "Numba"),
                            ("Warp", "Warp CPU"), ("NumPy", "NumPy")):
         if name.startswith(prefix):
             return column
@@ -419,7 +433,8 @@ def compare(title: str, entries: list[Entry], repeats: int) -> None:
                 times[name] = min(times[name], time.perf_counter() - t0)
     t_tack = times[entries[0][0]]
     REPORT.add(KERNELS, title, "Tack", t_tack * 1e3, "ms")
-    for column in ("hand C (OpenMP)", "Numba", "Warp CPU", "NumPy"):
+    for column in ("hand C (OpenMP)", "hand C (private copies)", "Numba", "Warp CPU",
+                   "NumPy"):
         REPORT.add(KERNELS, title, column, None, "x")
     for name, _, _, _ in entries[1:]:
         REPORT.add(KERNELS, title, peer_column(name), times[name] / t_tack, "x")
@@ -620,6 +635,11 @@ def workload_histogram(n: int, repeats: int, threads: int, hand: Any, nb: Any,
                                                             h1.ctypes.data, n, bins,
                                                             threads)),
                         lambda: np.testing.assert_array_equal(h1, ref), repeats))
+        h4 = np.zeros(bins, np.int64)
+        entries.append(("hand C private histograms",
+                        lambda: (h4.fill(0), hand.histogram_private(
+                            v_np.ctypes.data, h4.ctypes.data, n, bins, threads)),
+                        lambda: np.testing.assert_array_equal(h4, ref), repeats))
     if nb:
         h2 = np.zeros(bins, np.int64)
         entries.append(("Numba (serial)", lambda: (h2.fill(0), nb["histogram"](v_np, h2)),

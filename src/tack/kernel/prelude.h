@@ -104,6 +104,26 @@ TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a)
 TK_INLINE int64_t tk_f2i64_edge(double x) {
     return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
 }
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(__CUDACC__) && \
+    !defined(__OPENCL_VERSION__)
+/* On x86-64 the truncating conversion itself reports the edge: cvttsd2si and
+ * cvttss2si give INT64_MIN for NaN and for anything outside (-2^63, 2^63), so the
+ * usual case is the conversion and one compare (a histogram's index, x * bins, runs
+ * about a fifth faster than behind the range check). -2^63 converts exactly to
+ * INT64_MIN and takes the edge path, which gives the same value. */
+typedef double tk_v2df __attribute__((vector_size(16)));
+typedef float tk_v4sf __attribute__((vector_size(16)));
+TK_INLINE int64_t tk_f2i64(double x) {
+    const int64_t r = __builtin_ia32_cvttsd2si64((tk_v2df){x, 0.0});
+    if (__builtin_expect(r == INT64_MIN, 0)) return tk_f2i64_edge(x);
+    return r;
+}
+TK_INLINE int64_t tk_f2i64f(float x) {
+    const int64_t r = __builtin_ia32_cvttss2si64((tk_v4sf){x, 0.0f, 0.0f, 0.0f});
+    if (__builtin_expect(r == INT64_MIN, 0)) return tk_f2i64_edge((double)x);
+    return r;
+}
+#else
 TK_INLINE int64_t tk_f2i64(double x) {
     if (__builtin_expect(!(fabs(x) < 9223372036854775808.0), 0)) return tk_f2i64_edge(x);
     return (int64_t)x;
@@ -114,6 +134,7 @@ TK_INLINE int64_t tk_f2i64f(float x) {
     }
     return (int64_t)x;
 }
+#endif
 TK_INLINE uint64_t tk_f2u64(double x) {
     if (!(x > 0)) return 0;
     if (x >= 18446744073709551615.0) return UINT64_MAX;
