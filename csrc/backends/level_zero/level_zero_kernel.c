@@ -191,7 +191,7 @@ entry_of(const tack__ze_state *s, const char *kernel, tze_module mod, const char
         (void)api->zeKernelDestroy(kn);
         return tack__ze_error(rc, "zeKernelSuggestGroupSize");
     }
-    memcpy(&out->fn, &kn, sizeof kn);
+    memcpy(&out->fn, &kn, TACK__ZE_HANDLE_NBYTES);
     out->block = x;
     out->grid = TACK__ZE_FILL_GROUPS;
     return TACK_OK;
@@ -232,8 +232,8 @@ make_module(tack__gpu_kernel *k, const tack__ze_state *s, tack__gpu_context_modu
     }
     if (st != TACK_OK) {
         tze_kernel made[2];
-        memcpy(&made[0], &m->body.fn, sizeof made[0]);
-        memcpy(&made[1], &m->body_restrict.fn, sizeof made[1]);
+        memcpy(&made[0], &m->body.fn, TACK__ZE_HANDLE_NBYTES);
+        memcpy(&made[1], &m->body_restrict.fn, TACK__ZE_HANDLE_NBYTES);
         for (int i = 0; i < 2; i++) {
             if (made[i]) {
                 (void)api->zeKernelDestroy(made[i]);
@@ -243,7 +243,7 @@ make_module(tack__gpu_kernel *k, const tack__ze_state *s, tack__gpu_context_modu
         return st;
     }
     m->finish = finish.fn;
-    memcpy(&m->mod, &mod, sizeof mod);
+    memcpy(&m->mod, &mod, TACK__ZE_HANDLE_NBYTES);
     return TACK_OK;
 }
 
@@ -252,7 +252,7 @@ tack__ze_module_of(tack__gpu_kernel *k, const tack__ze_state *s,
                    const tack__gpu_context_module **out)
 {
     tack__gpu_context ctx;
-    memcpy(&ctx, &s->context, sizeof ctx);
+    memcpy(&ctx, &s->context, TACK__ZE_HANDLE_NBYTES);
     pthread_mutex_lock(&k->lock);
     tack__gpu_context_module *m = k->modules;
     while (m && (m->ctx != ctx || m->device != (const void *)s->device)) {

@@ -10,6 +10,14 @@
 #include "../gpu/gpu_kernel.h"
 #include "level_zero_internal.h"
 
+/* Level Zero handles are stored in the GPU layer's untyped slots (a pointer each);
+ * copied with this size, which every handle type has. */
+#define TACK__ZE_HANDLE_NBYTES sizeof(void *)
+_Static_assert(sizeof(tze_kernel) == sizeof(void *) &&
+                   sizeof(tze_module) == sizeof(void *) &&
+                   sizeof(tze_context) == sizeof(void *),
+               "a Level Zero handle is one pointer");
+
 /* Work groups a parallel launch spreads over when the trips are unknown or many: its
  * loop is grid-stride, so any count is correct. */
 #define TACK__ZE_FILL_GROUPS 64u

@@ -38,7 +38,7 @@ append_launch(tack__ze_state *s, tack__gpu_kernel *k, const char *entry,
               unsigned block, const void *const *args, const size_t *sizes, int nargs)
 {
     tze_kernel fn;
-    memcpy(&fn, &e, sizeof fn);
+    memcpy(&fn, &e, TACK__ZE_HANDLE_NBYTES);
     tack_status st = TACK_OK;
     for (int i = 0; st == TACK_OK && i < nargs; i++) {
         st = set_arg(s, fn, (uint32_t)i, sizes[i], args[i]);

@@ -54,6 +54,7 @@ typedef void *cl_h;
     X(cl_int, clReleaseProgram, (cl_h))                                                \
     X(void *, clGetExtensionFunctionAddressForPlatform, (cl_h, const char *))
 
+/* NOLINTNEXTLINE(bugprone-macro-parentheses): a declarator, not an expression */
 #define CL_DECLARE(ret, name, args) ret(*name) args;
 static struct {
     CL_CALLS(CL_DECLARE)
@@ -138,12 +139,14 @@ open_opencl(void)
             sym = cl.clGetExtensionFunctionAddressForPlatform(
                 platforms[p], "clSetKernelArgMemPointerINTEL");
             memcpy(&cl.clSetKernelArgMemPointerINTEL, &sym, sizeof sym);
-            cl_int rc = 0;
-            cl_context = cl.clCreateContext(NULL, 1, &devices[d], NULL, NULL, &rc);
-            cl_queue = rc == 0 ? cl.clCreateCommandQueueWithProperties(
-                                     cl_context, devices[d], NULL, &rc)
-                               : NULL;
-            if (rc == 0 && cl.clSetKernelArgMemPointerINTEL) {
+            cl_int made = 0, queued = -1;
+            cl_h context = cl.clCreateContext(NULL, 1, &devices[d], NULL, NULL, &made);
+            cl_h queue = made == 0 ? cl.clCreateCommandQueueWithProperties(
+                                         context, devices[d], NULL, &queued)
+                                   : NULL;
+            cl_context = context;
+            cl_queue = queue;
+            if (made == 0 && queued == 0 && cl.clSetKernelArgMemPointerINTEL) {
                 cl_device = devices[d];
                 return true;
             }
