@@ -135,6 +135,11 @@ tack_status tack__gpu_launch_trips(const tack__gpu_kernel *k, const void *params
                                    int64_t *trips, bool *nothing,
                                    tack_kernel_value *result);
 
+/* The body entry a launch runs: the restrict one when flags say the arrays do not
+ * alias and the module has it, else the plain one; *name is its entry point's name. */
+const tack__gpu_entry *tack__gpu_body_entry(const tack__gpu_context_module *m,
+                                            unsigned flags, const char **name);
+
 /* The grid and block of a launch of entry e for trips (tack__gpu_launch_trips'):
  * one thread for a serial kernel; for a parallel one e's shape, fewer blocks when
  * the trips need fewer. */

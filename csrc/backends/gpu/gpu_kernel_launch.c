@@ -134,6 +134,15 @@ tack__gpu_launch_trips(const tack__gpu_kernel *k, const void *params, int64_t *t
     return TACK_OK;
 }
 
+const tack__gpu_entry *
+tack__gpu_body_entry(const tack__gpu_context_module *m, unsigned flags,
+                     const char **name)
+{
+    bool restrict_body = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict.fn;
+    *name = restrict_body ? "tack_kernel_body_restrict" : "tack_kernel_body";
+    return restrict_body ? &m->body_restrict : &m->body;
+}
+
 void
 tack__gpu_launch_shape(const tack__gpu_kernel *k, const tack__gpu_entry *e,
                        int64_t trips, unsigned *grid, unsigned *block)
@@ -177,11 +186,8 @@ tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
     st = tack__gpu_module_of(k, s, &m);
     tack_kernel_value value = {TACK_KERNEL_RESULT_NONE, 0, 0.0};
     if (st == TACK_OK) {
-        const tack__gpu_entry *e = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict.fn
-                                       ? &m->body_restrict
-                                       : &m->body;
-        const char *entry =
-            e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
+        const char *entry = NULL;
+        const tack__gpu_entry *e = tack__gpu_body_entry(m, flags, &entry);
         unsigned block = 1, grid = 1;
         tack__gpu_launch_shape(k, e, trips, &grid, &block);
         uint64_t one = 0; /* a kernel without parameters declares a 1-byte block */

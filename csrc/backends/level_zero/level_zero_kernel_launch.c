@@ -114,11 +114,8 @@ launch_locked(tack__ze_state *s, tack__gpu_kernel *k, const tack__gpu_context_mo
     if (st != TACK_OK) {
         return st;
     }
-    const tack__gpu_entry *e = (flags & TACK_KERNEL_NOALIAS) && m->body_restrict.fn
-                                   ? &m->body_restrict
-                                   : &m->body;
-    const char *entry =
-        e == &m->body ? "tack_kernel_body" : "tack_kernel_body_restrict";
+    const char *entry = NULL;
+    const tack__gpu_entry *e = tack__gpu_body_entry(m, flags, &entry);
     unsigned grid = 1, block = 1;
     tack__gpu_launch_shape(k, e, trips, &grid, &block);
     static const char one = 0; /* a kernel without parameters declares a 1-byte block */
