@@ -33,10 +33,13 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
 class Model:
-    """What one reference run saw: whether int64 arithmetic wrapped."""
+    """What one reference run saw: whether int64 arithmetic wrapped, and whether the
+    sign of a NaN was read (`math.copysign` from a NaN, whose sign arithmetic leaves
+    unspecified: docs/kernels.md, "Where kernels differ from Python")."""
 
     def __init__(self) -> None:
         self.wrapped = False
+        self.nan_sign_read = False
 
     def wrap(self, v: int) -> int:
         if I64_MIN <= v <= I64_MAX:
@@ -240,6 +243,14 @@ class RefMath:
 
     pi, e, tau, inf, nan = _math.pi, _math.e, _math.tau, _math.inf, _math.nan
 
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def copysign(self, x: Any, y: Any) -> Any:
+        if not _is_int(y) and np.isnan(y):
+            self.model.nan_sign_read = True
+        return libm.call("copysign", x, y)
+
     def __getattr__(self, name: str) -> Any:
         if name in _UNARY or name in _BINARY:
             return lambda *a: libm.call(name, *a)
@@ -433,7 +444,7 @@ def reference_module(source: str, filename: str, model: Model) -> dict[str, Any]
         code = compile(tree, filename, "exec")
     finally:
         sys.setrecursionlimit(limit)
-    ns: dict[str, Any] = {"math": RefMath(), "tack": RefTack(), **make_ops(model),
+    ns: dict[str, Any] = {"math": RefMath(model), "tack": RefTack(), **make_ops(model),
                           **make_builtins(model)}
     exec(code, ns)
     return ns

@@ -334,3 +334,13 @@ def test_float_sums_and_products_follow_the_launch_shape(work, grid, block):
                         for _ in range(2)}
                 want = float_bits(grid_reduce(values, init, op, grid, block))
                 assert runs == {want}, (k.__name__, dtype.__name__, n)
+
+
+def test_a_nan_given_a_sign_keeps_it_in_the_cuda_module(work):
+    # `-math.nan` is a negative NaN on the GPU too (docs/kernels.md)
+    from test_kernel_fuzz import nan_signs
+
+    stored = np.array([np.nan, -np.nan, np.nan])
+    got, want, _, _, _ = both(nan_signs, [np.zeros((3, 4)), stored], work)
+    assert np.signbit(got[0]).tolist() == np.signbit(want[0]).tolist()
+    assert got[0][:, 1].tolist() == [-2.0] * 3

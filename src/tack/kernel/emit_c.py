@@ -114,7 +114,8 @@ def c_string(s: str) -> str:
 
 def c_float(v: float) -> str:
     if math.isnan(v):
-        return "NAN"
+        # a NaN keeps the sign it was given (`-math.nan`): docs/kernels.md
+        return "NAN" if math.copysign(1.0, v) > 0 else "(-NAN)"
     if math.isinf(v):
         return "HUGE_VAL" if v > 0 else "(-HUGE_VAL)"
     # a negative literal in parentheses: `-` before it must not spell `--`

@@ -111,7 +111,9 @@ class OpenCLEmitter(GridEmitter):
 
     def ex(self, e: lir.Expr) -> str:
         if isinstance(e, lir.Lit) and isinstance(e.value, float) and math.isnan(e.value):
-            return "((double)NAN)"  # OpenCL C's NAN is a float, as C's: a double here
+            # OpenCL C's NAN is a float, as C's: a double here, with its sign
+            nan = "((double)NAN)"
+            return nan if math.copysign(1.0, e.value) > 0 else f"(-{nan})"
         if isinstance(e, lir.Bind):
             return f"({e.name} = {self.ex(e.value)}, {self.ex(e.body)})"
         return super().ex(e)
