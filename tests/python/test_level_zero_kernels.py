@@ -4,12 +4,21 @@ zeModuleCreate, its entry points launched on Tack's command list and computed by
 stand-in's CPU twins (TACK_STANDIN_ZE_EXECUTE=twin), every result compared with the
 same kernel on the CPU."""
 
+import importlib.util
 import textwrap
 
+import opencl_cpu_runtime
 import pytest
 from level_zero_helpers import modes, run, standin_only
+from test_level_zero_spirv import capabilities, validation_errors
+
+from tack.kernel import spirv
+
+FLOAT64 = 10  # the Float64 capability, as OpCapability writes it
 
 KERNELS = textwrap.dedent("""
+    import math
+
     import tack
 
     @tack.kernel
@@ -53,6 +62,41 @@ KERNELS = textwrap.dedent("""
     def shifted(x, out):
         for i in range(x.shape[0]):
             out[i] = x[i + 1]
+
+    @tack.kernel
+    def axpy_to_int(a, x, y, n):
+        for i in range(x.shape[0]):
+            y[i] = a * x[i] + y[i]
+            n[i] = int(y[i] * 4.0)
+
+    @tack.kernel
+    def total32(x):
+        s = tack.f32(0.0)
+        for i in range(x.shape[0]):
+            s += x[i]
+        return s
+
+    @tack.kernel
+    def smallest32(x):
+        s = tack.f32(math.inf)
+        for i in range(x.shape[0]):
+            s = min(s, x[i])
+        return s
+
+    @tack.kernel
+    def pick32(x, i):
+        return x[i] * 1.0
+
+    @tack.kernel
+    def put32(a, out):
+        out[0] = a
+
+    @tack.kernel
+    def int_sum(x):
+        s = 0
+        for i in range(x.shape[0]):
+            s += x[i] * 3
+        return s
 """)
 
 # Puts the kernels' module on the child's path (a kernel needs its source in a file).
@@ -165,14 +209,108 @@ def test_arrays_of_two_contexts_never_meet_in_a_launch(mode, tmp_path):
     """, mode, tmp_path)
 
 
+FLOAT32_RUN = """
+    dev = tack.device("level_zero")
+    rng = np.random.default_rng(7)
+    host = rng.standard_normal(1000).astype(np.float32)
+    x, xc = both(dev, host)
+    y, yc = both(dev, np.ones(1000, dtype=np.float32))
+    n, nc = both(dev, np.zeros(1000, dtype=np.int32))
+    lzk.axpy_to_int(np.float32(2.0), x, y, n)  # a NumPy float32 scalar stays float32
+    lzk.axpy_to_int(np.float32(2.0), xc, yc, nc)
+    assert (y.numpy() == yc.numpy()).all() and (n.numpy() == nc.numpy()).all()
+    g, gc = both(dev, np.zeros(1000, dtype=np.float32))
+    lzk.scale32(x, g)
+    lzk.scale32(xc, gc)
+    assert (g.numpy() == gc.numpy()).all()
+    # a float32 sum adds float32 partials: the value is a float32's, close to the CPU's
+    # (the GPU associates by the launch shape)
+    t, tc = lzk.total32(x), lzk.total32(xc)
+    assert t == float(np.float32(t)) and tc == float(np.float32(tc)), (t, tc)
+    assert np.isclose(t, tc, rtol=1e-4, atol=1e-4), (t, tc)
+    specials = np.array([np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -1e-40,
+                         3.4028235e38, 1.17549435e-38, -1.5, 0.1], dtype=np.float32)
+    v, vc = both(dev, specials)
+    assert lzk.smallest32(x) == lzk.smallest32(xc) == host.min()
+    got = [lzk.smallest32(v), lzk.total32(v)]
+    want = [lzk.smallest32(vc), lzk.total32(vc)]
+    for i in range(len(specials)):  # a returned float32 as its double, bit for bit
+        got.append(lzk.pick32(v, i))
+        want.append(lzk.pick32(vc, i))
+        assert np.float64(want[-1]).tobytes() == np.float64(specials[i]).tobytes(), i
+        lzk.put32(specials[i], g)  # a float32 scalar argument, bit for bit
+        assert g.numpy()[:1].tobytes() == specials[i:i + 1].tobytes(), i
+    assert np.array(got).tobytes() == np.array(want).tobytes(), (got, want)
+    assert lzk.count_positive(x) == lzk.count_positive(xc) == (host > 0).sum()
+    k, kc = both(dev, np.arange(-50, 950))
+    assert lzk.int_sum(k) == lzk.int_sum(kc) == 3 * np.arange(-50, 950).sum()
+    errors = []
+    for d in (dev, cpu):
+        a = tack.array(host[:6], device=d)
+        b = tack.zeros(6, dtype="float32", device=d)
+        try:
+            lzk.shifted(a, b)
+        except IndexError as exc:
+            errors.append(str(exc))
+    assert len(errors) == 2 and errors[0] == errors[1], errors
+    lib = ctypes.CDLL(os.environ["ZE_ENABLE_ALT_DRIVERS"].split(",")[0])
+    by = (ctypes.c_uint64 * 2)()
+    lib.tack_standin_ze_executed(ctypes.byref(by, 0), ctypes.byref(by, 8))
+    print("executed", by[0], by[1])
+"""
+
+
+@standin_only
+@pytest.mark.parametrize("execute", ["twin", "spirv"])
+def test_float32_kernels_run_on_a_device_without_fp64(execute, tmp_path):
+    if execute == "spirv" and opencl_cpu_runtime.library_dir() is None:
+        pytest.skip("Intel's OpenCL CPU runtime is not installed (make setup): the "
+                    "stand-in cannot execute SPIR-V")
+    out = run_kernels(FLOAT32_RUN, "plain", tmp_path, TACK_STANDIN_ZE_FP64="0",
+                      TACK_STANDIN_ZE_EXECUTE=execute).stdout
+    by_spirv, by_twin = map(int, out.split("executed")[1].split())
+    assert (by_spirv > 20 and by_twin == 0) if execute == "spirv" else \
+        (by_twin > 20 and by_spirv == 0), out
+
+
+def _request(tmp_path, name, signature):
+    """The Level Zero build request of lzk.<name> for signature, made here."""
+    (tmp_path / "lzk.py").write_text(KERNELS)
+    spec = importlib.util.spec_from_file_location("lzk_here", tmp_path / "lzk.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name).compile.spell(spirv.spirv_request, signature, False)
+
+
+F32 = ("array", "float32", 1)
+
+
+@pytest.mark.parametrize("name, signature, float64", [
+    ("axpy_to_int", ("float32", F32, F32, ("array", "int32", 1)), False),
+    ("total32", (F32,), False),
+    ("smallest32", (F32,), False),
+    ("pick32", (F32, "int"), False),
+    ("int_sum", (("array", "int64", 1),), False),
+    ("put32", ("float32", F32), False),
+    ("axpy", ("float", F32, F32), True),  # a Python float is float64
+    ("total", (F32,), True),  # s = 0.0 is a float64 local
+])
+def test_only_a_kernel_computing_in_float64_declares_float64(name, signature, float64,
+                                                             tmp_path):
+    module = _request(tmp_path, name, signature).image
+    assert (FLOAT64 in capabilities(module)) == float64
+    assert not validation_errors(name, module, tmp_path)
+
+
 @standin_only
 def test_a_device_without_fp64_refuses_a_float64_module_before_making_it(tmp_path):
     run_kernels("""
         dev = tack.device("level_zero")
-        for kernel, dtype in ((lzk.axpy, "float64"), (lzk.scale32, "float32")):
+        for kernel, dtype in ((lzk.axpy, "float64"), (lzk.axpy, "float32"),
+                              (lzk.total, "float32")):
             x = tack.zeros(8, dtype=dtype, device=dev)
             y = tack.zeros(8, dtype=dtype, device=dev)
-            args = (2.0, x, y) if kernel is lzk.axpy else (x, y)
+            args = (2.0, x, y) if kernel is lzk.axpy else (x,)
             try:
                 kernel(*args)
             except RuntimeError as exc:
@@ -180,4 +318,6 @@ def test_a_device_without_fp64_refuses_a_float64_module_before_making_it(tmp_pat
             else:
                 raise AssertionError("a float64 module ran without fp64")
             assert "float64" in msg and "FP64" in msg and kernel.__name__ in msg, msg
+            assert "write it in float32" in msg and "tack.f32" in msg, msg
+            assert (y.numpy() == 0).all()
     """, "plain", tmp_path, TACK_STANDIN_ZE_FP64="0")

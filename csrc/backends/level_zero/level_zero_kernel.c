@@ -153,13 +153,17 @@ tack__ze_kernel_fits(const tack__gpu_kernel *k, const tack__ze_state *s)
     if (props.flags & TZE_DEVICE_MODULE_FLAG_FP64) {
         return TACK_OK;
     }
-    /* Today every module declares Float64: the launch record holds a double and a
-     * reduction's partials are doubles (emit_opencl.py), float32 kernels too. */
+    /* Only a kernel that computes in float64 declares it: the record holds a
+     * returned float as its double's bits and a reduction's partials are of the
+     * reduction's type (emit_opencl.py), so the same kernel in float32 runs here. */
     return tack__fail(TACK_ERR_UNSUPPORTED,
                       "kernel '%s': its SPIR-V module uses float64 (OpCapability "
                       "Float64), which this Level Zero device does not support (no "
-                      "ZE_DEVICE_MODULE_FLAG_FP64); Tack's Level Zero kernels need a "
-                      "device with fp64 for now, even when written in float32",
+                      "ZE_DEVICE_MODULE_FLAG_FP64); write it in float32: float32 "
+                      "arrays, np.float32 or tack.f32(...) scalars (a Python float is "
+                      "float64), locals started from tack.f32(0.0), float literals as "
+                      "they are (x * 0.5 stays float32), no float64 value anywhere "
+                      "(docs/level_zero.md, \"Kernels: SPIR-V\")",
                       k->pub.name);
 }
 

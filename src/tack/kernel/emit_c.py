@@ -154,6 +154,15 @@ class CEmitter:
 
     # ---- what a target spells differently (emit_grid.py, emit_opencl.py) ------------
 
+    def scalar_field(self, word: int) -> str:
+        """The parameter block's field type of a scalar of key word."""
+        return "double" if word in FLOAT_KEYS else "int64_t"
+
+    def result_value(self, s: lir.SetResult) -> str:
+        """What the record's result field is set to (a float32 result converted to
+        the double field)."""
+        return self.ex(lir.Cast(F64, s.value) if s.f32 else s.value)
+
     RESTRICT = "restrict"
     ADDRESS = "void *"  # the parameter block's field of an array's data address
 
@@ -269,7 +278,7 @@ class CEmitter:
         elif isinstance(s, lir.Jump):
             self.emit(f"{s.kind};", depth)
         elif isinstance(s, lir.SetResult):
-            self.emit(f"tk_ctx->result_{s.field} = {self.ex(s.value)};", depth)
+            self.emit(f"tk_ctx->result_{s.field} = {self.result_value(s)};", depth)
         elif isinstance(s, lir.Return):
             value = "" if s.value is None else f" {self.ex(s.value)}"
             self.emit(f"return{value};", depth)
@@ -294,7 +303,7 @@ class CEmitter:
                 if word & 0xFF:
                     fields.append(f"int64_t a{k}_n[{word & 0xFF}];")
             else:
-                fields.append(f"{'double' if word in FLOAT_KEYS else 'int64_t'} a{k};")
+                fields.append(f"{self.scalar_field(word)} a{k};")
         self.lines.append(f"typedef struct {{ {' '.join(fields) or 'char tk_none;'} }} "
                           "tk_params;")
         self.lines.append(f"TK_EXPORT const int tack_kernel_nparams = {len(p.param_key)};")

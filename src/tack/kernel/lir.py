@@ -263,10 +263,14 @@ class Jump(Stmt):
 
 @dataclass
 class SetResult(Stmt):
-    """The kernel's returned value: field "i" (int, bool) or "f" (float)."""
+    """The kernel's returned value: field "i" (int, bool) or "f" (float). value is
+    of the field's type (int64, float64), except with f32: a float32 value, which
+    the record holds as the float64 it converts to exactly (a target without
+    float64 makes that value's bits with integer operations)."""
 
     field: str
     value: Expr
+    f32: bool = False
 
 
 @dataclass

@@ -640,6 +640,8 @@ class Lowering:
         if e is None:
             return None, 0
         assert e.ty is not None
+        if e.ty == F32:
+            return lir.SetResult("f", self.ex(e), f32=True), 2
         if e.ty.is_float:
             return lir.SetResult("f", self.ex(e, F64)), 2
         if e.ty == BOOL:
@@ -918,7 +920,7 @@ def _without_lets(plan: lir.Plan) -> lir.Plan:
     trips = None if plan.trips is None else _bind(plan.trips, tail)
     result = None
     if plan.result is not None:
-        result = lir.SetResult(plan.result.field, _bind(plan.result.value, tail))
+        result = dataclasses.replace(plan.result, value=_bind(plan.result.value, tail))
     return dataclasses.replace(
         plan, setup=_bind_block(plan.setup) + _declared(tail, set()), trips=trips,
         result=result, iteration=_bind_block(plan.iteration),

@@ -104,6 +104,11 @@ TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a)
 TK_INLINE int64_t tk_f2i64_edge(double x) {
     return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
 }
+/* The same for a float, in float: a float32 kernel's module then needs no float64
+ * (a Level Zero device may have none). */
+TK_INLINE int64_t tk_f2i64f_edge(float x) {
+    return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
+}
 #if defined(__x86_64__) && defined(__SSE2__) && !defined(__CUDACC__) && \
     !defined(__OPENCL_VERSION__)
 /* On x86-64 the truncating conversion itself reports the edge: cvttsd2si and
@@ -120,7 +125,7 @@ TK_INLINE int64_t tk_f2i64(double x) {
 }
 TK_INLINE int64_t tk_f2i64f(float x) {
     const int64_t r = __builtin_ia32_cvttss2si64((tk_v4sf){x, 0.0f, 0.0f, 0.0f});
-    if (__builtin_expect(r == INT64_MIN, 0)) return tk_f2i64_edge((double)x);
+    if (__builtin_expect(r == INT64_MIN, 0)) return tk_f2i64f_edge(x);
     return r;
 }
 #else
@@ -130,7 +135,7 @@ TK_INLINE int64_t tk_f2i64(double x) {
 }
 TK_INLINE int64_t tk_f2i64f(float x) {
     if (__builtin_expect(!(fabsf(x) < 9223372036854775808.0f), 0)) {
-        return tk_f2i64_edge((double)x);
+        return tk_f2i64f_edge(x);
     }
     return (int64_t)x;
 }
