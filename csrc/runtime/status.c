@@ -7,8 +7,9 @@
 
 #include "internal.h"
 
-/* Long enough for a message that names a shape, a dtype and what to do instead. */
-#define TACK__ERROR_CAP 1024
+/* Long enough for a message that names a shape, a dtype and what to do instead, or
+ * that carries the first 4 KiB of a driver's build log (level_zero_kernel.c). */
+#define TACK__ERROR_CAP 8192
 
 /* The last failure of this thread: the problem, its remedy and (debug builds) where
  * it started; last_error is the three composed for C callers. */

@@ -8,6 +8,7 @@
  * Built only where meson finds the level-zero headers; see tests/c/meson.build.
  */
 #include <ze_api.h>
+#include <ze_ddi.h>
 
 #include "../../csrc/backends/level_zero/ze_abi.h"
 #include "harness.h"
@@ -53,6 +54,10 @@ CHECK_SAME_TYPE(tze_kernel, ze_kernel_handle_t)
     _Static_assert(offsetof(ours, field) == offsetof(theirs, field) &&             \
                        sizeof(((ours *)0)->field) == sizeof(((theirs *)0)->field), \
                    #ours "." #field);
+
+CHECK_STRUCT(tze_module_build_log_dditable, ze_module_build_log_dditable_t)
+CHECK_FIELD(tze_module_build_log_dditable, ze_module_build_log_dditable_t, pfnDestroy)
+CHECK_FIELD(tze_module_build_log_dditable, ze_module_build_log_dditable_t, pfnGetString)
 
 CHECK_STRUCT(tze_driver_uuid, ze_driver_uuid_t)
 CHECK_STRUCT(tze_device_uuid, ze_device_uuid_t)

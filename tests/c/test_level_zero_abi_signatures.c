@@ -10,6 +10,7 @@
  * layouts.
  */
 #include <ze_api.h>
+#include <ze_ddi.h>
 
 typedef ze_result_t tze_result;
 typedef ze_driver_properties_t tze_driver_properties;
@@ -25,6 +26,7 @@ typedef ze_device_module_properties_t tze_device_module_properties;
 typedef ze_module_desc_t tze_module_desc;
 typedef ze_kernel_desc_t tze_kernel_desc;
 typedef ze_group_count_t tze_group_count;
+typedef ze_module_build_log_dditable_t tze_module_build_log_dditable;
 #define TZE_ABI_TYPES_FROM_ZE_API_H 1
 
 #include "../../csrc/backends/level_zero/ze_abi.h"
@@ -34,3 +36,5 @@ typedef ze_group_count_t tze_group_count;
                    #name " does not match ze_api.h");
 TZE_ENTRY_POINTS(CHECK_ENTRY)
 TZE_NEWER_ENTRY_POINTS(CHECK_ENTRY)
+/* The loader's table getter level_zero_driver.c asks (ze_ddi.h). */
+CHECK_ENTRY(zeGetModuleBuildLogProcAddrTable, , )

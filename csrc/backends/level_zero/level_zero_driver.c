@@ -188,6 +188,40 @@ discover(tack__ze_loader *l)
     return TACK_OK;
 }
 
+/*
+ * Whether a failed zeModuleCreate's build log can be used through loader lib. The
+ * loader's intercept layer wraps each handle a call returns, but returns a failed
+ * zeModuleCreate's build log unwrapped (ze_ldrddi.cpp, up to 1.8.12 at least): it is
+ * then the driver's handle, which zeModuleBuildLogGetString or Destroy through the
+ * loader would read as its own wrapper, and crash. The loader intercepts with several
+ * drivers or ZE_ENABLE_LOADER_INTERCEPT set (its rule), and then hands its own calls
+ * out through zeGetModuleBuildLogProcAddrTable: a table whose GetString lies in the
+ * loader itself, or no table, counts as intercepted too, whatever a later loader's
+ * rule is. (A validation layer above an intercepting loader hides the second test.)
+ */
+static bool
+failed_build_logs_usable(void *lib, const tack__ze_loader *l)
+{
+    const char *force = getenv("ZE_ENABLE_LOADER_INTERCEPT");
+    if (l->ndrivers != 1 ||
+        (force && *force && strcmp(force, "0") != 0 && strcmp(force, "false") != 0)) {
+        return false;
+    }
+    void *sym = dlsym(lib, "zeGetModuleBuildLogProcAddrTable");
+    tze_fn_zeGetModuleBuildLogProcAddrTable *get = NULL;
+    memcpy(&get, &sym, sizeof get);
+    tze_module_build_log_dditable table = {NULL, NULL};
+    if (!get || get(TZE_API_VERSION_1_4, &table) != TZE_RESULT_SUCCESS ||
+        !table.pfnGetString) {
+        return false;
+    }
+    Dl_info in_table, in_loader;
+    void *fn = NULL;
+    memcpy(&fn, &table.pfnGetString, sizeof fn);
+    return dladdr(fn, &in_table) && dladdr(sym, &in_loader) &&
+           in_table.dli_fbase != in_loader.dli_fbase;
+}
+
 static tack_status
 load(tack__ze_loader *l)
 {
@@ -208,7 +242,11 @@ load(tack__ze_loader *l)
         snprintf(l->path, sizeof l->path, "%s", info.dli_fname);
     }
     st = resolve(lib, &l->api, l->path);
-    return st == TACK_OK ? discover(l) : st;
+    st = st == TACK_OK ? discover(l) : st;
+    if (st == TACK_OK) {
+        l->failed_build_logs_usable = failed_build_logs_usable(lib, l);
+    }
+    return st;
 }
 
 tack_status

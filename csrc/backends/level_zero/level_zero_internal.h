@@ -32,6 +32,9 @@ typedef struct tack__ze_loader {
     tze_driver drivers[TACK__ZE_MAX_DEVICES];
     tack__ze_root
         roots[TACK__ZE_MAX_DEVICES]; /* every driver's root devices, in order */
+    /* Whether the build log of a failed zeModuleCreate may be used: not where the
+     * loader intercepts (level_zero_driver.c, failed_build_logs_usable). */
+    bool failed_build_logs_usable;
 } tack__ze_loader;
 
 /*

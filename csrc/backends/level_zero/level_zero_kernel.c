@@ -201,6 +201,42 @@ entry_of(const tack__ze_state *s, const char *kernel, tze_module mod, const char
     return TACK_OK;
 }
 
+/* The first bytes of a driver's build log a CompileError shows, and the longest log
+ * Tack reads at all (a longer one is described by its size). */
+#define TACK__ZE_LOG_SHOWN 4096u
+#define TACK__ZE_LOG_READ ((size_t)1 << 20)
+
+/* The text of a module's build log (zeModuleBuildLogGetString: its size, then the
+ * text) into out: its first TACK__ZE_LOG_SHOWN bytes, and how many more there are;
+ * "(empty)" when the driver gives none. The text is the driver's, so it is
+ * terminated here whatever the driver wrote. */
+static void
+build_log_text(const tze_api *api, tze_module_build_log log, char *out, size_t cap)
+{
+    snprintf(out, cap, "(empty)");
+    size_t n = 0;
+    if (api->zeModuleBuildLogGetString(log, &n, NULL) != TZE_RESULT_SUCCESS || n <= 1) {
+        return;
+    }
+    if (n > TACK__ZE_LOG_READ) {
+        snprintf(out, cap, "(%zu bytes, not read)", n);
+        return;
+    }
+    char *text = tack__calloc(n + 1);
+    size_t got = n;
+    if (text && api->zeModuleBuildLogGetString(log, &got, text) == TZE_RESULT_SUCCESS) {
+        size_t len = strnlen(text, n);
+        if (len > TACK__ZE_LOG_SHOWN) {
+            snprintf(out, cap, "%.*s\n... (%zu more bytes)", (int)TACK__ZE_LOG_SHOWN,
+                     text, len - TACK__ZE_LOG_SHOWN);
+        }
+        else if (len > 0) {
+            snprintf(out, cap, "%s", text);
+        }
+    }
+    tack__free(text);
+}
+
 /* Makes k's module and entry points on s's context and device into m. */
 static tack_status
 make_module(tack__gpu_kernel *k, const tack__ze_state *s, tack__gpu_context_module *m)
@@ -214,13 +250,33 @@ make_module(tack__gpu_kernel *k, const tack__ze_state *s, tack__gpu_context_modu
                             "",
                             NULL};
     tze_module mod = NULL;
-    tze_result rc = api->zeModuleCreate(s->context, s->device, &desc, &mod, NULL);
-    if (rc == TZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
-        rc == TZE_RESULT_ERROR_INVALID_NATIVE_BINARY) {
+    tze_module_build_log log = NULL;
+    tze_result rc = api->zeModuleCreate(s->context, s->device, &desc, &mod, &log);
+    bool refused = rc == TZE_RESULT_ERROR_MODULE_BUILD_FAILURE ||
+                   rc == TZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+    /* Where the loader intercepts, a failed call's log is a handle no call can take
+     * (level_zero_driver.c, failed_build_logs_usable): it is left (the loader's
+     * leak), and the message says why it is missing. */
+    bool unwrapped = rc != TZE_RESULT_SUCCESS && !s->ze->failed_build_logs_usable;
+    char text[TACK__ZE_LOG_SHOWN + 64];
+    snprintf(text, sizeof text, "(none given)");
+    if (unwrapped && log) {
+        snprintf(text, sizeof text,
+                 "(not readable: the Level Zero loader's intercept layer, on with "
+                 "several drivers or ZE_ENABLE_LOADER_INTERCEPT, returns a failed "
+                 "build's log unwrapped)");
+    }
+    else if (log) { /* the caller's to destroy, whatever the build gave */
+        if (refused) {
+            build_log_text(api, log, text, sizeof text);
+        }
+        (void)api->zeModuleBuildLogDestroy(log);
+    }
+    if (refused) {
         return tack__fail(TACK_ERR_COMPILE,
                           "kernel '%s': the Level Zero driver could not build its "
-                          "SPIR-V module (%s)",
-                          k->pub.name, tack__ze_result_name(rc));
+                          "SPIR-V module (%s); its build log: %s",
+                          k->pub.name, tack__ze_result_name(rc), text);
     }
     if (rc != TZE_RESULT_SUCCESS) {
         return tack__ze_error(rc, "zeModuleCreate");

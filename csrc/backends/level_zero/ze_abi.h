@@ -333,6 +333,11 @@ typedef struct tze_group_count {
        tze_module *phModule, tze_module_build_log *phBuildLog),                       \
       TZE_API_VERSION_1_0)                                                            \
     X(zeModuleDestroy, (tze_module hModule), TZE_API_VERSION_1_0)                     \
+    X(zeModuleBuildLogGetString,                                                      \
+      (tze_module_build_log hModuleBuildLog, size_t * pSize, char *pBuildLog),        \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeModuleBuildLogDestroy, (tze_module_build_log hModuleBuildLog),                \
+      TZE_API_VERSION_1_0)                                                            \
     X(zeKernelCreate,                                                                 \
       (tze_module hModule, const tze_kernel_desc *desc, tze_kernel *phKernel),        \
       TZE_API_VERSION_1_0)                                                            \
@@ -366,6 +371,18 @@ typedef struct tze_group_count {
 TZE_ENTRY_POINTS(TZE_FN_TYPEDEF)
 TZE_NEWER_ENTRY_POINTS(TZE_FN_TYPEDEF)
 #undef TZE_FN_TYPEDEF
+
+/* ze_ddi.h's table of build-log calls, as the loader's
+ * zeGetModuleBuildLogProcAddrTable fills it: the loader's own calls where it
+ * intercepts, the driver's where it does not (level_zero_driver.c asks which). */
+#ifndef TZE_ABI_TYPES_FROM_ZE_API_H
+typedef struct tze_module_build_log_dditable {
+    tze_fn_zeModuleBuildLogDestroy *pfnDestroy;
+    tze_fn_zeModuleBuildLogGetString *pfnGetString;
+} tze_module_build_log_dditable;
+#endif
+typedef tze_result tze_fn_zeGetModuleBuildLogProcAddrTable(
+    tze_api_version version, tze_module_build_log_dditable *pDdiTable);
 
 /* The loader's entry points, as resolved by level_zero_driver.c. A newer one is NULL
  * when the driver's API version is below its own. */

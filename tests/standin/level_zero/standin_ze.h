@@ -43,6 +43,7 @@ typedef enum standin_tag {
     STANDIN_LIST,
     STANDIN_MODULE,
     STANDIN_KERNEL,
+    STANDIN_BUILD_LOG,
 } standin_tag;
 
 typedef struct standin_object {
@@ -134,6 +135,15 @@ typedef struct standin_module {
     size_t kernels;   /* live kernels made from it */
     void *cl_program; /* its OpenCL program when launches execute SPIR-V, else NULL */
 } standin_module;
+
+/* A module's build log, made by zeModuleCreate when asked for (phBuildLog): the
+ * OpenCL build log or the stand-in's own reason for refusing the module, "" when it
+ * was built. Its owner must destroy it (zeModuleBuildLogDestroy); one still live at
+ * unload is a complaint. */
+typedef struct standin_build_log {
+    standin_object obj;
+    char *text; /* Owned; NULL once destroyed */
+} standin_build_log;
 
 /* What a kernel parameter is, read from the module's SPIR-V (OpFunctionParameter's
  * type): a value, a pointer to CrossWorkgroup (global) or Workgroup (local) memory. */
@@ -325,6 +335,15 @@ ze_result_t standin_zeModuleCreate(ze_context_handle_t hContext,
                                    ze_module_handle_t *phModule,
                                    ze_module_build_log_handle_t *phBuildLog);
 ze_result_t standin_zeModuleDestroy(ze_module_handle_t hModule);
+ze_result_t standin_zeModuleBuildLogDestroy(
+    ze_module_build_log_handle_t hModuleBuildLog);
+ze_result_t standin_zeModuleBuildLogGetString(
+    ze_module_build_log_handle_t hModuleBuildLog, size_t *pSize, char *pBuildLog);
+/* Makes a build log of text (copied) into *phBuildLog when phBuildLog is not NULL
+ * (NULL there when out of memory). Takes standin_lock. */
+void standin_build_log_give(ze_module_build_log_handle_t *phBuildLog, const char *text);
+/* Complains of a build log never destroyed, and frees what it owns (at unload). */
+void standin_build_log_release(standin_build_log *log);
 ze_result_t standin_zeKernelCreate(ze_module_handle_t hModule,
                                    const ze_kernel_desc_t *desc,
                                    ze_kernel_handle_t *phKernel);

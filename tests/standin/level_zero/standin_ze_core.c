@@ -79,6 +79,7 @@ tag_name(standin_tag tag)
     case STANDIN_LIST: return "command list";
     case STANDIN_MODULE: return "module";
     case STANDIN_KERNEL: return "kernel";
+    case STANDIN_BUILD_LOG: return "module build log";
     }
     return "object";
 }
@@ -148,6 +149,9 @@ free_objects(void)
         }
         if (objects->tag == STANDIN_KERNEL) {
             standin_kernel_release((standin_kernel *)objects);
+        }
+        if (objects->tag == STANDIN_BUILD_LOG) {
+            standin_build_log_release((standin_build_log *)objects);
         }
         if (objects->tag == STANDIN_QUEUE) {
             free(((standin_queue *)objects)->pending);

@@ -22,9 +22,13 @@
  *   list (standin_ze_queue.c's race check).
  *
  * Environment: TACK_STANDIN_ZE_FP64=0 makes the devices report no fp64
- * (zeDeviceGetModuleProperties), for testing a float64 kernel's refusal.
+ * (zeDeviceGetModuleProperties), for testing a float64 kernel's refusal;
+ * TACK_STANDIN_ZE_FAIL_BUILD=<text> makes every zeModuleCreate whose arguments are
+ * right fail with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE, <text> its build log
+ * (standin_ze_build_log.c), for testing what a caller does with a driver's log.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, strnlen */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,7 +194,8 @@ has_entry(const standin_module *m, const char *name)
     return false;
 }
 
-/* The checks of zeModuleCreate's arguments but the handles. */
+/* The checks of zeModuleCreate's arguments but the handles. A module that is not
+ * SPIR-V gets a build log (when asked for) saying so. */
 static ze_result_t
 check_module_desc(const ze_module_desc_t *desc, ze_module_handle_t *phModule,
                   ze_module_build_log_handle_t *phBuildLog, const char *call)
@@ -204,10 +209,6 @@ check_module_desc(const ze_module_desc_t *desc, ze_module_handle_t *phModule,
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
     }
-    if (phBuildLog) {
-        return standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, call,
-                                "the stand-in keeps no build logs: pass NULL");
-    }
     if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_ENUMERATION, call,
                                 "format %d: the stand-in takes SPIR-V only",
@@ -219,10 +220,13 @@ check_module_desc(const ze_module_desc_t *desc, ze_module_handle_t *phModule,
     }
     if (!desc->pInputModule || desc->inputSize < 20 || desc->inputSize % 4 ||
         magic != SPIRV_MAGIC) {
-        return standin_complain(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY, call,
-                                "%zu bytes that are not a SPIR-V module (no header, "
-                                "not whole words, or no magic number)",
-                                desc->inputSize);
+        char why[160];
+        snprintf(why, sizeof why,
+                 "%zu bytes that are not a SPIR-V module (no header, not whole "
+                 "words, or no magic number)",
+                 desc->inputSize);
+        standin_build_log_give(phBuildLog, why);
+        return standin_complain(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY, call, "%s", why);
     }
     return ZE_RESULT_SUCCESS;
 }
@@ -237,6 +241,11 @@ standin_zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
     }
+    const char *fail = getenv("TACK_STANDIN_ZE_FAIL_BUILD");
+    if (fail && *fail) { /* told to: the text is the build log, and no complaint */
+        standin_build_log_give(phBuildLog, fail);
+        return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+    }
     size_t nwords = desc->inputSize / 4;
     uint32_t *words = malloc(desc->inputSize);
     if (!words) {
@@ -247,8 +256,9 @@ standin_zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
     size_t names_nbytes = 0;
     if (!read_entry_points(words, nwords, &names, &names_nbytes)) {
         free(words);
-        return standin_complain(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE, call,
-                                "the SPIR-V module's instructions are malformed");
+        static const char why[] = "the SPIR-V module's instructions are malformed";
+        standin_build_log_give(phBuildLog, why);
+        return standin_complain(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE, call, "%s", why);
     }
     pthread_mutex_lock(&standin_lock);
     standin_context *c = standin_find(hContext, STANDIN_CONTEXT, call, &rc);
@@ -259,7 +269,6 @@ standin_zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
         (rc = standin_cl_build(&built, &log)) != ZE_RESULT_SUCCESS) {
         standin_complain(rc, call, "OpenCL cannot build the SPIR-V module: %.300s",
                          log ? log : "(no build log)");
-        free(log);
         d = NULL;
     }
     standin_module *m = d ? standin_new(sizeof *m, STANDIN_MODULE) : NULL;
@@ -278,6 +287,10 @@ standin_zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
         *phModule = (ze_module_handle_t)m;
     }
     pthread_mutex_unlock(&standin_lock);
+    if (m || log) { /* built, or OpenCL's refusal: the build said something */
+        standin_build_log_give(phBuildLog, log ? log : "");
+    }
+    free(log);
     if (!m) {
         standin_cl_release(built.cl_program, NULL);
         free(words);

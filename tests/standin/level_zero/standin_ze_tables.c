@@ -16,7 +16,6 @@
     X(zeGetEventPoolProcAddrTable, ze_event_pool_dditable_t)                   \
     X(zeGetEventProcAddrTable, ze_event_dditable_t)                            \
     X(zeGetEventExpProcAddrTable, ze_event_exp_dditable_t)                     \
-    X(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)        \
     X(zeGetKernelExpProcAddrTable, ze_kernel_exp_dditable_t)                   \
     X(zeGetSamplerProcAddrTable, ze_sampler_dditable_t)                        \
     X(zeGetPhysicalMemProcAddrTable, ze_physical_mem_dditable_t)               \
@@ -174,6 +173,14 @@ fill_zeGetModuleProcAddrTable(ze_module_dditable_t *t)
     t->pfnDestroy = standin_zeModuleDestroy;
 }
 STANDIN_FILLED(zeGetModuleProcAddrTable, ze_module_dditable_t)
+
+static void
+fill_zeGetModuleBuildLogProcAddrTable(ze_module_build_log_dditable_t *t)
+{
+    t->pfnDestroy = standin_zeModuleBuildLogDestroy;
+    t->pfnGetString = standin_zeModuleBuildLogGetString;
+}
+STANDIN_FILLED(zeGetModuleBuildLogProcAddrTable, ze_module_build_log_dditable_t)
 
 static void
 fill_zeGetKernelProcAddrTable(ze_kernel_dditable_t *t)
