@@ -4,6 +4,7 @@ module the driver cannot build is a CompileError carrying the log's text (its fi
 strict stand-in (level_zero_helpers), whose own build logs are checked here as well.
 """
 
+import opencl_cpu_runtime
 import pytest
 from level_zero_helpers import modes, run, standin_only
 
@@ -84,6 +85,28 @@ else:
               TACK_CACHE_DIR=str(tmp_path))
     assert "double_it" in out.stdout, out.stdout
     assert ("was never destroyed" in out.stderr) != readable, out.stderr
+
+
+@pytest.mark.skipif(opencl_cpu_runtime.library_dir() is None,
+                    reason="Intel's OpenCL CPU runtime is not installed (make setup): "
+                    "no OpenCL build log to read")
+def test_opencls_build_log_reaches_the_compile_error(tmp_path):
+    run(KERNEL + """
+def as_shader(module):  # OpCapability Kernel (6) becomes Shader (1), which OpenCL refuses
+    words = [int.from_bytes(module[k:k + 4], "little") for k in range(0, len(module), 4)]
+    k = 5
+    while k < len(words):
+        if words[k] & 0xFFFF == 17 and words[k + 1] == 6:
+            words[k + 1] = 1
+        k += words[k] >> 16
+    return b"".join(w.to_bytes(4, "little") for w in words)
+
+msg = failure(as_shader)
+assert "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE" in msg, msg
+assert "SPIRV module requires unsupported capability 1" in msg, msg
+assert build_logs() == (1, 1)
+""", "plain", expect=("OpenCL cannot build",), TACK_STANDIN_ZE_EXECUTE="spirv",
+        TACK_CACHE_DIR=str(tmp_path))
 
 
 def test_a_long_build_log_is_cut_at_4_kib(tmp_path):
