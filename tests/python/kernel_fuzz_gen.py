@@ -316,9 +316,15 @@ class ExprGen:
         if r < 0.4:
             op = self.pick(("+", "-", "*", "/", "//", "%", "**", "+", "-", "*", "/"))
             a = e(ty, scope, d)
-            if ty == "f64" and self.rng.random() < 0.3:
+            promoted = ty == "f64" and self.rng.random() < 0.3
+            if promoted:
                 a = e(self.pick(("i", "b", "f32")), scope, d)  # promotes to float64
             b = e(ty, scope, d) if self.rng.random() < 0.7 else self.weak(ty)
+            if promoted and b in WEAK_INTS:
+                # beside a promoted operand the literal is a float: `100 * flag` is
+                # an int in Python, where a kernel's choice between it and a float
+                # is a float (seed 2020)
+                b = f"{b[:-1]}.0)" if b.endswith(")") else f"{b}.0"
             return f"({b} {op} {a})" if self.rng.random() < 0.3 else f"({a} {op} {b})"
         if r < 0.45:
             return f"({self.pick(('-', '+'))}{e(ty, scope, d)})"

@@ -1,6 +1,7 @@
 """The kernel fuzzer (kernel_fuzz.py, docs/kernels.md "The fuzzer"): a fixed-seed
 sweep where Tack's CPU path, the kernel's Python source and (for some seeds) the
-host emulation of its CUDA module must agree; proof that the comparison can fail;
+host emulation of its CUDA module and its SPIR-V executed on Level Zero arrays must
+agree; proof that the comparison can fail;
 and the faults the fuzzer found, each as a named test.
 """
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import kernel_fuzz
 import kernel_fuzz_gen as gen
 import kernel_fuzz_ref as ref
+import level_zero_fuzz
 import numpy as np
 import pytest
 from cuda_emulator import gxx_available
@@ -22,21 +24,31 @@ import tack
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
 
 # The fixed sweep: SEEDS kernels, every EMULATE_EVERY-th also run as its CUDA module
-# under the host emulation (whose g++ compile costs about ten C compiles).
+# under the host emulation (whose g++ compile costs about ten C compiles), every
+# LEVEL_ZERO_EVERY-th on Level Zero arrays, as SPIR-V on Intel's OpenCL CPU runtime
+# (one child process per chunk).
 SEEDS = 80
 CHUNK = 20
 EMULATE_EVERY = 8
+LEVEL_ZERO_EVERY = 8
 
 
 @pytest.mark.parametrize("first", range(0, SEEDS, CHUNK))
-def test_fixed_seed_sweep_agrees_three_ways(tmp_path: Path, first: int):
+def test_fixed_seed_sweep_agrees_three_ways(tmp_path: Path, first: int,
+                                            capsys: pytest.CaptureFixture[str]):
     before = dict(kernel_fuzz.STATS)
     failures = kernel_fuzz.sweep(first, CHUNK, gen.DEFAULT_FEATURES,
-                                 EMULATE_EVERY if gxx_available() else 0, tmp_path)
+                                 EMULATE_EVERY if gxx_available() else 0, tmp_path,
+                                 level_zero_every=LEVEL_ZERO_EVERY)
     assert not failures, "\n".join(kernel_fuzz.report(c, m) for c, m in failures)
     assert kernel_fuzz.STATS["kernels"] - before.get("kernels", 0) == CHUNK
     if gxx_available():  # some of them as CUDA modules
         assert kernel_fuzz.STATS["emulated"] > before.get("emulated", 0)
+    ran = kernel_fuzz.STATS["level zero"] - before.get("level zero", 0)
+    if level_zero_fuzz.unavailable():  # the sweep says why it ran none
+        assert ran == 0 and "no Level Zero cases:" in capsys.readouterr().out
+    else:
+        assert ran == len(range(-first % LEVEL_ZERO_EVERY, CHUNK, LEVEL_ZERO_EVERY))
 
 
 def test_the_sweep_generates_every_construct():
@@ -123,6 +135,30 @@ def test_a_wrong_cuda_result_is_caught(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(msgs) == 1 and "the CUDA emulation" in msgs[0], msgs
 
 
+def test_a_wrong_level_zero_result_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]):
+    if level_zero_fuzz.unavailable():
+        pytest.skip(level_zero_fuzz.unavailable())
+    # seed 8 agrees on Level Zero (the fixed sweep runs it there); here the Level Zero
+    # side's first element is one unit in the last place away
+    monkeypatch.setenv("TACK_FUZZ_LEVEL_ZERO_PERTURB", "1")
+    failures = kernel_fuzz.sweep(8, 1, gen.DEFAULT_FEATURES, 0, tmp_path,
+                                 level_zero_every=1)
+    assert [c.seed for c, _ in failures] == [8], failures
+    assert "Level Zero" in failures[0][1][0] and "=== seed 8" in capsys.readouterr().out
+
+
+def test_without_the_opencl_runtime_the_sweep_says_so_and_runs_no_level_zero_case(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.setattr(level_zero_fuzz.opencl_cpu_runtime, "library_dir", lambda: None)
+    before = kernel_fuzz.STATS["level zero"]
+    assert kernel_fuzz.main(["--seed", "1", "--count", "1", "--emulate-every", "0",
+                             "--level-zero-every", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "no Level Zero cases: Intel's OpenCL CPU runtime is not installed" in out
+    assert kernel_fuzz.STATS["level zero"] == before and "'level zero': " in out
+
+
 def test_a_mismatch_is_reported_with_a_smaller_reproducer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     monkeypatch.setattr(gen, "generate", lambda seed, features: divide_case())
@@ -200,3 +236,23 @@ def test_the_reference_marks_only_a_nan_sign_argument():
     assert rmath.copysign(np.float64(2.0), 3) == 2.0 and not m.nan_sign_read
     rmath.copysign(np.float64(2.0), np.float64(np.nan))
     assert m.nan_sign_read
+
+
+def test_seed_2328_a_nan_sign_that_differs_on_level_zero_is_no_fault(tmp_path: Path):
+    # `math.copysign` from an arithmetic NaN: 64 on the CPU, -64 on executed SPIR-V
+    if level_zero_fuzz.unavailable():
+        pytest.skip(level_zero_fuzz.unavailable())
+    case = gen.generate(2328, gen.DEFAULT_FEATURES)
+    assert kernel_fuzz.reads_a_nan_sign(case, tmp_path)
+    results, (by_spirv, _) = level_zero_fuzz.run_cases([2328], gen.DEFAULT_FEATURES,
+                                                       tmp_path / "ze")
+    assert results == {2328: []} and by_spirv > 0
+
+
+def test_seed_2020_a_literal_beside_a_promoted_operand_is_a_float(tmp_path: Path):
+    # `(100 * math.isinf(p1))` was an int in Python beside a float in the other arm of
+    # `x if c else y`, where the kernel meets both at float64
+    case = gen.generate(2020, gen.DEFAULT_FEATURES)
+    assert "100.0 * math.isinf" in case.source() or "math.isinf(p1)) * 100.0" in \
+        case.source()
+    assert kernel_fuzz.check(case, tmp_path) == []
