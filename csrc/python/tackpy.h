@@ -41,6 +41,14 @@ typedef enum tackpy_name {
         TACKPY_NAME_COUNT
 } tackpy_name;
 
+/* TACK_DEBUG, watched without a getenv per kernel call (env_watch.c). */
+typedef struct tackpy_env_watch {
+    char **environ_seen; /* Borrowed: environ when the snapshot was taken */
+    char **entries;      /* PyMem; environ_seen's entry pointers, NULL-terminated */
+    size_t nentries, cap;
+    const char *entry; /* Borrowed: TACK_DEBUG's entry in entries, or NULL */
+} tackpy_env_watch;
+
 typedef struct tackpy_state {
     PyTypeObject *Array_type;
     PyTypeObject *Device_type;
@@ -60,6 +68,7 @@ typedef struct tackpy_state {
     int dlpack_cache_next;
     PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
     PyObject *names[TACKPY_NAME_COUNT]; /* interned keyword names (args.c) */
+    tackpy_env_watch debug_env;         /* TACK_DEBUG for kernel calls */
 } tackpy_state;
 
 typedef struct {
@@ -90,6 +99,12 @@ tackpy_state_of(PyObject *obj)
 }
 /* The numpy module. Returns: borrowed reference, or NULL with an exception set. */
 PyObject *tackpy_numpy(tackpy_state *st);
+
+/* ---- env_watch.c -------------------------------------------------------------- */
+/* Whether TACK_DEBUG is set, not empty and not "0" now (tack_kernel_debug_default's
+ * answer), for a caller holding the GIL. */
+bool tackpy_env_debug(tackpy_env_watch *w);
+void tackpy_env_watch_free(tackpy_env_watch *w);
 
 /* ---- errors.c ----------------------------------------------------------------- */
 int tackpy_errors_init(PyObject *module, tackpy_state *st);

@@ -352,6 +352,11 @@ typedef struct tack__cpu_kernel {
     int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
+    /* The trip counts at which a launch is worth the pool, worth timing when it runs
+     * serially, and too long to keep the caller's lock: launch.c's thresholds
+     * divided by trip_ns_q8, recomputed whenever launch.c stores an estimate, so
+     * that a launch divides nothing. Read only while trip_ns_q8 is non-zero. */
+    _Atomic uint64_t parallel_trips, timed_trips, short_trips;
     /* Serial launches far below the parallel threshold since the last timed one
      * (launch.c times only one in TIME_EVERY of them). */
     _Atomic uint32_t untimed;
