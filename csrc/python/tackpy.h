@@ -20,6 +20,7 @@ typedef struct tackpy_exchange_cache {
     unsigned int tag;   /* the type's tp_version_tag when looked up; 0: empty */
     const void *api;    /* the DLPackExchangeAPI, or NULL for none */
     bool immutable;     /* its arrays are immutable by contract (JAX's) */
+    bool host_only;     /* its arrays live in host memory only (NumPy's) */
 } tackpy_exchange_cache;
 
 /* Every keyword name a function of the extension takes (args.c). */
@@ -266,10 +267,11 @@ PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
 /* ---- dlpack_exchange_py.c -------------------------------------------------------- */
 /* Publishes Tack's exchange table on tack.Array (still mutable). */
 int tackpy_exchange_init(PyObject *module, tackpy_state *st);
-/* The exchange table of a producer type, or NULL, and whether its arrays are
- * immutable by contract (imported read-only); cached per type version. */
+/* The exchange table of a producer type, or NULL, whether its arrays are immutable
+ * by contract (imported read-only), and whether they live in host memory only (no
+ * stream to ask for, no __dlpack_device__ to call); cached per type version. */
 const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp,
-                                                bool *immutable);
+                                                bool *immutable, bool *host_only);
 /* Whether the producer may still have work pending on the tensor's device that Tack
  * cannot order after (tack_dlpack_exchange_pending_work). */
 int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,

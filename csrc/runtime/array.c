@@ -238,9 +238,7 @@ tack_array_release(tack_array *arr)
     if (!arr) {
         return;
     }
-    size_t before = atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel);
-    assert(before > 0 && "tack_array_release of an array already released");
-    if (before == 1) {
+    if (tack__ref_drop(&arr->refcount)) {
         tack_buffer *buf = arr->buffer;
         tack__free(arr);
         tack_buffer_release(buf);

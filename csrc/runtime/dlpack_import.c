@@ -340,7 +340,9 @@ release_legacy(void *ctx)
 static bool
 can_wrap(const tack_device *dev, const DLTensor *t, const tack__dlpack_layout *lay)
 {
-    if (strcmp(dev->backend->name, lay->backend) != 0) {
+    /* The names are usually one merged string literal: no strcmp on the hot path. */
+    if (dev->backend->name != lay->backend &&
+        strcmp(dev->backend->name, lay->backend) != 0) {
         return false;
     }
     const device_row *row = find_device((int32_t)t->device.device_type);

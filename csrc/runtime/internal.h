@@ -115,6 +115,25 @@ char *tack__strndup(const char *s, size_t n);
 /* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
 tack_status tack__new(size_t nbytes, void **out);
 
+/* ---- reference counts ------------------------------------------------------------ */
+
+/* Drops the caller's reference from count; true when it was the last. The sole
+ * reference is dropped without a locked instruction (a fifth of a DLPack import):
+ * when the count reads 1, the caller's is the only reference, and another can only
+ * be made from an existing one (every retain is by an owner), so no other thread can
+ * change the count meanwhile. The acquire load pairs with the release half of the
+ * decrements that brought it down to 1, as the fetch_sub's acquire does. */
+static inline bool
+tack__ref_drop(atomic_size_t *count)
+{
+    if (atomic_load_explicit(count, memory_order_acquire) == 1) {
+        return true;
+    }
+    size_t before = atomic_fetch_sub_explicit(count, 1, memory_order_acq_rel);
+    assert(before > 0 && "a reference released twice");
+    return before == 1;
+}
+
 /* ---- devices (device.c) -------------------------------------------------------- */
 
 struct tack_device {
