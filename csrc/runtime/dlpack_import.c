@@ -295,7 +295,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     if (st != TACK_OK) {
         return st;
     }
-    size_t itemsize = tack_dtype_get(dtype)->itemsize;
+    size_t itemsize = tack__dtype(dtype)->itemsize;
     size_t nelem = 0;
     tack__dlpack_layout lay;
     st = check_shape(t, itemsize, &nelem);

@@ -115,6 +115,19 @@ char *tack__strndup(const char *s, size_t n);
 /* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
 tack_status tack__new(size_t nbytes, void **out);
 
+/* ---- dtypes (dtype.c) ------------------------------------------------------------ */
+
+/* The table behind tack_dtype_get. tack__dtype is its look-up for a dtype already
+ * known to be valid (an array's, a validated tensor's): inlined, where the public
+ * function is a call through the PLT on the hot paths of imports and exports. */
+extern const tack_dtype_info tack__dtype_table[TACK_DTYPE_COUNT];
+static inline const tack_dtype_info *
+tack__dtype(tack_dtype dt)
+{
+    assert((unsigned)dt < (unsigned)TACK_DTYPE_COUNT);
+    return &tack__dtype_table[dt];
+}
+
 /* ---- reference counts ------------------------------------------------------------ */
 
 /* Drops the caller's reference from count; true when it was the last. The sole
@@ -243,7 +256,7 @@ tack__check_live(const tack_array *arr, const char *what)
 static inline int32_t
 tack__dl_ndim(tack_dtype dtype, int32_t ndim)
 {
-    return ndim + (tack_dtype_get(dtype)->ncomponents > 1 ? 1 : 0);
+    return ndim + (tack__dtype(dtype)->ncomponents > 1 ? 1 : 0);
 }
 static inline int64_t *
 tack__array_dl_shape(const tack_array *arr)
