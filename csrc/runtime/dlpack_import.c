@@ -201,8 +201,10 @@ check_shape(const DLTensor *t, size_t itemsize, size_t *count)
         }
         zero = zero || t->shape[k] == 0;
     }
-    /* No divisions per dimension: this is a hot path. */
-    const size_t max_nelem = (size_t)PTRDIFF_MAX / itemsize;
+    /* No division at all: this is a hot path. An imported dtype is a scalar one
+     * (check_dtype), whose itemsize is a power of 2, so a shift divides. */
+    assert(itemsize > 0 && (itemsize & (itemsize - 1)) == 0);
+    const size_t max_nelem = (size_t)PTRDIFF_MAX >> __builtin_ctzll(itemsize);
     for (int32_t k = 0; k < t->ndim && !zero; k++) {
         size_t e = (size_t)t->shape[k];
         if (mul_size(nelem, e, &nelem) || nelem > max_nelem) {
