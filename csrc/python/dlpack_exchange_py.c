@@ -190,16 +190,29 @@ immutable_producer(PyTypeObject *type)
     return found;
 }
 
-/* The exchange table of a producer type, or NULL, and in *immutable whether its
- * arrays are immutable by contract; cached per (type, version tag), so a type that
- * changes its attributes is looked up again. */
+/* Whether a producer type's arrays live in host memory only. Only NumPy's ndarray
+ * is known to: another type may hold device memory (a JAX or PyTorch array of one
+ * type lives on the CPU or on a GPU), so its device is asked at every import. By
+ * name, so that no NumPy import is needed. */
+static bool
+host_only_producer(PyTypeObject *type)
+{
+    return strcmp(type->tp_name, "numpy.ndarray") == 0;
+}
+
+/* The exchange table of a producer type, or NULL, in *immutable whether its arrays
+ * are immutable by contract and in *host_only whether they live in host memory
+ * only; cached per (type, version tag), so a type that changes its attributes is
+ * looked up again. */
 const DLPackExchangeAPI *
-tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable)
+tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable,
+                       bool *host_only)
 {
     for (int k = 0; k < TACKPY_EXCHANGE_CACHE; k++) {
         tackpy_exchange_cache *c = &st->dlpack_cache[k];
         if (c->type == tp && c->tag == tp->tp_version_tag && c->tag != 0) {
             *immutable = c->immutable;
+            *host_only = c->host_only;
             return c->api;
         }
     }
@@ -217,6 +230,7 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable)
         Py_DECREF(value);
     }
     *immutable = immutable_producer(tp);
+    *host_only = host_only_producer(tp);
     /* The lookups gave the type a version tag if it can have one. A tag is never
      * reused by another type, so a borrowed type pointer is safe as a key. */
     tackpy_exchange_cache *c = &st->dlpack_cache[st->dlpack_cache_next];
@@ -225,6 +239,7 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable)
     c->tag = tp->tp_version_tag;
     c->api = api;
     c->immutable = *immutable;
+    c->host_only = *host_only;
     return api;
 }
 

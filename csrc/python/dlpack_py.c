@@ -277,11 +277,11 @@ release_keeping_error(PyObject *capsule)
 /* Tack's stream on the device x lives on (from x.__dlpack_device__()), as the int to
  * pass as stream=, or NULL with no error where there is no stream to pass. */
 static PyObject *
-consumer_stream(tackpy_state *st, PyObject *x)
+consumer_stream(tackpy_state *st, PyObject *x, bool host_only)
 {
     /* NumPy arrays, the commonest producer, live in host memory: no stream to pass,
      * and the import's hot path is spared a method call. */
-    if (strcmp(Py_TYPE(x)->tp_name, "numpy.ndarray") == 0) {
+    if (host_only) {
         return NULL;
     }
     PyObject *args[1] = {x};
@@ -313,10 +313,10 @@ consumer_stream(tackpy_state *st, PyObject *x)
  * DLPack 1.0 and raises TypeError at the keyword. copy is never passed: Tack makes
  * its own copies, so the fallback cannot drop a copy request. */
 static PyObject *
-request_capsule(tackpy_state *st, PyObject *x)
+request_capsule(tackpy_state *st, PyObject *x, bool host_only)
 {
     PyObject *dunder = st->names[TACKPY_NAME___dlpack__];
-    PyObject *stream = consumer_stream(st, x);
+    PyObject *stream = consumer_stream(st, x, host_only);
     PyObject *capsule;
     if (stream) {
         /* A producer on a device with streams orders its pending writes before
@@ -394,8 +394,9 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         result = import_capsule(st, x, &opts);
         goto done;
     }
+    bool host_only = false;
     const DLPackExchangeAPI *api =
-        tackpy_exchange_api_of(st, Py_TYPE(x), &opts.read_only);
+        tackpy_exchange_api_of(st, Py_TYPE(x), &opts.read_only, &host_only);
     if (api) {
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(x, &mt) != 0 || !mt) {
@@ -418,7 +419,7 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             mt->deleter(mt);
         }
     }
-    PyObject *capsule = request_capsule(st, x);
+    PyObject *capsule = request_capsule(st, x, host_only);
     if (!capsule && PyErr_ExceptionMatches(PyExc_AttributeError) &&
         !PyObject_HasAttr(x, st->names[TACKPY_NAME___dlpack__])) {
         /* An object that speaks only the CUDA Array Interface (Numba, older

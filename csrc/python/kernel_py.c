@@ -366,15 +366,15 @@ signature_of(tackpy_Kernel *kp, const uint32_t *key)
 }
 
 /* Whether this call builds the checked variant. An environment variable set from
- * Python (os.environ, monkeypatch.setenv) reaches the C environment, so getenv sees
- * it; the GIL orders it with such writes. */
+ * Python (os.environ, monkeypatch.setenv) reaches the C environment, where the
+ * module's watcher sees it (env_watch.c); the GIL orders it with such writes. */
 static uint32_t
-debug_of_call(const tackpy_Kernel *kp)
+debug_of_call(tackpy_state *st, const tackpy_Kernel *kp)
 {
     if (kp->debug >= 0) {
         return (uint32_t)kp->debug;
     }
-    return tack_kernel_debug_default();
+    return tackpy_env_debug(&st->debug_env);
 }
 
 static tack_kernel *
@@ -508,7 +508,7 @@ kernel_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
             return tackpy_raise(st, status);
         }
     }
-    tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(kp) != 0,
+    tack_kernel_key_tail(kp->nparams, arrays, debug_of_call(st, kp) != 0,
                          key + kp->nparams);
     tack_kernel *kernel = find_spec(kp, key);
     if (!kernel && !(kernel = compile_spec(st, kp, key))) {

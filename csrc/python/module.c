@@ -229,6 +229,7 @@ static void
 module_free(void *module)
 {
     module_clear(module);
+    tackpy_env_watch_free(&((tackpy_state *)PyModule_GetState(module))->debug_env);
 }
 
 /* Declared truthfully: a buffer held by array_from_ptr is released with the

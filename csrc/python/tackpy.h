@@ -20,6 +20,7 @@ typedef struct tackpy_exchange_cache {
     unsigned int tag;   /* the type's tp_version_tag when looked up; 0: empty */
     const void *api;    /* the DLPackExchangeAPI, or NULL for none */
     bool immutable;     /* its arrays are immutable by contract (JAX's) */
+    bool host_only;     /* its arrays live in host memory only (NumPy's) */
 } tackpy_exchange_cache;
 
 /* Every keyword name a function of the extension takes (args.c). */
@@ -41,6 +42,14 @@ typedef enum tackpy_name {
         TACKPY_NAME_COUNT
 } tackpy_name;
 
+/* TACK_DEBUG, watched without a getenv per kernel call (env_watch.c). */
+typedef struct tackpy_env_watch {
+    char **environ_seen; /* Borrowed: environ when the snapshot was taken */
+    char **entries;      /* PyMem; environ_seen's entry pointers, NULL-terminated */
+    size_t nentries, cap;
+    const char *entry; /* Borrowed: TACK_DEBUG's entry in entries, or NULL */
+} tackpy_env_watch;
+
 typedef struct tackpy_state {
     PyTypeObject *Array_type;
     PyTypeObject *Device_type;
@@ -60,6 +69,7 @@ typedef struct tackpy_state {
     int dlpack_cache_next;
     PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
     PyObject *names[TACKPY_NAME_COUNT]; /* interned keyword names (args.c) */
+    tackpy_env_watch debug_env;         /* TACK_DEBUG for kernel calls */
 } tackpy_state;
 
 typedef struct {
@@ -90,6 +100,12 @@ tackpy_state_of(PyObject *obj)
 }
 /* The numpy module. Returns: borrowed reference, or NULL with an exception set. */
 PyObject *tackpy_numpy(tackpy_state *st);
+
+/* ---- env_watch.c -------------------------------------------------------------- */
+/* Whether TACK_DEBUG is set, not empty and not "0" now (tack_kernel_debug_default's
+ * answer), for a caller holding the GIL. */
+bool tackpy_env_debug(tackpy_env_watch *w);
+void tackpy_env_watch_free(tackpy_env_watch *w);
 
 /* ---- errors.c ----------------------------------------------------------------- */
 int tackpy_errors_init(PyObject *module, tackpy_state *st);
@@ -251,10 +267,11 @@ PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
 /* ---- dlpack_exchange_py.c -------------------------------------------------------- */
 /* Publishes Tack's exchange table on tack.Array (still mutable). */
 int tackpy_exchange_init(PyObject *module, tackpy_state *st);
-/* The exchange table of a producer type, or NULL, and whether its arrays are
- * immutable by contract (imported read-only); cached per type version. */
+/* The exchange table of a producer type, or NULL, whether its arrays are immutable
+ * by contract (imported read-only), and whether they live in host memory only (no
+ * stream to ask for, no __dlpack_device__ to call); cached per type version. */
 const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp,
-                                                bool *immutable);
+                                                bool *immutable, bool *host_only);
 /* Whether the producer may still have work pending on the tensor's device that Tack
  * cannot order after (tack_dlpack_exchange_pending_work). */
 int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,

@@ -119,7 +119,7 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
            size_t nelem, bool writable, bool adopt, tack_array **out)
 {
     assert(buf && out && ndim >= 0 && ndim <= TACK_MAX_NDIM);
-    assert(nelem * tack_dtype_get(dtype)->itemsize <= buf->nbytes);
+    assert(nelem * tack__dtype(dtype)->itemsize <= buf->nbytes);
     tack_array *arr;
     /* shape, then the DLPack layout (see internal.h) */
     size_t nextents = (size_t)ndim + 2 * (size_t)tack__dl_ndim(dtype, ndim);
@@ -135,7 +135,7 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
     arr->dtype = dtype;
     arr->ndim = ndim;
     arr->nelem = nelem;
-    arr->nbytes = nelem * tack_dtype_get(dtype)->itemsize;
+    arr->nbytes = nelem * tack__dtype(dtype)->itemsize;
     arr->writable = writable && (tack_buffer_flags(buf) & TACK_BUFFER_WRITABLE);
     if (ndim) {
         memcpy(arr->shape, shape, (size_t)ndim * sizeof(int64_t));
@@ -238,9 +238,7 @@ tack_array_release(tack_array *arr)
     if (!arr) {
         return;
     }
-    size_t before = atomic_fetch_sub_explicit(&arr->refcount, 1, memory_order_acq_rel);
-    assert(before > 0 && "tack_array_release of an array already released");
-    if (before == 1) {
+    if (tack__ref_drop(&arr->refcount)) {
         tack_buffer *buf = arr->buffer;
         tack__free(arr);
         tack_buffer_release(buf);

@@ -147,11 +147,11 @@ tack__array_wrap_validated(tack_device *dev, void *data, tack_dtype dtype, int32
                            const int64_t *shape, size_t nelem, bool writable,
                            tack_release_fn release, void *ctx, tack_array **out)
 {
-    const tack_dtype_info *info = tack_dtype_get(dtype);
+    const tack_dtype_info *info = tack__dtype(dtype);
     tack_status st = TACK_OK;
     if (nelem > 0) {
         st = check_pointer(dev, data, nelem * info->itemsize,
-                           tack_dtype_get(info->scalar)->itemsize);
+                           tack__dtype(info->scalar)->itemsize);
     }
     if (st != TACK_OK) {
         if (release) {

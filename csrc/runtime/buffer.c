@@ -54,7 +54,10 @@ tack_buffer_new(tack_device *dev, size_t nbytes, unsigned flags, tack_buffer **o
     }
     buf->nbytes = nbytes;
     buf->owner = TACK_OWNER_OWN;
-    atomic_store(&buf->flags, flags);
+    /* Relaxed, as every store to a buffer not yet published: whatever hands the
+     * buffer to another thread orders these (a sequentially consistent store would be
+     * a locked exchange on x86). */
+    atomic_store_explicit(&buf->flags, flags, memory_order_relaxed);
     *out = buf;
     return TACK_OK;
 }
@@ -87,7 +90,9 @@ tack_buffer_wrap(tack_device *dev, void *data, size_t nbytes, unsigned flags,
     buf->release = release;
     buf->release_ctx = ctx;
     /* Foreign memory may be touched by its owner between any two Tack calls. */
-    atomic_store(&buf->flags, (flags & TACK_BUFFER_WRITABLE) | TACK_BUFFER_SHARED);
+    atomic_store_explicit(&buf->flags,
+                          (flags & TACK_BUFFER_WRITABLE) | TACK_BUFFER_SHARED,
+                          memory_order_relaxed); /* unpublished: see tack_buffer_new */
     *out = buf;
     return TACK_OK;
 }
@@ -107,9 +112,7 @@ tack_buffer_release(tack_buffer *buf)
     if (!buf) {
         return;
     }
-    size_t before = atomic_fetch_sub_explicit(&buf->refcount, 1, memory_order_acq_rel);
-    assert(before > 0 && "tack_buffer_release of a buffer already released");
-    if (before != 1) {
+    if (!tack__ref_drop(&buf->refcount)) {
         return;
     }
     /* Only an imported buffer has a release callback, and it always has one. */

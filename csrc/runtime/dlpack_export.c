@@ -19,7 +19,7 @@
 void
 tack__array_fill_dl_layout(tack_array *arr)
 {
-    const tack_dtype_info *info = tack_dtype_get(arr->dtype);
+    const tack_dtype_info *info = tack__dtype(arr->dtype);
     int32_t n = tack__dl_ndim(arr->dtype, arr->ndim);
     int64_t *shape = tack__array_dl_shape(arr);
     int64_t *strides = tack__array_dl_strides(arr);
@@ -48,7 +48,7 @@ tack_dlpack_describe(const tack_array *arr, DLTensor *out)
         memset(out, 0, sizeof *out);
         return;
     }
-    const tack_dtype_info *info = tack_dtype_get(arr->dtype);
+    const tack_dtype_info *info = tack__dtype(arr->dtype);
     tack_device *dev = arr->buffer->device;
     memset(out, 0, sizeof *out);
     out->data = arr->buffer->data;

@@ -201,8 +201,10 @@ check_shape(const DLTensor *t, size_t itemsize, size_t *count)
         }
         zero = zero || t->shape[k] == 0;
     }
-    /* No divisions per dimension: this is a hot path. */
-    const size_t max_nelem = (size_t)PTRDIFF_MAX / itemsize;
+    /* No division at all: this is a hot path. An imported dtype is a scalar one
+     * (check_dtype), whose itemsize is a power of 2, so a shift divides. */
+    assert(itemsize > 0 && (itemsize & (itemsize - 1)) == 0);
+    const size_t max_nelem = (size_t)PTRDIFF_MAX >> __builtin_ctzll(itemsize);
     for (int32_t k = 0; k < t->ndim && !zero; k++) {
         size_t e = (size_t)t->shape[k];
         if (mul_size(nelem, e, &nelem) || nelem > max_nelem) {
@@ -295,7 +297,7 @@ tack__dlpack_check(const DLTensor *t, tack__dlpack_layout *out)
     if (st != TACK_OK) {
         return st;
     }
-    size_t itemsize = tack_dtype_get(dtype)->itemsize;
+    size_t itemsize = tack__dtype(dtype)->itemsize;
     size_t nelem = 0;
     tack__dlpack_layout lay;
     st = check_shape(t, itemsize, &nelem);
@@ -340,7 +342,9 @@ release_legacy(void *ctx)
 static bool
 can_wrap(const tack_device *dev, const DLTensor *t, const tack__dlpack_layout *lay)
 {
-    if (strcmp(dev->backend->name, lay->backend) != 0) {
+    /* The names are usually one merged string literal: no strcmp on the hot path. */
+    if (dev->backend->name != lay->backend &&
+        strcmp(dev->backend->name, lay->backend) != 0) {
         return false;
     }
     const device_row *row = find_device((int32_t)t->device.device_type);

@@ -6,7 +6,7 @@
 
 #include "internal.h"
 
-static const tack_dtype_info dtype_table[] = {
+const tack_dtype_info tack__dtype_table[TACK_DTYPE_COUNT] = {
 #define TACK__DTYPE_ROW(e, name, alias, ctype, size, code, bits, ncomp, np, cls, sc) \
     {name, alias, size, code, bits, ncomp, np, cls, sc},
     TACK_DTYPE_LIST(TACK__DTYPE_ROW)
@@ -26,7 +26,7 @@ tack_dtype_get(tack_dtype dt)
     if ((unsigned)dt >= (unsigned)TACK_DTYPE_COUNT) {
         return NULL;
     }
-    return &dtype_table[dt];
+    return &tack__dtype_table[dt];
 }
 
 /*
@@ -42,7 +42,7 @@ static tack_dtype
 kind_and_size(char kind, size_t size)
 {
     for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
-        const tack_dtype_info *info = &dtype_table[i];
+        const tack_dtype_info *info = &tack__dtype_table[i];
         if (info->ncomponents == 1 && info->kind == kind && info->itemsize == size) {
             return (tack_dtype)i;
         }
@@ -206,7 +206,7 @@ tack_dtype_from_name(const char *name, tack_dtype *out)
     /* Tack's own names ("float32", "bool", "vec3") are also NumPy's where both exist.
      */
     for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
-        if (strcmp(name, dtype_table[i].name) == 0) {
+        if (strcmp(name, tack__dtype_table[i].name) == 0) {
             *out = (tack_dtype)i;
             return TACK_OK;
         }
@@ -233,7 +233,7 @@ tack_dtype_from_name(const char *name, tack_dtype *out)
     }
     /* Tack's short aliases NumPy has no meaning for ("f32", "i64", "vec3"). */
     for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
-        if (strcmp(name, dtype_table[i].alias) == 0) {
+        if (strcmp(name, tack__dtype_table[i].alias) == 0) {
             *out = (tack_dtype)i;
             return TACK_OK;
         }
@@ -246,7 +246,7 @@ tack_dtype_from_dlpack(uint8_t code, uint8_t bits, tack_dtype *out)
 {
     TACK__CHECK_ARG(out);
     for (int i = 0; i < TACK_DTYPE_COUNT; i++) {
-        const tack_dtype_info *info = &dtype_table[i];
+        const tack_dtype_info *info = &tack__dtype_table[i];
         if (info->ncomponents == 1 && info->dlpack_code == code &&
             info->dlpack_bits == bits) {
             *out = (tack_dtype)i;

@@ -115,6 +115,38 @@ char *tack__strndup(const char *s, size_t n);
 /* tack__alloc for a struct: reports TACK_ERR_NO_MEMORY through tack__fail. */
 tack_status tack__new(size_t nbytes, void **out);
 
+/* ---- dtypes (dtype.c) ------------------------------------------------------------ */
+
+/* The table behind tack_dtype_get. tack__dtype is its look-up for a dtype already
+ * known to be valid (an array's, a validated tensor's): inlined, where the public
+ * function is a call through the PLT on the hot paths of imports and exports. */
+extern const tack_dtype_info tack__dtype_table[TACK_DTYPE_COUNT];
+static inline const tack_dtype_info *
+tack__dtype(tack_dtype dt)
+{
+    assert((unsigned)dt < (unsigned)TACK_DTYPE_COUNT);
+    return &tack__dtype_table[dt];
+}
+
+/* ---- reference counts ------------------------------------------------------------ */
+
+/* Drops the caller's reference from count; true when it was the last. The sole
+ * reference is dropped without a locked instruction (a fifth of a DLPack import):
+ * when the count reads 1, the caller's is the only reference, and another can only
+ * be made from an existing one (every retain is by an owner), so no other thread can
+ * change the count meanwhile. The acquire load pairs with the release half of the
+ * decrements that brought it down to 1, as the fetch_sub's acquire does. */
+static inline bool
+tack__ref_drop(atomic_size_t *count)
+{
+    if (atomic_load_explicit(count, memory_order_acquire) == 1) {
+        return true;
+    }
+    size_t before = atomic_fetch_sub_explicit(count, 1, memory_order_acq_rel);
+    assert(before > 0 && "a reference released twice");
+    return before == 1;
+}
+
 /* ---- devices (device.c) -------------------------------------------------------- */
 
 struct tack_device {
@@ -224,7 +256,7 @@ tack__check_live(const tack_array *arr, const char *what)
 static inline int32_t
 tack__dl_ndim(tack_dtype dtype, int32_t ndim)
 {
-    return ndim + (tack_dtype_get(dtype)->ncomponents > 1 ? 1 : 0);
+    return ndim + (tack__dtype(dtype)->ncomponents > 1 ? 1 : 0);
 }
 static inline int64_t *
 tack__array_dl_shape(const tack_array *arr)
@@ -352,6 +384,11 @@ typedef struct tack__cpu_kernel {
     int64_t partial_size;        /* bytes of reduction partials per chunk; 0: none */
     /* Estimated nanoseconds per outer-loop trip, times 256; 0 until measured. */
     _Atomic uint64_t trip_ns_q8;
+    /* The trip counts at which a launch is worth the pool, worth timing when it runs
+     * serially, and too long to keep the caller's lock: launch.c's thresholds
+     * divided by trip_ns_q8, recomputed whenever launch.c stores an estimate, so
+     * that a launch divides nothing. Read only while trip_ns_q8 is non-zero. */
+    _Atomic uint64_t parallel_trips, timed_trips, short_trips;
     /* Serial launches far below the parallel threshold since the last timed one
      * (launch.c times only one in TIME_EVERY of them). */
     _Atomic uint32_t untimed;

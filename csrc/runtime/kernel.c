@@ -100,35 +100,39 @@ tack_kernel_build(const char *name, const char *filename, const char *source,
 
 /* The calling thread's lock (tack_kernel_set_caller_lock), and whether a launch of
  * this thread dropped it: a launch inside a launch (a GPU backend running its CPU
- * twin) finds it dropped already and leaves it to the outer one. */
-static _Thread_local const tack_kernel_lock *caller_lock;
-static _Thread_local bool caller_lock_dropped;
+ * twin) finds it dropped already and leaves it to the outer one. One thread-local
+ * record, so that each use costs one look-up of the thread's block (a call in a
+ * shared library), and a launch that keeps the lock looks it up only to set it. */
+static _Thread_local struct {
+    const tack_kernel_lock *lock;
+    bool dropped;
+} caller;
 
 void
 tack_kernel_set_caller_lock(const tack_kernel_lock *lock)
 {
-    caller_lock = lock;
-    caller_lock_dropped = false;
+    caller.lock = lock;
+    caller.dropped = false;
 }
 
 bool
 tack__caller_lock_release(void)
 {
-    const tack_kernel_lock *lock = caller_lock;
-    if (!lock || !lock->release || caller_lock_dropped) {
+    const tack_kernel_lock *lock = caller.lock;
+    if (!lock || !lock->release || caller.dropped) {
         return false;
     }
     lock->release(lock->ctx);
-    caller_lock_dropped = true;
+    caller.dropped = true;
     return true;
 }
 
 void
 tack__caller_lock_reacquire(bool released)
 {
-    const tack_kernel_lock *lock = caller_lock;
     if (released) {
-        caller_lock_dropped = false;
+        const tack_kernel_lock *lock = caller.lock;
+        caller.dropped = false;
         if (lock->reacquire) {
             lock->reacquire(lock->ctx);
         }

@@ -16,7 +16,9 @@
  * launches whatever the machine's load did to one measurement. A serial launch
  * predicted at under a sixteenth of the threshold is timed only once in TIME_EVERY
  * (two clock reads are a tenth of a 16-element launch), which still lets a kernel
- * whose trips grew dearer reach the pool; with one thread nothing is timed.
+ * whose trips grew dearer reach the pool; with one thread nothing is timed. The
+ * trip counts those choices compare against are divided out once, when an estimate
+ * is stored (set_estimate), not at every launch.
  */
 #include <string.h>
 
@@ -88,6 +90,33 @@ run_range(void *ctx, int64_t begin, int64_t end)
     }
 }
 
+/* Stores an estimate of ns per trip (times 256; 0: unknown) with the trip counts
+ * that the launch's choices compare against, each threshold / estimate rounded down
+ * as the choices' own divisions were. The thresholds go first and the estimate
+ * publishes them (release; readers acquire it): a launch that sees an estimate sees
+ * its thresholds or a later estimate's, never none. */
+static void
+set_estimate(tack__cpu_kernel *k, uint64_t q8)
+{
+    if (q8) {
+        atomic_store_explicit(&k->parallel_trips, (uint64_t)PARALLEL_MIN_NS * 256u / q8,
+                              memory_order_relaxed);
+        atomic_store_explicit(&k->timed_trips, (uint64_t)PARALLEL_MIN_NS * 16u / q8,
+                              memory_order_relaxed);
+        atomic_store_explicit(&k->short_trips,
+                              (uint64_t)TACK_KERNEL_SHORT_LAUNCH_NS * 256u / q8,
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&k->trip_ns_q8, q8, memory_order_release);
+}
+
+/* The estimate, and with it (when non-zero) its thresholds. */
+static uint64_t
+estimate(tack__cpu_kernel *k)
+{
+    return atomic_load_explicit(&k->trip_ns_q8, memory_order_acquire);
+}
+
 /*
  * Folds one measurement (ns for trips) into the kernel's cost per trip. Noise in a
  * measurement is one-sided: a thread the OS deschedules, or one that waits on a
@@ -122,24 +151,24 @@ update_estimate(tack__cpu_kernel *k, int64_t trips, uint64_t ns, bool may_raise)
     else {
         next = (3 * old + (sample > 2 * old ? 2 * old : sample)) / 4;
     }
-    atomic_store_explicit(&k->trip_ns_q8, next ? next : 1, memory_order_relaxed);
+    set_estimate(k, next ? next : 1);
 }
 
 /* Whether n trips are worth waking the pool for (the kernel's measured cost). */
 static bool
 worth_parallel(tack__cpu_kernel *k, int64_t n, int threads)
 {
-    uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
     if (threads < 2 || n < 2) {
         return false;
     }
-    if (per_trip == 0) {
+    if (estimate(k) == 0) {
         /* Unknown cost: a launch of a chunk or so per thread measures itself
          * serially; a big one is worth the pool whatever its cost. */
         return n >= (int64_t)threads * CHUNKS_PER_THREAD;
     }
     /* n * per_trip / 256 >= PARALLEL_MIN_NS, without overflow */
-    return (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 256u / per_trip;
+    return (uint64_t)n >=
+           atomic_load_explicit(&k->parallel_trips, memory_order_relaxed);
 }
 
 /* Whether a serial launch of n trips measures itself: always while the cost is
@@ -151,22 +180,25 @@ worth_timing(tack__cpu_kernel *k, int64_t n, int threads)
     if (threads < 2 || n < 2) {
         return false;
     }
-    uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
     /* n * per_trip / 256 >= PARALLEL_MIN_NS / 16, without overflow */
-    if (per_trip == 0 || (uint64_t)n >= (uint64_t)PARALLEL_MIN_NS * 16u / per_trip) {
+    if (estimate(k) == 0 ||
+        (uint64_t)n >= atomic_load_explicit(&k->timed_trips, memory_order_relaxed)) {
         return true;
     }
-    uint32_t seen = atomic_fetch_add_explicit(&k->untimed, 1, memory_order_relaxed);
+    /* A load and a store, not a locked increment (a fifth of a tiny launch): two
+     * threads launching at once may count one launch between them, which only
+     * moves the next timed launch by one. */
+    uint32_t seen = atomic_load_explicit(&k->untimed, memory_order_relaxed);
+    atomic_store_explicit(&k->untimed, seen + 1, memory_order_relaxed);
     return seen % TIME_EVERY == TIME_EVERY - 1;
 }
 
 /* Runs trips [0, n), n > 0: on the pool when worth it, else on this thread. With
  * fixed_chunk > 0 (a reduction) every body call covers exactly one chunk. */
 static void
-run_trips(launch *l, int64_t n, int64_t fixed_chunk)
+run_trips(launch *l, int64_t n, int64_t fixed_chunk, int threads)
 {
     tack__cpu_kernel *k = l->kernel;
-    int threads = tack__pool_threads();
     if (worth_parallel(k, n, threads)) {
         int64_t chunk =
             fixed_chunk ? fixed_chunk : n / ((int64_t)threads * CHUNKS_PER_THREAD);
@@ -183,12 +215,12 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
             /* mine * 2 * threads >= n, without overflow for n near INT64_MAX */
             int64_t halves = 2 * (int64_t)threads;
             bool fair = mine >= n / halves + (n % halves != 0);
-            uint64_t old = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
+            uint64_t old = estimate(k);
             if (fair || (mine > 0 && mine_ns * 256u / (uint64_t)mine < old)) {
                 update_estimate(k, mine, mine_ns, fair);
             }
             else {
-                atomic_store_explicit(&k->trip_ns_q8, 0, memory_order_relaxed);
+                set_estimate(k, 0);
             }
             atomic_fetch_add_explicit(&tack__stat_parallel, 1, memory_order_relaxed);
             return;
@@ -217,15 +249,14 @@ run_trips(launch *l, int64_t n, int64_t fixed_chunk)
  * serial (not worth the pool), under TACK_KERNEL_SHORT_LAUNCH_NS. A serial kernel
  * (n < 0) has no trip count to predict from. */
 static bool
-is_short(tack__cpu_kernel *k, int64_t n)
+is_short(tack__cpu_kernel *k, int64_t n, int threads)
 {
-    uint64_t per_trip = atomic_load_explicit(&k->trip_ns_q8, memory_order_relaxed);
-    if (n < 0 || per_trip == 0) {
+    if (n < 0 || estimate(k) == 0) {
         return false;
     }
     /* n * per_trip / 256 < TACK_KERNEL_SHORT_LAUNCH_NS, without overflow */
-    return (uint64_t)n < (uint64_t)TACK_KERNEL_SHORT_LAUNCH_NS * 256u / per_trip &&
-           !worth_parallel(k, n, tack__pool_threads());
+    return (uint64_t)n < atomic_load_explicit(&k->short_trips, memory_order_relaxed) &&
+           !worth_parallel(k, n, threads);
 }
 
 /* The launch proper, over l's parameter block; the returned value is left in
@@ -253,7 +284,10 @@ run(launch *l, bool *released)
                               "out of memory for the partials of kernel '%s'", k->name);
         }
     }
-    bool short_launch = is_short(k, n);
+    /* Asked once per launch, and only where there are trips to share: the first
+     * such launch starts the pool. */
+    int threads = n > 0 ? tack__pool_threads() : 1;
+    bool short_launch = is_short(k, n, threads);
     atomic_store_explicit(&k->last_short, short_launch, memory_order_relaxed);
     if (!short_launch && !*released) {
         *released = tack__caller_lock_release();
@@ -267,7 +301,7 @@ run(launch *l, bool *released)
         }
     }
     else if (n > 0) {
-        run_trips(l, n, l->pub.chunk);
+        run_trips(l, n, l->pub.chunk, threads);
     }
     if (__atomic_load_n(&l->pub.privatized, __ATOMIC_RELAXED)) {
         atomic_fetch_add_explicit(&tack__stat_privatized, 1, memory_order_relaxed);

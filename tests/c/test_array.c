@@ -1,4 +1,7 @@
 /* test_array.c: buffers and arrays: shapes, views, fill, copies, owner kinds. */
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "harness.h"
 #include "internal.h"
 
@@ -293,4 +296,61 @@ TACK_TEST(creation_refuses_flags_it_does_not_know)
     CHECK_OK(tack_array_empty(cpu(), TACK_FLOAT32, 1, shape,
                               TACK_BUFFER_WRITABLE | TACK_BUFFER_EXPORTABLE, &a));
     tack_array_release(a);
+}
+
+/* ---- references dropped on several threads at once ----------------------------- */
+
+static atomic_int released_count;
+
+static void
+count_release_atomic(void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&released_count, 1);
+}
+
+typedef struct {
+    tack_array *arr;
+    atomic_int *go;
+} release_job;
+
+static void *
+release_at_go(void *p)
+{
+    release_job *job = p;
+    while (!atomic_load(job->go)) {
+    }
+    tack_array_release(job->arr);
+    return NULL;
+}
+
+/* An array with two references and a second array over its buffer, all three
+ * references dropped at once on three threads: whichever drops the last, the buffer's
+ * release callback runs exactly once, and only after all three. */
+TACK_TEST(references_dropped_at_once_release_the_memory_once)
+{
+    tack_device *d = cpu();
+    static double data[4];
+    int64_t shape[] = {4};
+    for (int round = 0; round < 2000; round++) {
+        tack_array *a, *b;
+        CHECK_OK(tack_array_wrap_memory(d, data, TACK_FLOAT64, 1, shape, true,
+                                        count_release_atomic, NULL, &a));
+        tack_array_retain(a);
+        CHECK_OK(tack_array_from_buffer(tack_array_buffer(a), TACK_FLOAT64, 1, shape,
+                                        true, &b));
+        atomic_int go = 0;
+        release_job jobs[3] = {{a, &go}, {a, &go}, {b, &go}};
+        pthread_t th[3];
+        for (int k = 0; k < 3; k++) {
+            CHECK_EQ_INT(pthread_create(&th[k], NULL, release_at_go, &jobs[k]), 0);
+        }
+        CHECK_EQ_INT(atomic_load(&released_count), round);
+        atomic_store(&go, 1);
+        for (int k = 0; k < 3; k++) {
+            CHECK_EQ_INT(pthread_join(th[k], NULL), 0);
+        }
+        CHECK_EQ_INT(atomic_load(&released_count), round + 1);
+    }
+    tack_device_release(d);
 }

@@ -460,3 +460,23 @@ def test_a_producer_type_that_changes_its_module_is_asked_again():
         assert tack.from_dlpack(Array()).writable
     Array.__module__ = "jaxlib"
     assert not tack.from_dlpack(Array()).writable
+
+
+def test_only_numpy_ndarray_itself_is_taken_for_host_memory():
+    """NumPy's ndarray is imported without asking its device (its arrays are host
+    memory); a subclass may say otherwise, so it is asked at every import, after
+    ndarray's answer was remembered for its type."""
+    asked = []
+
+    class Placed(np.ndarray):
+        def __dlpack_device__(self):
+            asked.append(1)
+            return super().__dlpack_device__()
+
+    x = np.arange(4.0)
+    for _ in range(2):
+        assert tack.from_dlpack(x).ptr == x.ctypes.data
+    p = x.view(Placed)
+    for _ in range(2):
+        assert tack.from_dlpack(p).ptr == x.ctypes.data
+    assert len(asked) == 2
