@@ -1,7 +1,8 @@
-"""The comparison rules of the CUDA differential test (cuda_differential.py): what
-counts as the same result on the CPU and on CUDA. docs/kernels.md, "The differential
-test", states them; the math library's bounds are read from that document's table, so
-the rule and its documentation cannot drift apart.
+"""The comparison rules of the differential tests (cuda_differential.py for CUDA,
+test_level_zero_differential.py and the fuzzer for Level Zero): what counts as the
+same result on the CPU and on a device. docs/kernels.md, "The differential test",
+states them; each device's math library bounds are read from that document's tables
+(CUDA's, OpenCL's), so the rule and its documentation cannot drift apart.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ _lir = importlib.import_module("tack.kernel.lir")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
 
 
-def math_bounds() -> dict[str, tuple[int, int]]:
-    """docs/kernels.md's table of math function errors on CUDA: name -> (float32
-    ulp, float64 ulp), the upper end of a range, the stated bound where a note
-    follows it."""
-    bounds: dict[str, tuple[int, int]] = {}
+def math_bounds(heading: str) -> dict[str, tuple[float, float]]:
+    """The table of docs/kernels.md that follows heading: name -> (float32 ulp,
+    float64 ulp), the upper end of a range, the stated bound where a note follows
+    it. "*exact*" is the row of the arithmetic operators."""
+    bounds: dict[str, tuple[float, float]] = {}
     text = DOCS.read_text("utf-8")
-    table = text[text.index("Maximum error of the math functions on CUDA"):]
+    table = text[text.index(heading):]
     for line in table.splitlines()[1:]:
         if line.startswith("|---") or line.startswith("| function"):
             continue
@@ -34,44 +35,82 @@ def math_bounds() -> dict[str, tuple[int, int]]:
                 break
             continue
         names, f32, f64 = (c.strip() for c in line.strip("|").split("|"))
-        ulps = [max(int(n) for n in re.findall(r"\d+", c.split("(")[0])) for c in (f32, f64)]
-        for name in re.findall(r"`([a-z0-9]+)`|\(([a-z0-9]+)\)", names):
+        ulps = [max(float(n) for n in re.findall(r"\d+(?:\.\d+)?", c.split("(")[0]))
+                for c in (f32, f64)]
+        for name in re.findall(r"`([a-z0-9]+|/)`|\(([a-z0-9]+)\)", names):
             for n in name:
                 if n:
                     bounds[n] = (ulps[0], ulps[1])
-        if "+ - * /" in names:
+        if "`+ - *" in names:
             bounds["*exact*"] = (ulps[0], ulps[1])
     if "sin" not in bounds or "*exact*" not in bounds:
-        raise RuntimeError(f"no table of math function bounds found in {DOCS}")
+        raise RuntimeError(f"no table '{heading}' of math function bounds in {DOCS}")
     return bounds
 
 
-BOUNDS = math_bounds()
-# The unknown (a function the table does not name): the column's largest bound.
-WORST = (max(b[0] for b in BOUNDS.values()), max(b[1] for b in BOUNDS.values()))
+class Rules:
+    """One device's math library: its table of bounds in docs/kernels.md, and the
+    device's name in a mismatch's text."""
+
+    def __init__(self, device: str, heading: str) -> None:
+        self.device = device
+        self.bounds = math_bounds(heading)
+        # the unknown (a function the table does not name): the column's largest
+        self.worst = (max(b[0] for b in self.bounds.values()),
+                      max(b[1] for b in self.bounds.values()))
+
+    def facts(self, plan: Any) -> Facts:
+        return Facts(plan, self)
+
+
+CUDA = Rules("CUDA", "Maximum error of the math functions on CUDA")
+# OpenCL's built-ins, as Level Zero's SPIR-V calls them
+OPENCL = Rules("Level Zero", "Maximum error of the math functions on OpenCL")
+BOUNDS, WORST = CUDA.bounds, CUDA.worst
+
+
+def _float32_division(plan: Any) -> bool:
+    """Whether the plan may divide float32 values: a `/` (always a float division
+    in the kernel language's lowering) in a plan that holds a float32 value or
+    array anywhere. Loose on purpose: lir's `/` carries no type."""
+    divides = f32 = False
+    for node in _lir.walk([plan.arrays, plan.setup, plan.iteration, plan.serial,
+                           plan.functions]):
+        if isinstance(node, _lir.Bin) and node.op == "/":
+            divides = True
+        for name in ("ty", "to", "elem"):
+            t = getattr(node, name, None)
+            if getattr(t, "name", None) in ("float32", "float16"):
+                f32 = True
+    return divides and f32
 
 
 class Facts:
-    """What the comparison needs to know of one specialization."""
+    """What the comparison needs to know of one specialization, under a device's
+    rules (CUDA's by default)."""
 
-    def __init__(self, plan: Any) -> None:
-        self.ulp32 = self.ulp64 = 0  # bound of the math library calls, per precision
+    def __init__(self, plan: Any, rules: Rules = CUDA) -> None:
+        self.device = rules.device
+        self.ulp32 = self.ulp64 = 0.0  # bound of the math library calls, per precision
         self.math32 = self.math64 = False
         for node in _lir.walk([plan.setup, plan.iteration, plan.serial,
                                plan.functions]):
             if isinstance(node, _lir.Math) and not node.generic:
-                b = BOUNDS.get(node.name, WORST)
+                b = rules.bounds.get(node.name, rules.worst)
                 if node.ty.name == "float32":
                     self.math32, self.ulp32 = True, max(self.ulp32, b[0])
                 else:
                     self.math64, self.ulp64 = True, max(self.ulp64, b[1])
+        division = rules.bounds.get("/", (0, 0))[0]
+        if division and _float32_division(plan):
+            self.math32, self.ulp32 = True, max(self.ulp32, division)
         # float atomic adds land in the order the threads reach them, on either side
         self.atomics = plan.uses_atomics
         self.float_reduction = min(
             (53 if r.ty.name == "float64" else 24 for r in plan.reductions
              if r.ty.is_float), default=0) if plan.parallel else 0
 
-    def tolerance(self, precision: int) -> tuple[int, int]:
+    def tolerance(self, precision: int) -> tuple[float, int]:
         """(ulp, precision in bits) allowed between the two sides of a value of
         `precision` bits: twice the bound (each side may be that far from the truth)
         at the coarsest precision the math ran in."""
@@ -82,7 +121,7 @@ class Facts:
         return 0, precision
 
 
-def float_diff(c: np.ndarray, g: np.ndarray, ulp: int, precision: int) -> np.ndarray:
+def float_diff(c: np.ndarray, g: np.ndarray, ulp: float, precision: int) -> np.ndarray:
     """Where float arrays c and g differ beyond ulp units of `precision` bits (NaN
     equals NaN; with no ulp allowed, bit for bit)."""
     nan = np.isnan(c) & np.isnan(g)
@@ -131,7 +170,7 @@ def compare_arrays(facts: Facts, names: list[str], cpu: list[Any],
             first = int(np.flatnonzero(mask.reshape(-1))[0])
             return (f"argument '{name}' ({c.dtype}, shape {c.shape}): {bad} elements "
                     f"differ, first at flat index {first}: CPU {c.reshape(-1)[first]!r}"
-                    f", CUDA {g.reshape(-1)[first]!r}")
+                    f", {facts.device} {g.reshape(-1)[first]!r}")
     return ""
 
 
@@ -148,9 +187,10 @@ def compare_values(facts: Facts, c: Any, g: Any, n: int) -> str:
             tol += regrouping(n, facts.float_reduction) * max(abs(c), abs(g))
         if abs(c - g) <= tol:
             return ""
-        return f"returned {c!r} on the CPU, {g!r} on CUDA (allowed difference {tol:g})"
+        return (f"returned {c!r} on the CPU, {g!r} on {facts.device} (allowed "
+                f"difference {tol:g})")
     if type(c) is not type(g) or c != g:
-        return f"returned {c!r} on the CPU, {g!r} on CUDA"
+        return f"returned {c!r} on the CPU, {g!r} on {facts.device}"
     return ""
 
 

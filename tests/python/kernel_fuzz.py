@@ -88,8 +88,10 @@ def _relabel(msg: str, other: str) -> str:
     return msg.replace("CUDA", other)
 
 
-def on_cpu(k: Any, args: list[Any]) -> tuple[list[np.ndarray], Any]:
-    tk = [tack.array(a.copy()) if isinstance(a, np.ndarray) else a for a in args]
+def on_device(k: Any, args: list[Any], device: Any = None) -> tuple[list[np.ndarray], Any]:
+    """k launched on copies of args on device (the CPU by default)."""
+    tk = [tack.array(a.copy(), device=device) if isinstance(a, np.ndarray) else a
+          for a in args]
     result = k(*tk)
     return [a.numpy() for a in tk if isinstance(a, tack.Array)], result
 
@@ -136,7 +138,7 @@ def check(case: gen.Case, workdir: Path, perturb: bool = False) -> list[str]:
     try:
         mod, path = load(case, workdir)
         k = mod.fuzz_kernel
-        cpu, cpu_result = on_cpu(k, case.args)
+        cpu, cpu_result = on_device(k, case.args)
     except Exception as exc:  # a generated kernel is valid: any failure is a fault
         return [f"the CPU path raised {type(exc).__name__}: {exc}"]
     try:

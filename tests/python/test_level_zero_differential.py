@@ -1,76 +1,143 @@
 """The fixed kernel set's fuzzer kernels (kernel_suite_sources.SEEDS) on Level Zero
 arrays against the CPU, through the real loader on the strict stand-in driver, by the
-stand-in's execution mode: `twin` computes the launches with the CPU twins (so
-equality checks the machinery around the kernel: module, arguments, groups, record,
-read-back); `spirv` runs the modules' SPIR-V, where the stand-in can."""
+stand-in's execution mode: `twin` computes the launches with the CPU twins (so the
+comparison checks the machinery around the kernel: module, arguments, groups,
+record, read-back); `spirv` runs the modules' SPIR-V on Intel's OpenCL CPU runtime.
+Both are compared by the differential test's rules with OpenCL's bounds
+(cuda_compare.OPENCL; docs/kernels.md, "The differential test"), in the loader's
+five modes; and the rules themselves.
+"""
 
+import math
 from pathlib import Path
 
-import opencl_cpu_runtime
+import kernel_fuzz
+import level_zero_fuzz
+import numpy as np
 import pytest
-from level_zero_helpers import STANDIN_SOURCES, run, standin_only
+from cuda_compare import CUDA, OPENCL, float_diff
+from kernel_suite_sources import SEEDS
+from level_zero_helpers import MODES, STANDIN_SOURCES, standin_only
+
+import tack
+from tack.kernel.lower import OPENCL as OPENCL_TARGET
 
 HERE = Path(__file__).resolve().parent
-
-CODE = """
-sys.path.insert(0, {here!r})
-from pathlib import Path
-import kernel_fuzz, kernel_fuzz_gen as gen
-from kernel_suite_sources import SEEDS
-dev = tack.device("level_zero")
-work = Path({work!r})
-
-def outcome(k, args, device):
-    tk = [tack.array(a.copy(), device=device) if isinstance(a, np.ndarray) else a
-          for a in args]
-    try:
-        result = k(*tk)
-    except Exception as exc:  # the same error on both, message included
-        return type(exc).__name__, str(exc)
-    return [a.numpy() for a in tk if isinstance(a, tack.Array)], result
-
-ran = 0
-for seed in SEEDS:
-    case = gen.generate(seed)
-    mod, _ = kernel_fuzz.load(case, work)
-    want = outcome(mod.fuzz_kernel, case.args, tack.device("cpu"))
-    got = outcome(mod.fuzz_kernel, case.args, dev)
-    if isinstance(want[0], str):
-        assert got == want, (seed, want, got)
-        continue
-    assert len(got[0]) == len(want[0]), seed
-    for w, g in zip(want[0], got[0]):
-        assert w.dtype == g.dtype and np.array_equal(w, g, equal_nan=w.dtype.kind in "fc"), seed
-    assert (want[1] == got[1]) or (want[1] != want[1] and got[1] != got[1]), (seed, want[1], got[1])
-    ran += 1
-assert ran >= len(SEEDS) // 2, ran
-print("ran", ran)
-"""
 
 
 def _standin_executes_spirv() -> bool:
     return any("TACK_STANDIN_ZE_EXECUTE" in p.read_text() for p in STANDIN_SOURCES)
 
 
-def _runtime_installed() -> bool:
-    return opencl_cpu_runtime.library_dir() is not None
+@pytest.fixture(scope="module")
+def shared_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder (and kernel cache) for every mode: the first run builds the
+    modules, the others load them."""
+    return tmp_path_factory.mktemp("level-zero-differential")
+
+
+# The twins in every loader mode; SPIR-V, whose module builds on the OpenCL runtime
+# cost a few seconds a mode, in three of them (plain, a layer, two drivers).
+RUNS = [("twin", m) for m in MODES] + [("spirv", m) for m in
+                                      ("plain", "validation", "two-drivers")]
 
 
 @standin_only
-@pytest.mark.parametrize("execute", ["twin", "spirv"])
-def test_the_fixed_set_on_level_zero_matches_the_cpu(execute, tmp_path, request):
-    if execute == "spirv" and not (_standin_executes_spirv() and _runtime_installed()):
-        pytest.skip("SPIR-V execution is not available: Intel's OpenCL CPU runtime "
-                    "is not installed, so the stand-in computes launches with CPU twins")
-    if execute == "spirv" and _runtime_installed():
-        # The first run of the suite's SPIR-V on a real OpenCL device: seed 165 (asin,
-        # erfc, log1p, sinh, **) differs from the CPU in the last bits of one float64
-        # element. The comparison is still exact here; OpenCL's math functions are
-        # bounded in ulps, not correctly rounded, so this case waits for the comparison
-        # rules of cuda_compare.py with OpenCL's bounds. Strict: it fails once it passes.
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="seed 165 differs in the last bits of a float64 "
-            "element on OpenCL's math functions; exact comparison"))
-    r = run(CODE.format(here=str(HERE), work=str(tmp_path)), "plain",
-            TACK_STANDIN_ZE_EXECUTE=execute, TACK_CACHE_DIR=str(tmp_path / "cache"))
-    assert "ran" in r.stdout, r.stdout
+@pytest.mark.parametrize(("execute", "mode"), RUNS)
+def test_the_fixed_set_on_level_zero_matches_the_cpu(execute, mode, shared_work):
+    if execute == "spirv":
+        why = level_zero_fuzz.unavailable() or (
+            "" if _standin_executes_spirv() else "the stand-in cannot execute SPIR-V")
+        if why:
+            pytest.skip(f"SPIR-V execution is not available: {why}; the stand-in "
+                        "computes launches with CPU twins")
+    results, (by_spirv, by_twin) = level_zero_fuzz.run_cases(
+        list(SEEDS), kernel_fuzz.gen.DEFAULT_FEATURES, shared_work / execute, mode,
+        execute)
+    bad = {s: m for s, m in results.items() if m}
+    assert not bad, bad
+    if execute == "spirv":
+        assert by_spirv > len(SEEDS) // 2 and by_twin == 0, (by_spirv, by_twin)
+    else:
+        assert by_twin > len(SEEDS) // 2 and by_spirv == 0, (by_spirv, by_twin)
+
+
+@standin_only
+def test_a_level_zero_result_one_ulp_off_is_caught(tmp_path):
+    # seed 0's arrays, the first element of the Level Zero side one ulp away
+    results, _ = level_zero_fuzz.run_cases(
+        [0], kernel_fuzz.gen.DEFAULT_FEATURES, tmp_path, "plain", "twin",
+        TACK_FUZZ_LEVEL_ZERO_PERTURB="1")
+    assert len(results[0]) == 1 and "differ" in results[0][0], results
+    assert "Level Zero" in results[0][0], results
+
+
+# ---- the comparison rules with OpenCL's bounds (cuda_compare.OPENCL) --------------
+
+
+@tack.kernel
+def erfcs(out, x):
+    for i in range(out.shape[0]):
+        out[i] = math.erfc(x[i])
+
+
+@tack.kernel
+def halves(out, x):
+    for i in range(out.shape[0]):
+        out[i] = x[i] / 3.0
+
+
+@tack.kernel
+def doubled(out, x):
+    for i in range(out.shape[0]):
+        out[i] = x[i] * 2.0
+
+
+F32, F64 = ("array", "float32", 1), ("array", "float64", 1)
+
+
+def _facts(kernel, signature, rules):
+    return kernel.compile.spell(rules.facts, signature, False, OPENCL_TARGET)
+
+
+def test_the_opencl_bounds_are_the_table_in_docs_kernels_md():
+    b = OPENCL.bounds
+    assert b["erfc"] == b["pow"] == b["tgamma"] == (16, 16)
+    assert b["sqrt"] == (3, 0) and b["/"] == (2.5, 0) and b["log1p"] == (2, 2)
+    assert b["atan2"] == (6, 6) and b["fmod"] == b["nextafter"] == (0, 0)
+    assert b["lgamma"] == (16, 16)  # no bound in the specification: the table's largest
+    assert CUDA.bounds["erfc"] == (4, 5)  # each device its own table
+
+
+def test_a_math_call_on_level_zero_gets_twice_the_opencl_bound():
+    facts = _facts(erfcs, (F64, F64), OPENCL)
+    assert facts.tolerance(53) == (32, 53)
+    assert _facts(erfcs, (F64, F64), CUDA).tolerance(53) == (10, 53)
+    one = np.ones(3)
+    off = [1.0, 1.0, 1.0]
+    for _ in range(32):
+        off[1] = math.nextafter(off[1], 2)
+    off[2] = math.nextafter(off[1], 2)  # 33 ulps: one beyond the bound
+    assert float_diff(one, np.array(off), *facts.tolerance(53)).tolist() == [
+        False, False, True]
+    msgs = kernel_fuzz.compare(facts, ["out"], [one], None, [np.array(off)], None, 3,
+                               "Level Zero")
+    assert len(msgs) == 1 and "1 elements differ" in msgs[0] and "Level Zero" in msgs[0]
+
+
+def test_a_float32_division_on_level_zero_gets_the_opencl_bound():
+    assert _facts(halves, (F32, F32), OPENCL).tolerance(24) == (5, 24)
+    assert _facts(halves, (F64, F64), OPENCL).tolerance(53) == (0, 53)
+    assert _facts(halves, (F32, F32), CUDA).tolerance(24) == (0, 24)
+
+
+def test_a_level_zero_kernel_without_math_compares_bit_for_bit():
+    facts = _facts(doubled, (F64, F64), OPENCL)
+    assert facts.tolerance(53) == (0, 53)
+    x = np.array([0.1, 2.0])
+    y = x.copy()
+    y[0] = math.nextafter(y[0], 1)
+    msgs = kernel_fuzz.compare(facts, ["out"], [x], None, [y], None, 2, "Level Zero")
+    assert len(msgs) == 1 and "first at flat index 0" in msgs[0], msgs
+    assert kernel_fuzz.compare(facts, ["out"], [x], None, [x.copy()], None, 2,
+                               "Level Zero") == []

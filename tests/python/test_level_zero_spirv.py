@@ -93,3 +93,32 @@ def test_a_source_clang_refuses_is_a_compile_error_with_its_output():
     assert "y" in str(e.value)
 
 
+
+
+@tack.kernel
+def multiply_add(out, a, b, c):
+    for i in range(out.shape[0]):
+        out[i] = a[i] * b[i] + c[i]
+
+
+def _fused(module: bytes, folder: Path) -> list[str]:
+    """The OpenCL mad and fma instructions of a module, as spirv-dis writes them."""
+    spirv_dis = shutil.which("spirv-dis")
+    assert spirv_dis is not None, "spirv-dis is missing: scripts/ensure_tools.sh installs it"
+    path = folder / "module.spv"
+    path.write_bytes(module)
+    text = subprocess.run([spirv_dis, str(path)], capture_output=True, text=True,
+                          check=True).stdout
+    assert "OpFMul" in text and "OpFAdd" in text, text
+    return [ln for ln in text.splitlines()
+            if "OpExtInst" in ln and (" mad " in ln or " fma " in ln)]
+
+
+def test_a_multiply_and_an_add_stay_two_roundings(tmp_path: Path):
+    # OpenCL C contracts a * b + c by default, into OpenCL's mad, which a device may
+    # fuse; the CPU (-ffp-contract=off) and CUDA (--fmad=false) round twice
+    raw = "__kernel void k(__global double *x) { x[0] = x[1] * x[2] + x[3]; }"
+    assert _fused(spirv.compile_opencl(raw), tmp_path) == []
+    f64 = ("array", "float64", 1)
+    source = multiply_add.compile.spell(emit_opencl, (f64,) * 4, False, OPENCL)
+    assert _fused(spirv.compile_opencl(source), tmp_path) == []

@@ -13,6 +13,7 @@ The flags, and why:
 - ``-O0``: llvm-spirv-15 cannot translate what clang-15's optimizer makes of these
   kernels (``freeze`` instructions, integers of odd widths from loop idioms, blocks
   out of dominance order); the driver compiles the SPIR-V with its own optimizer;
+- ``-ffp-contract=off``: OpenCL C contracts ``a * b + c`` by default;
 - ``--spirv-max-version=1.2``: a kernel with a local array would otherwise become a
   SPIR-V 1.4 module, which OpenCL 2.2 environments refuse;
 - the float-atomics extension, which emit_opencl.py's atomics may need.
@@ -45,6 +46,9 @@ LLVM_SPIRV = "llvm-spirv-15"
 
 CLANG_ARGS = [
     "-x", "cl", "-cl-std=CL3.0", "-target", "spir64", "-O0", "-emit-llvm", "-c", "-w",
+    # no a * b + c as OpenCL's mad, which a device may fuse: every + - * rounds, as
+    # on the CPU (-ffp-contract=off) and on CUDA (--fmad=false)
+    "-ffp-contract=off",
     # a deep expression (a return of 512 reductions or'ed together) nests past
     # clang's default bracket depth
     "-fbracket-depth=4096",
