@@ -3,11 +3,13 @@
 Each seed gives a random kernel module (kernel_fuzz_gen.py) that runs three ways:
 on Tack's CPU path, as Python (kernel_fuzz_ref.py: the module's own source with the
 documented differences from Python modelled) and, for the seeds chosen to, as its
-CUDA module under the host emulation (cuda_emulator.py). The results are compared by
-the rules of the CUDA differential test (cuda_compare.py).
+CUDA module under the host emulation (cuda_emulator.py) and on Level Zero arrays,
+its SPIR-V executed by the stand-in driver on Intel's OpenCL CPU runtime
+(level_zero_fuzz.py). The results are compared by the rules of the differential
+test (cuda_compare.py; OpenCL's bounds for Level Zero).
 
     python tests/python/kernel_fuzz.py --seed 0 --count 200 [--emulate-every 4]
-        [--enable FEATURE ...] [--disable FEATURE ...]
+        [--level-zero-every 4] [--enable FEATURE ...] [--disable FEATURE ...]
 
 prints a reproducer, made smaller by dropping statements, for every mismatch, and
 exits 1 when there was one.
@@ -197,11 +199,45 @@ def minimize(case: gen.Case, workdir: Path) -> gen.Case:
     return case
 
 
+def on_level_zero(seeds: list[int], features: frozenset[str], workdir: Path,
+                  out: Any = None) -> list[tuple[gen.Case, list[str]]]:
+    """seeds on Level Zero arrays against the CPU, their SPIR-V executed by the
+    stand-in driver on Intel's OpenCL CPU runtime, in one child process
+    (level_zero_fuzz.py); the failing cases, not minimized (each trial would be a
+    child). Where that cannot run, says why and runs none."""
+    import level_zero_fuzz  # it builds on this module
+
+    out = out or sys.stdout
+    why = level_zero_fuzz.unavailable()
+    STATS["level zero"] += 0
+    if why:
+        print(f"no Level Zero cases: {why}", file=out, flush=True)
+        return []
+    try:
+        results, (_, by_twin) = level_zero_fuzz.run_cases(
+            seeds, features, workdir / "level_zero")
+    except AssertionError as e:  # the child failed, or the stand-in complained
+        results, by_twin = {seeds[0]: [f"the Level Zero run of seeds {seeds} failed: "
+                                       f"{e}"]}, 0
+    STATS["level zero"] += len(seeds)
+    if by_twin:
+        results.setdefault(seeds[0], []).append(
+            f"{by_twin} Level Zero launches ran on CPU twins, not as SPIR-V")
+    failures = []
+    for s in seeds:
+        if results.get(s):
+            case = gen.generate(s, features)
+            failures.append((case, results[s]))
+            print(report(case, results[s]), file=out, flush=True)
+    return failures
+
+
 def sweep(seed: int, count: int, features: frozenset[str], emulate_every: int,
-          workdir: Path, shrink: bool = True, out: Any = None) -> list[
-              tuple[gen.Case, list[str]]]:
+          workdir: Path, shrink: bool = True, out: Any = None,
+          level_zero_every: int = 0) -> list[tuple[gen.Case, list[str]]]:
     """Seeds seed .. seed+count-1; every emulate_every-th one also under the CUDA
-    emulation (0: none). Returns the failing cases (minimized when shrink)."""
+    emulation, every level_zero_every-th one also on Level Zero (0: none). Returns
+    the failing cases (minimized when shrink, but for Level Zero's)."""
     failures = []
     for s in range(seed, seed + count):
         case = gen.generate(s, features)
@@ -215,6 +251,10 @@ def sweep(seed: int, count: int, features: frozenset[str], emulate_every: int,
             case = small
         failures.append((case, msgs))
         print(report(case, msgs), file=out or sys.stdout, flush=True)
+    on = [s for s in range(seed, seed + count)
+          if level_zero_every > 0 and s % level_zero_every == 0]
+    if on:
+        failures += on_level_zero(on, features, workdir, out)
     return failures
 
 
@@ -234,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, default=100)
     p.add_argument("--emulate-every", type=int, default=4,
                    help="also run every N-th seed's CUDA module under emulation (0: none)")
+    p.add_argument("--level-zero-every", type=int, default=4,
+                   help="also run every N-th seed on Level Zero, its SPIR-V executed "
+                   "on Intel's OpenCL CPU runtime (0: none)")
     p.add_argument("--enable", nargs="*", default=[], choices=gen.FEATURES,
                    metavar="FEATURE", help="turn on features (known-broken included)")
     p.add_argument("--disable", nargs="*", default=[], choices=gen.FEATURES,
@@ -243,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     features = (gen.DEFAULT_FEATURES | set(a.enable)) - set(a.disable)
     with tempfile.TemporaryDirectory(prefix="tack-kernel-fuzz-") as tmp:
         failures = sweep(a.seed, a.count, frozenset(features), a.emulate_every,
-                         Path(tmp), not a.no_shrink)
+                         Path(tmp), not a.no_shrink,
+                         level_zero_every=a.level_zero_every)
     print(f"{a.count} kernels, {len(failures)} mismatching; runs: {dict(STATS)}")
     return 1 if failures else 0
 

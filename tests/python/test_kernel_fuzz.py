@@ -1,6 +1,7 @@
 """The kernel fuzzer (kernel_fuzz.py, docs/kernels.md "The fuzzer"): a fixed-seed
 sweep where Tack's CPU path, the kernel's Python source and (for some seeds) the
-host emulation of its CUDA module must agree; proof that the comparison can fail;
+host emulation of its CUDA module and its SPIR-V executed on Level Zero arrays must
+agree; proof that the comparison can fail;
 and the faults the fuzzer found, each as a named test.
 """
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import kernel_fuzz
 import kernel_fuzz_gen as gen
 import kernel_fuzz_ref as ref
+import level_zero_fuzz
 import numpy as np
 import pytest
 from cuda_emulator import gxx_available
@@ -21,21 +23,31 @@ import tack
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "kernels.md"
 
 # The fixed sweep: SEEDS kernels, every EMULATE_EVERY-th also run as its CUDA module
-# under the host emulation (whose g++ compile costs about ten C compiles).
+# under the host emulation (whose g++ compile costs about ten C compiles), every
+# LEVEL_ZERO_EVERY-th on Level Zero arrays, as SPIR-V on Intel's OpenCL CPU runtime
+# (one child process per chunk).
 SEEDS = 80
 CHUNK = 20
 EMULATE_EVERY = 8
+LEVEL_ZERO_EVERY = 8
 
 
 @pytest.mark.parametrize("first", range(0, SEEDS, CHUNK))
-def test_fixed_seed_sweep_agrees_three_ways(tmp_path: Path, first: int):
+def test_fixed_seed_sweep_agrees_three_ways(tmp_path: Path, first: int,
+                                            capsys: pytest.CaptureFixture[str]):
     before = dict(kernel_fuzz.STATS)
     failures = kernel_fuzz.sweep(first, CHUNK, gen.DEFAULT_FEATURES,
-                                 EMULATE_EVERY if gxx_available() else 0, tmp_path)
+                                 EMULATE_EVERY if gxx_available() else 0, tmp_path,
+                                 level_zero_every=LEVEL_ZERO_EVERY)
     assert not failures, "\n".join(kernel_fuzz.report(c, m) for c, m in failures)
     assert kernel_fuzz.STATS["kernels"] - before.get("kernels", 0) == CHUNK
     if gxx_available():  # some of them as CUDA modules
         assert kernel_fuzz.STATS["emulated"] > before.get("emulated", 0)
+    ran = kernel_fuzz.STATS["level zero"] - before.get("level zero", 0)
+    if level_zero_fuzz.unavailable():  # the sweep says why it ran none
+        assert ran == 0 and "no Level Zero cases:" in capsys.readouterr().out
+    else:
+        assert ran == len(range(-first % LEVEL_ZERO_EVERY, CHUNK, LEVEL_ZERO_EVERY))
 
 
 def test_the_sweep_generates_every_construct():
@@ -120,6 +132,30 @@ def test_a_wrong_cuda_result_is_caught(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(kernel_fuzz, "on_emulator", off_by_one)
     msgs = kernel_fuzz.check(case, tmp_path)
     assert len(msgs) == 1 and "the CUDA emulation" in msgs[0], msgs
+
+
+def test_a_wrong_level_zero_result_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]):
+    if level_zero_fuzz.unavailable():
+        pytest.skip(level_zero_fuzz.unavailable())
+    # seed 8 agrees on Level Zero (the fixed sweep runs it there); here the Level Zero
+    # side's first element is one unit in the last place away
+    monkeypatch.setenv("TACK_FUZZ_LEVEL_ZERO_PERTURB", "1")
+    failures = kernel_fuzz.sweep(8, 1, gen.DEFAULT_FEATURES, 0, tmp_path,
+                                 level_zero_every=1)
+    assert [c.seed for c, _ in failures] == [8], failures
+    assert "Level Zero" in failures[0][1][0] and "=== seed 8" in capsys.readouterr().out
+
+
+def test_without_the_opencl_runtime_the_sweep_says_so_and_runs_no_level_zero_case(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    monkeypatch.setattr(level_zero_fuzz.opencl_cpu_runtime, "library_dir", lambda: None)
+    before = kernel_fuzz.STATS["level zero"]
+    assert kernel_fuzz.main(["--seed", "1", "--count", "1", "--emulate-every", "0",
+                             "--level-zero-every", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "no Level Zero cases: Intel's OpenCL CPU runtime is not installed" in out
+    assert kernel_fuzz.STATS["level zero"] == before and "'level zero': " in out
 
 
 def test_a_mismatch_is_reported_with_a_smaller_reproducer(
