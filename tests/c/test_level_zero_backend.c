@@ -26,7 +26,9 @@
 /* The real loader, with the stand-in as its only driver, offering ndevices devices;
  * or, where TACK_TEST_ZE_DRIVERS names a list (the two-driver mode of `make
  * test-c-level-zero-modes`: the stand-in under two names), with that list of drivers,
- * which forces the loader's multi-driver path. */
+ * which forces the loader's multi-driver path. Launches run on CPU twins: the stand-in
+ * never loads OpenCL here, whatever the environment offers, so valgrind and ASan never
+ * see Intel's OpenCL runtime. */
 static void
 use_standin(const char *ndevices)
 {
@@ -35,6 +37,7 @@ use_standin(const char *ndevices)
     setenv("ZE_ENABLE_ALT_DRIVERS",
            drivers && *drivers ? drivers : TACK_TEST_STANDIN_ZE, 1);
     setenv("TACK_STANDIN_ZE_DEVICES", ndevices, 1);
+    setenv("TACK_STANDIN_ZE_EXECUTE", "twin", 1);
 }
 
 static void
@@ -618,6 +621,29 @@ TACK_TEST(level_zero_standin_launch_runs_its_twin_at_synchronization)
     CHECK_EQ_INT(test_api.zeCommandListDestroy(l), 0);
     CHECK_EQ_INT(test_api.zeCommandQueueDestroy(q), 0);
     check_complaints(err, "launches of the kernel are in command lists");
+}
+
+/* The C tests run under valgrind and ASan, where Intel's OpenCL runtime must not be
+ * loaded: use_standin chooses the CPU twins, so the stand-in opens no OpenCL library
+ * even where $TACK_STANDIN_ZE_OPENCL names one (here a library it would load and
+ * find no OpenCL in). */
+TACK_TEST(level_zero_standin_in_the_c_tests_never_loads_opencl)
+{
+    use_standin("1");
+    setenv("TACK_STANDIN_ZE_OPENCL", TACK_TEST_STANDIN_CUDA, 1);
+    CHECK(dlopen(TACK_TEST_STANDIN_CUDA, RTLD_NOW | RTLD_NOLOAD) == NULL);
+    tze_driver driver;
+    tze_device dev;
+    test_loader(&driver, &dev);
+    tze_context ctx = test_context(driver);
+    tze_module mod;
+    tze_result rc;
+    tze_kernel k = test_kernel(ctx, dev, &mod, "twice", &rc);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(dlopen(TACK_TEST_STANDIN_CUDA, RTLD_NOW | RTLD_NOLOAD) == NULL);
+    CHECK_EQ_INT(test_api.zeKernelDestroy(k), 0);
+    CHECK_EQ_INT(test_api.zeModuleDestroy(mod), 0);
+    CHECK_EQ_INT(test_zeContextDestroy(ctx), 0);
 }
 
 TACK_TEST(level_zero_standin_refuses_what_a_launch_cannot_trust)
