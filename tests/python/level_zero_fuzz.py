@@ -34,6 +34,8 @@ from tack.kernel.lower import OPENCL
 
 HERE = Path(__file__).resolve().parent
 LINE = "level-zero-case "
+# seeds per child: a case takes a second or less, a child may take two minutes
+BATCH = 25
 EXECUTED = "level-zero-executed "
 
 _CHILD = """
@@ -60,8 +62,9 @@ def unavailable() -> str:
 def run_cases(seeds: list[int], features: frozenset[str], workdir: Path,
               mode: str = "plain", execute: str = "spirv",
               **env: str) -> tuple[dict[int, list[str]], tuple[int, int]]:
-    """Runs seeds in one child in the loader's mode: each seed's mismatches, and
-    the launches the stand-in ran (by SPIR-V, by twin)."""
+    """Runs seeds in one child in the loader's mode (at most BATCH of them: the
+    child must finish within level_zero_helpers.run's time limit): each seed's
+    mismatches, and the launches the stand-in ran (by SPIR-V, by twin)."""
     workdir.mkdir(parents=True, exist_ok=True)
     code = _CHILD.format(here=str(HERE), seeds=list(seeds),
                          features=sorted(features), work=str(workdir))

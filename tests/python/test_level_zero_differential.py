@@ -4,8 +4,8 @@ stand-in's execution mode: `twin` computes the launches with the CPU twins (so t
 comparison checks the machinery around the kernel: module, arguments, groups,
 record, read-back); `spirv` runs the modules' SPIR-V on Intel's OpenCL CPU runtime.
 Both are compared by the differential test's rules with OpenCL's bounds
-(cuda_compare.OPENCL; docs/kernels.md, "The differential test"), in the loader's
-five modes; and the rules themselves.
+(cuda_compare.OPENCL; docs/kernels.md, "The differential test"): the twins in the
+loader's five modes, the SPIR-V in three (RUNS); and the rules themselves.
 """
 
 import math
