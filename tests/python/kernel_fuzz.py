@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -203,8 +202,8 @@ def minimize(case: gen.Case, workdir: Path) -> gen.Case:
 def on_level_zero(seeds: list[int], features: frozenset[str], workdir: Path,
                   out: Any = None) -> list[tuple[gen.Case, list[str]]]:
     """seeds on Level Zero arrays against the CPU, their SPIR-V executed by the
-    stand-in driver on Intel's OpenCL CPU runtime, in a child process per
-    level_zero_fuzz.BATCH seeds; the failing cases, not minimized (each trial would
+    stand-in driver on Intel's OpenCL CPU runtime, in child processes
+    (level_zero_fuzz.run_cases); the failing cases, not minimized (each trial would
     be a child). Where that cannot run, says why and runs none."""
     import level_zero_fuzz  # it builds on this module
 
@@ -214,21 +213,12 @@ def on_level_zero(seeds: list[int], features: frozenset[str], workdir: Path,
     if why:
         print(f"no Level Zero cases: {why}", file=out, flush=True)
         return []
-    results: dict[int, list[str]] = {}
-    for k in range(0, len(seeds), level_zero_fuzz.BATCH):
-        batch = seeds[k:k + level_zero_fuzz.BATCH]
-        try:
-            got, (_, by_twin) = level_zero_fuzz.run_cases(batch, features,
-                                                          workdir / "level_zero")
-        except (AssertionError, subprocess.TimeoutExpired) as e:  # the child failed,
-            # the stand-in complained, or a case hung
-            got, by_twin = {batch[0]: [f"the Level Zero run of seeds {batch} failed: "
-                                       f"{e}"]}, 0
-        if by_twin:
-            got.setdefault(batch[0], []).append(
-                f"{by_twin} Level Zero launches ran on CPU twins, not as SPIR-V")
-        results.update(got)
-        STATS["level zero"] += len(batch)
+    results, (_, by_twin) = level_zero_fuzz.run_cases(seeds, features,
+                                                      workdir / "level_zero")
+    STATS["level zero"] += len(seeds)
+    if by_twin:
+        results.setdefault(seeds[0], []).append(
+            f"{by_twin} Level Zero launches ran on CPU twins, not as SPIR-V")
     failures = []
     for s in seeds:
         if results.get(s):

@@ -6,8 +6,10 @@ The loader and the stand-in read their environment once per process, before Tack
 opens the loader, so a batch of seeds runs in one child interpreter
 (level_zero_helpers.run), which prints one line per seed (LINE, then JSON: the seed
 and its mismatches) and, last, how many launches the stand-in ran as SPIR-V and as
-CPU twins. Under ``TACK_STANDIN_ZE_EXECUTE=spirv`` every launch must have run its
-SPIR-V on Intel's OpenCL CPU runtime; ``twin`` computes them with the CPU twins.
+CPU twins; on stderr it names each seed as it starts (STARTS), so the stand-in's
+complaints, and a crash, are put down to their seed. Under
+``TACK_STANDIN_ZE_EXECUTE=spirv`` every launch must have run its SPIR-V on Intel's
+OpenCL CPU runtime; ``twin`` computes them with the CPU twins.
 
 ``TACK_FUZZ_LEVEL_ZERO_PERTURB=1`` in the child changes the first element of the
 Level Zero side's first array by one unit in the last place before the comparison:
@@ -19,6 +21,8 @@ from __future__ import annotations
 import ctypes.util
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +38,7 @@ from tack.kernel.lower import OPENCL
 
 HERE = Path(__file__).resolve().parent
 LINE = "level-zero-case "
+STARTS = "level-zero-starts "  # on stderr, so complaints follow their seed
 # seeds per child: a case takes a second or less, a child may take two minutes
 BATCH = 25
 EXECUTED = "level-zero-executed "
@@ -62,28 +67,62 @@ def unavailable() -> str:
 def run_cases(seeds: list[int], features: frozenset[str], workdir: Path,
               mode: str = "plain", execute: str = "spirv",
               **env: str) -> tuple[dict[int, list[str]], tuple[int, int]]:
-    """Runs seeds in one child in the loader's mode (at most BATCH of them: the
-    child must finish within level_zero_helpers.run's time limit): each seed's
-    mismatches, and the launches the stand-in ran (by SPIR-V, by twin)."""
+    """Runs seeds in children in the loader's mode, at most BATCH to a child (which
+    must finish within level_zero_helpers.run's time limit): each seed's
+    mismatches, and the launches the stand-in ran (by SPIR-V, by twin). A stand-in
+    complaint is a mismatch of the seed it came in; a child that dies or hangs is
+    one of the seed it was running, and the seeds after it run in a new child."""
+    results: dict[int, list[str]] = {}
+    spirv = twin = 0
+    rest = list(seeds)
+    while rest:
+        got, (s, t) = _child(rest[:BATCH], features, workdir, mode, execute, env)
+        results.update(got)
+        spirv, twin = spirv + s, twin + t
+        rest = [seed for seed in rest if seed not in results]
+    return results, (spirv, twin)
+
+
+def _child(seeds: list[int], features: frozenset[str], workdir: Path, mode: str,
+           execute: str, env: dict[str, str]) -> tuple[dict[int, list[str]],
+                                                       tuple[int, int]]:
     workdir.mkdir(parents=True, exist_ok=True)
     code = _CHILD.format(here=str(HERE), seeds=list(seeds),
                          features=sorted(features), work=str(workdir))
-    r = level_zero_helpers.run(code, mode, TACK_STANDIN_ZE_EXECUTE=execute,
-                               TACK_CACHE_DIR=str(workdir / "cache"), **env)
+    try:
+        # every complaint allowed here: each is made the mismatch of its seed below
+        r = level_zero_helpers.run(code, mode, expect=("",), check=False,
+                                   TACK_STANDIN_ZE_EXECUTE=execute,
+                                   TACK_CACHE_DIR=str(workdir / "cache"), **env)
+        out, err, ended = r.stdout, r.stderr, r.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, ended = _text(e.stdout), _text(e.stderr), "a timeout"
     results: dict[int, list[str]] = {}
-    executed = (-1, -1)
-    for line in r.stdout.splitlines():
+    executed = (0, 0)
+    for line in out.splitlines():
         if line.startswith(LINE):
             one = json.loads(line[len(LINE):])
             results[one["seed"]] = one["msgs"]
         elif line.startswith(EXECUTED):
             spirv, twin = line[len(EXECUTED):].split()
             executed = (int(spirv), int(twin))
-    missing = [s for s in seeds if s not in results]
-    assert not missing and executed[0] >= 0, (
-        f"the Level Zero child reported no result for seeds {missing}:\n{r.stdout}\n"
-        f"{r.stderr}")
+    seed = None
+    for line in err.splitlines():
+        if line.startswith(STARTS):
+            seed = int(line[len(STARTS):])
+        elif line.startswith("standin-ze:") and not line.startswith("standin-ze: note:"):
+            results.setdefault(seed if seed is not None else seeds[0], []).append(
+                f"the stand-in complained: {line}")
+    if ended != 0:
+        dead = next((s for s in seeds if s not in results), seeds[-1])
+        results.setdefault(dead, []).append(
+            f"the Level Zero child ended ({ended}) while running this seed; its last "
+            f"output:\n{err[-1500:]}")
     return results, executed
+
+
+def _text(b: bytes | str | None) -> str:
+    return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
 
 
 def _outcome(k: Any, args: list[Any], device: Any) -> tuple[Any, Any, BaseException | None]:
@@ -128,6 +167,7 @@ def child(seeds: list[int], features: list[str], work: str) -> None:
     device = tack.device("level_zero")
     perturb = os.environ.get("TACK_FUZZ_LEVEL_ZERO_PERTURB") == "1"
     for seed in seeds:
+        print(STARTS + str(seed), file=sys.stderr, flush=True)
         case = gen.generate(seed, frozenset(features))
         try:
             msgs = check_case(case, Path(work), device, perturb)

@@ -141,3 +141,27 @@ def test_a_level_zero_kernel_without_math_compares_bit_for_bit():
     assert len(msgs) == 1 and "first at flat index 0" in msgs[0], msgs
     assert kernel_fuzz.compare(facts, ["out"], [x], None, [x.copy()], None, 2,
                                "Level Zero") == []
+
+
+@standin_only
+def test_a_stand_in_complaint_is_a_mismatch_of_its_seed(tmp_path):
+    # no OpenCL to be had while SPIR-V is asked for: every launch is refused
+    results, _ = level_zero_fuzz.run_cases(
+        [0, 3], kernel_fuzz.gen.DEFAULT_FEATURES, tmp_path, "plain", "spirv",
+        TACK_STANDIN_ZE_OPENCL="/nonexistent/libOpenCL.so.1")
+    for seed in (0, 3):
+        assert any(m.startswith("the stand-in complained: standin-ze: ") and
+                   "no OpenCL loader" in m for m in results[seed]), results
+
+
+@standin_only
+def test_a_child_that_dies_is_a_mismatch_of_its_seed_and_the_rest_run_again(tmp_path):
+    # no device: each child ends before its first seed
+    results, executed = level_zero_fuzz.run_cases(
+        [0, 3], kernel_fuzz.gen.DEFAULT_FEATURES, tmp_path, "plain", "twin",
+        TACK_STANDIN_ZE_DEVICES="0")
+    assert executed == (0, 0)
+    for seed in (0, 3):
+        assert len(results[seed]) == 1, results
+        assert results[seed][0].startswith("the Level Zero child ended (1) while running "
+                                           "this seed"), results
