@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../csrc/backends/cuda/cuda_internal.h"
+#include "../../csrc/backends/gpu/gpu_kernel.h"
 #include "cuda_test_util.h"
 #include "data/cuda_requests.h"
 #include "harness.h"
@@ -300,4 +301,32 @@ TACK_TEST(cuda_kernel_nvrtc_no_newer_than_the_driver)
     CHECK(strstr(tack_last_error(),
                  "NVRTC 13.0 is newer than the CUDA driver (12.8)") != NULL);
     CHECK(strstr(tack_last_error(), "TACK_NVRTC") != NULL);
+}
+
+TACK_TEST(gpu_block_limit_keeps_a_groups_partials_in_its_shared_memory)
+{
+    tack__gpu_kernel k;
+    memset(&k, 0, sizeof k);
+    k.pub.name = "many";
+    unsigned most = 0;
+    CHECK_OK(tack__gpu_block_limit(&k, 49152, 1024, "shared memory", &most));
+    CHECK_EQ_INT(most, 1024); /* no reduction: the device's own limit */
+    k.partial_size = 8;
+    CHECK_OK(tack__gpu_block_limit(&k, 49152, 1024, "shared memory", &most));
+    CHECK_EQ_INT(most, 1024);
+    k.partial_size = 1280; /* 51 fit: whole warps, 32 */
+    CHECK_OK(tack__gpu_block_limit(&k, 65536, 1024, "shared memory", &most));
+    CHECK_EQ_INT(most, 32);
+    k.partial_size = 4096; /* 12 fit: fewer than a warp, all of them */
+    CHECK_OK(tack__gpu_block_limit(&k, 49152, 1024, "shared memory", &most));
+    CHECK_EQ_INT(most, 12);
+    CHECK_OK(tack__gpu_block_limit(&k, 4096, 1024, "shared memory", &most));
+    CHECK_EQ_INT(most, 1);
+    most = 77;
+    CHECK_STATUS(tack__gpu_block_limit(&k, 4095, 1024, "shared memory", &most),
+                 TACK_ERR_UNSUPPORTED);
+    CHECK_EQ_INT(most, 77); /* untouched on failure */
+    const char *msg = tack_last_error();
+    CHECK(strstr(msg, "'many'") && strstr(msg, "4096 bytes") &&
+          strstr(msg, "512 reductions") && strstr(msg, "4095 bytes of shared memory"));
 }

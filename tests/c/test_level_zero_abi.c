@@ -140,6 +140,26 @@ CHECK_STRUCT(tze_memory_free_ext_desc, ze_memory_free_ext_desc_t)
     CHECK_FIELD(tze_memory_free_ext_desc, ze_memory_free_ext_desc_t, f)
 FREE_DESC_FIELDS(CHECK_FREE_DESC)
 
+CHECK_STRUCT(tze_device_compute_properties, ze_device_compute_properties_t)
+/* clang-format off */
+#define COMPUTE_PROPS_FIELDS(X) \
+    X(stype) \
+    X(pNext) \
+    X(maxTotalGroupSize) \
+    X(maxGroupSizeX) \
+    X(maxGroupSizeY) \
+    X(maxGroupSizeZ) \
+    X(maxGroupCountX) \
+    X(maxGroupCountY) \
+    X(maxGroupCountZ) \
+    X(maxSharedLocalMemory) \
+    X(numSubGroupSizes) \
+    X(subGroupSizes)
+/* clang-format on */
+#define CHECK_COMPUTE_PROPS(f) \
+    CHECK_FIELD(tze_device_compute_properties, ze_device_compute_properties_t, f)
+COMPUTE_PROPS_FIELDS(CHECK_COMPUTE_PROPS)
+
 CHECK_STRUCT(tze_native_kernel_uuid, ze_native_kernel_uuid_t)
 
 CHECK_STRUCT(tze_device_module_properties, ze_device_module_properties_t)

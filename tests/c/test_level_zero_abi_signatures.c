@@ -22,6 +22,7 @@ typedef ze_command_list_desc_t tze_command_list_desc;
 typedef ze_device_mem_alloc_desc_t tze_device_mem_alloc_desc;
 typedef ze_memory_allocation_properties_t tze_memory_allocation_properties;
 typedef ze_memory_free_ext_desc_t tze_memory_free_ext_desc;
+typedef ze_device_compute_properties_t tze_device_compute_properties;
 typedef ze_device_module_properties_t tze_device_module_properties;
 typedef ze_module_desc_t tze_module_desc;
 typedef ze_kernel_desc_t tze_kernel_desc;

@@ -720,3 +720,26 @@ TACK_TEST(level_zero_standin_module_properties_report_fp64_unless_told)
     CHECK_EQ_INT(test_api.zeDeviceGetModuleProperties(dev, &p), 0);
     CHECK(!(p.flags & TZE_DEVICE_MODULE_FLAG_FP64));
 }
+
+TACK_TEST(level_zero_standin_compute_properties_are_an_intel_gpus_unless_told)
+{
+    use_standin("1");
+    tze_driver driver;
+    tze_device dev;
+    test_loader(&driver, &dev);
+    FILE *err = capture_complaints();
+    tze_device_compute_properties p;
+    memset(&p, 0, sizeof p);
+    p.stype = TZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES;
+    CHECK_EQ_INT(test_api.zeDeviceGetComputeProperties(dev, &p),
+                 TZE_RESULT_ERROR_INVALID_ARGUMENT);
+    check_complaints(err, "zeDeviceGetComputeProperties");
+    CHECK_EQ_INT(p.maxTotalGroupSize, 0);
+    p.stype = TZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES;
+    CHECK_EQ_INT(test_api.zeDeviceGetComputeProperties(dev, &p), 0);
+    CHECK_EQ_INT(p.maxTotalGroupSize, 1024);
+    CHECK_EQ_INT(p.maxSharedLocalMemory, 65536);
+    setenv("TACK_STANDIN_ZE_LOCAL_MEMORY", "1024", 1);
+    CHECK_EQ_INT(test_api.zeDeviceGetComputeProperties(dev, &p), 0);
+    CHECK_EQ_INT(p.maxSharedLocalMemory, 1024);
+}

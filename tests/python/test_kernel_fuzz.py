@@ -249,6 +249,17 @@ def test_seed_2328_a_nan_sign_that_differs_on_level_zero_is_no_fault(tmp_path: P
     assert results == {2328: []} and by_spirv > 0
 
 
+def test_seed_2104_512_reductions_fit_a_level_zero_group(tmp_path: Path):
+    # 4 KiB of partials a work item: the driver's suggested 256 work items would ask
+    # OpenCL for 1 MiB of local memory (CL_OUT_OF_RESOURCES)
+    if level_zero_fuzz.unavailable():
+        pytest.skip(level_zero_fuzz.unavailable())
+    assert "r517" in gen.generate(2104, gen.DEFAULT_FEATURES).source()
+    results, (by_spirv, _) = level_zero_fuzz.run_cases([2104], gen.DEFAULT_FEATURES,
+                                                       tmp_path / "ze")
+    assert results == {2104: []} and by_spirv > 0
+
+
 def test_seed_2020_a_literal_beside_a_promoted_operand_is_a_float(tmp_path: Path):
     # `(100 * math.isinf(p1))` was an int in Python beside a float in the other arm of
     # `x if c else y`, where the kernel meets both at float64

@@ -99,6 +99,18 @@ KERNELS = textwrap.dedent("""
         return s
 """)
 
+# A kernel of MANY float64 and MANY int64 sums: 8 bytes of partials each, 1280 bytes
+# a work item, so the 256 work items a driver suggests would need 320 KiB of local
+# memory, more than a group has (64 KiB on Intel's GPUs, 256 KiB on its OpenCL CPU
+# runtime).
+MANY = 80
+KERNELS += f"\nMANY = {MANY}\n\n@tack.kernel\ndef many_sums(x, k):\n" + "".join(
+    f"    f{j} = 0.0\n    n{j} = 0\n" for j in range(MANY)) + \
+    "    for i in range(x.shape[0]):\n" + "".join(
+    f"        f{j} += x[i] * {j + 1}.0\n        n{j} += k[i] - {j}\n"
+    for j in range(MANY)) + \
+    "    return " + " + ".join(f"f{j} - n{j}" for j in range(MANY)) + "\n"
+
 # Puts the kernels' module on the child's path (a kernel needs its source in a file).
 _IMPORT = """
 sys.path.insert(0, {folder!r})
@@ -114,6 +126,27 @@ def run_kernels(code, mode, tmp_path, **env):
     env.setdefault("TACK_STANDIN_ZE_EXECUTE", "twin")
     return run(_IMPORT.format(folder=str(tmp_path)) + textwrap.dedent(code), mode,
                **env)
+
+
+# The launches the stand-in ran, by SPIR-V and by twin, on the child's stdout.
+_EXECUTED = """
+lib = ctypes.CDLL(os.environ["ZE_ENABLE_ALT_DRIVERS"].split(",")[0])
+by = (ctypes.c_uint64 * 2)()
+lib.tack_standin_ze_executed(ctypes.byref(by, 0), ctypes.byref(by, 8))
+print("executed", by[0], by[1])
+"""
+
+
+def run_executing(code, execute, tmp_path, **env):
+    """Runs code in the plain mode with TACK_STANDIN_ZE_EXECUTE=execute (skipped where
+    "spirv" cannot be): the launches the stand-in ran by SPIR-V and by twin."""
+    if execute == "spirv" and opencl_cpu_runtime.library_dir() is None:
+        pytest.skip("Intel's OpenCL CPU runtime is not installed (make setup): the "
+                    "stand-in cannot execute SPIR-V")
+    out = run_kernels(textwrap.dedent(code) + _EXECUTED, "plain", tmp_path,
+                      TACK_STANDIN_ZE_EXECUTE=execute, **env).stdout
+    by_spirv, by_twin = map(int, out.split("executed")[1].split())
+    return by_spirv, by_twin
 
 
 @pytest.mark.parametrize("mode", modes())
@@ -253,24 +286,16 @@ FLOAT32_RUN = """
         except IndexError as exc:
             errors.append(str(exc))
     assert len(errors) == 2 and errors[0] == errors[1], errors
-    lib = ctypes.CDLL(os.environ["ZE_ENABLE_ALT_DRIVERS"].split(",")[0])
-    by = (ctypes.c_uint64 * 2)()
-    lib.tack_standin_ze_executed(ctypes.byref(by, 0), ctypes.byref(by, 8))
-    print("executed", by[0], by[1])
 """
 
 
 @standin_only
 @pytest.mark.parametrize("execute", ["twin", "spirv"])
 def test_float32_kernels_run_on_a_device_without_fp64(execute, tmp_path):
-    if execute == "spirv" and opencl_cpu_runtime.library_dir() is None:
-        pytest.skip("Intel's OpenCL CPU runtime is not installed (make setup): the "
-                    "stand-in cannot execute SPIR-V")
-    out = run_kernels(FLOAT32_RUN, "plain", tmp_path, TACK_STANDIN_ZE_FP64="0",
-                      TACK_STANDIN_ZE_EXECUTE=execute).stdout
-    by_spirv, by_twin = map(int, out.split("executed")[1].split())
+    by_spirv, by_twin = run_executing(FLOAT32_RUN, execute, tmp_path,
+                                      TACK_STANDIN_ZE_FP64="0")
     assert (by_spirv > 20 and by_twin == 0) if execute == "spirv" else \
-        (by_twin > 20 and by_spirv == 0), out
+        (by_twin > 20 and by_spirv == 0), (by_spirv, by_twin)
 
 
 def _request(tmp_path, name, signature):
@@ -321,3 +346,40 @@ def test_a_device_without_fp64_refuses_a_float64_module_before_making_it(tmp_pat
             assert "write it in float32" in msg and "tack.f32" in msg, msg
             assert (y.numpy() == 0).all()
     """, "plain", tmp_path, TACK_STANDIN_ZE_FP64="0")
+
+
+MANY_RUN = """
+    dev = tack.device("level_zero")
+    host = np.random.default_rng(11).integers(-1000, 1000, 5000)
+    x, xc = both(dev, host.astype(np.float64))  # whole numbers: every order is exact
+    k, kc = both(dev, host)
+    want = sum((j + 1) * host.sum() - (host - j).sum() for j in range(lzk.MANY))
+    assert lzk.many_sums(x, k) == lzk.many_sums(xc, kc) == want
+"""
+
+
+@standin_only
+@pytest.mark.parametrize("execute", ["twin", "spirv"])
+def test_many_reductions_fit_the_groups_local_memory(execute, tmp_path):
+    # the driver's suggested group size is capped by maxSharedLocalMemory / the
+    # partials' bytes; the stand-in refuses a launch that asks for more
+    by = run_executing(MANY_RUN, execute, tmp_path)
+    assert by == ((2, 0) if execute == "spirv" else (0, 2)), by
+
+
+@standin_only
+def test_a_work_items_partials_beyond_the_groups_local_memory_are_refused(tmp_path):
+    run_kernels("""
+        dev = tack.device("level_zero")
+        x = tack.zeros(64, device=dev)
+        k = tack.zeros(64, dtype="int64", device=dev)
+        try:
+            lzk.many_sums(x, k)
+        except RuntimeError as exc:
+            msg = str(exc)
+        else:
+            raise AssertionError("partials beyond local memory were launched")
+        assert "many_sums" in msg and "1280 bytes" in msg and "160 reductions" in msg, msg
+        assert "1024 bytes" in msg and "maxSharedLocalMemory" in msg, msg
+        assert lzk.total(x) == 0.0  # 8 bytes a work item: 128 of them fit
+    """, "plain", tmp_path, TACK_STANDIN_ZE_LOCAL_MEMORY="1024")

@@ -146,6 +146,17 @@ const tack__gpu_entry *tack__gpu_body_entry(const tack__gpu_context_module *m,
 void tack__gpu_launch_shape(const tack__gpu_kernel *k, const tack__gpu_entry *e,
                             int64_t trips, unsigned *grid, unsigned *block);
 
+/* The most threads (work items) a block (group) of k may have on a device with
+ * shared_nbytes of shared (local) memory per block and at most max_block threads:
+ * max_block for a kernel without reductions; for one with, as many as hold their
+ * partial_size bytes each, at most max_block, a multiple of 32 where that is at least
+ * 32. A kernel one thread of which needs more than shared_nbytes is
+ * TACK_ERR_UNSUPPORTED, naming the size and shared_name (the vendor's word for
+ * shared_nbytes). Out: *out, at least 1, only on success. */
+tack_status tack__gpu_block_limit(const tack__gpu_kernel *k, uint64_t shared_nbytes,
+                                  unsigned max_block, const char *shared_name,
+                                  unsigned *out);
+
 /* tack__gpu_twin_begin with the stand-in's registry given: reg, or NULL on a real
  * driver (then nothing is taken and *held is false). */
 tack_status tack__gpu_twin_register(tack_standin_register_twin_fn reg,

@@ -159,6 +159,34 @@ tack__gpu_launch_shape(const tack__gpu_kernel *k, const tack__gpu_entry *e,
 }
 
 tack_status
+tack__gpu_block_limit(const tack__gpu_kernel *k, uint64_t shared_nbytes,
+                      unsigned max_block, const char *shared_name, unsigned *out)
+{
+    if (k->partial_size <= 0) {
+        *out = max_block;
+        return TACK_OK;
+    }
+    uint64_t fit = shared_nbytes / (uint64_t)k->partial_size;
+    if (fit == 0) {
+        /* 4096 bytes (TACK_KERNEL_MAX_PARTIAL_SIZE) fit every GPU Tack knows; a
+         * device with less must refuse before a launch asks for it. */
+        return tack__fail(TACK_ERR_UNSUPPORTED,
+                          "kernel '%s': one work item's reduction partials take %d "
+                          "bytes (8 for each int64 or float64 reduction, 4 for each "
+                          "32-bit one: about %d reductions), more than the %llu bytes "
+                          "of %s this device gives a group; reduce in fewer names, "
+                          "or in 32-bit types",
+                          k->pub.name, k->partial_size, k->partial_size / 8,
+                          (unsigned long long)shared_nbytes, shared_name);
+    }
+    unsigned limit = fit < max_block ? (unsigned)fit : max_block;
+    /* The block's tree (emit_grid.py's parallel_body) takes any size; whole warps
+     * (CUDA) or subgroups (Intel's GPUs run 8, 16 or 32 wide) waste no lanes. */
+    *out = limit >= 32 ? limit / 32 * 32 : limit;
+    return TACK_OK;
+}
+
+tack_status
 tack__gpu_kernel_launch(void *state, tack_kernel *kernel, const void *params,
                         size_t params_nbytes, unsigned flags, tack_kernel_value *result)
 {

@@ -18,6 +18,8 @@
 /* Dynamic shared memory a block may use without opting in (every GPU of the
  * CUDA-like drivers: 48 KiB). */
 #define SHARED_MAX 49152
+/* Threads in a block on every GPU of the CUDA-like drivers. */
+#define MAX_BLOCK 1024
 
 /* A device attribute of s's device. Inside a guard. */
 static tack_status
@@ -30,18 +32,20 @@ attribute(tack__gpu_state *s, tack__gpu_attribute attr, int *out)
  * with it: the driver's occupancy_max_block_size, or FIXED_BLOCK threads per block and
  * as many blocks as the multiprocessors hold when the driver lacks it. A reduction
  * needs partial_size bytes of shared memory per thread: the block stays within
- * SHARED_MAX of them, a multiple of 32 threads where that fits. Inside a guard. */
+ * SHARED_MAX of them (tack__gpu_block_limit). Inside a guard. */
 static tack_status
-entry_of(tack__gpu_state *s, tack__gpu_module mod, const char *name, int partial_size,
-         tack__gpu_entry *out)
+entry_of(tack__gpu_state *s, tack__gpu_module mod, const char *name,
+         const tack__gpu_kernel *k, tack__gpu_entry *out)
 {
     const tack__gpu_api *api = &s->drv->api;
-    tack_status st = TACK__GPU_CHECKED(s, module_get_function, &out->fn, mod, name);
-    int limit = 0; /* none */
-    if (partial_size > 0) {
-        limit = SHARED_MAX / partial_size;
-        limit = limit > 1024 ? 1024 : limit >= 32 ? limit / 32 * 32 : limit;
+    int partial_size = k->partial_size;
+    unsigned most = 0;
+    tack_status st =
+        tack__gpu_block_limit(k, SHARED_MAX, MAX_BLOCK, "dynamic shared memory", &most);
+    if (st == TACK_OK) {
+        st = TACK__GPU_CHECKED(s, module_get_function, &out->fn, mod, name);
     }
+    int limit = partial_size > 0 ? (int)most : 0; /* 0: none */
     int grid = 0, block = 0;
     if (st == TACK_OK && api->occupancy_max_block_size) {
         st = TACK__GPU_CHECKED(s, occupancy_max_block_size, &grid, &block, out->fn,
@@ -137,11 +141,10 @@ tack__gpu_module_of(tack__gpu_kernel *k, tack__gpu_state *s,
             st = tack__gpu_twin_give_source(s, k, m->mod);
         }
         if (st == TACK_OK) {
-            st = entry_of(s, m->mod, "tack_kernel_body", k->partial_size, &m->body);
+            st = entry_of(s, m->mod, "tack_kernel_body", k, &m->body);
         }
         if (st == TACK_OK && k->restrict_body) {
-            st = entry_of(s, m->mod, "tack_kernel_body_restrict", k->partial_size,
-                          &m->body_restrict);
+            st = entry_of(s, m->mod, "tack_kernel_body_restrict", k, &m->body_restrict);
         }
         if (st == TACK_OK && tack__gpu_needs_finish(k)) {
             st = TACK__GPU_CHECKED(s, module_get_function, &m->finish, m->mod,

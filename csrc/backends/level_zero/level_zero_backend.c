@@ -187,6 +187,28 @@ make_queue(tack__ze_state *s)
     return TACK_OK;
 }
 
+/* The group limits of s's device into s->max_group and s->shared_local. */
+static tack_status
+read_group_limits(tack__ze_state *s)
+{
+    tze_device_compute_properties props;
+    memset(&props, 0, sizeof props);
+    props.stype = TZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES;
+    tze_result rc = s->ze->api.zeDeviceGetComputeProperties(s->device, &props);
+    if (rc != TZE_RESULT_SUCCESS) {
+        return tack__ze_error(rc, "zeDeviceGetComputeProperties");
+    }
+    if (props.maxTotalGroupSize == 0) { /* the driver's word: no group could run */
+        return tack__fail_remedy(TACK_ERR_DEVICE_UNAVAILABLE, TACK_REMEDY_CPU,
+                                 "the Level Zero device %d reports a "
+                                 "maxTotalGroupSize of 0: it cannot run a kernel",
+                                 s->ordinal);
+    }
+    s->max_group = props.maxTotalGroupSize;
+    s->shared_local = props.maxSharedLocalMemory;
+    return TACK_OK;
+}
+
 /* Fills s for root r: properties, context, queue and list. */
 static tack_status
 open_root(tack__ze_state *s, const tack__ze_root *r, const tack_external_context *ext)
@@ -208,7 +230,10 @@ open_root(tack__ze_state *s, const tack__ze_root *r, const tack_external_context
     snprintf(s->describe, sizeof s->describe, "%.500s, device '%.256s', API %u.%u",
              s->ze->path, props.name, TZE_MAJOR_VERSION(s->version),
              TZE_MINOR_VERSION(s->version));
-    tack_status st = make_context(s, ext);
+    tack_status st = read_group_limits(s);
+    if (st == TACK_OK) {
+        st = make_context(s, ext);
+    }
     return st == TACK_OK ? make_queue(s) : st;
 }
 

@@ -74,9 +74,14 @@ typedef struct tack__ze_state {
     tze_api_version version; /* the driver's */
     bool adopted;            /* the context is another library's (external_context) */
     int ordinal;             /* the root device's index over all drivers */
-    pthread_mutex_t lock;    /* guards what follows */
-    uint32_t group;      /* the compute queue group, which Tack's queue and list use */
-    size_t fill_pattern; /* that group's maxMemoryFillPatternSize */
+    /* zeDeviceGetComputeProperties' limits of one group, which bound a kernel's
+     * group size (level_zero_kernel.c's entry_of): its work items, at least 1, and
+     * the bytes of local memory it may use (a reduction's partials are there). */
+    uint32_t max_group;
+    uint32_t shared_local;
+    pthread_mutex_t lock; /* guards what follows */
+    uint32_t group;       /* the compute queue group, which Tack's queue and list use */
+    size_t fill_pattern;  /* that group's maxMemoryFillPatternSize */
     tze_command_queue queue;
     tze_command_list list;
     size_t appended; /* commands in the list since it was last executed */

@@ -169,12 +169,23 @@ tack__ze_kernel_fits(const tack__gpu_kernel *k, const tack__ze_state *s)
 
 /* ---- each context's module ------------------------------------------------------- */
 
-/* The kernel `entry` of module mod, with its group size, or an error naming it. */
+/* The kernel `entry` of k's module mod, with its group size, or an error naming it.
+ * The group size is the driver's suggestion, which knows nothing of the local memory
+ * a reduction's partials take (the argument is set at each launch), so it is capped
+ * by the device's group limits (tack__gpu_block_limit). */
 static tack_status
-entry_of(const tack__ze_state *s, const char *kernel, tze_module mod, const char *entry,
-         tack__gpu_entry *out)
+entry_of(const tack__ze_state *s, const tack__gpu_kernel *k, tze_module mod,
+         const char *entry, tack__gpu_entry *out)
 {
     const tze_api *api = &s->ze->api;
+    unsigned most = 0;
+    tack_status st = tack__gpu_block_limit(
+        k, s->shared_local, s->max_group,
+        "shared local memory (zeDeviceGetComputeProperties' maxSharedLocalMemory)",
+        &most);
+    if (st != TACK_OK) {
+        return st;
+    }
     tze_kernel_desc desc = {TZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, entry};
     tze_kernel kn = NULL;
     tze_result rc = api->zeKernelCreate(mod, &desc, &kn);
@@ -182,12 +193,13 @@ entry_of(const tack__ze_state *s, const char *kernel, tze_module mod, const char
         return tack__fail(TACK_ERR_BACKEND,
                           "kernel '%s': zeKernelCreate('%s') failed (%s): its SPIR-V "
                           "module lacks the entry point",
-                          kernel, entry, tack__ze_result_name(rc));
+                          k->pub.name, entry, tack__ze_result_name(rc));
     }
     /* groups for a grid-stride loop: the driver's size for a large global size */
     uint32_t x = 1, y = 1, z = 1;
     rc = api->zeKernelSuggestGroupSize(kn, TACK__ZE_FILL_GROUPS * 256u, 1, 1, &x, &y,
                                        &z);
+    x = x > most ? most : x == 0 ? 1 : x;
     if (rc == TZE_RESULT_SUCCESS) {
         rc = api->zeKernelSetGroupSize(kn, x, 1, 1);
     }
@@ -281,14 +293,13 @@ make_module(tack__gpu_kernel *k, const tack__ze_state *s, tack__gpu_context_modu
     if (rc != TZE_RESULT_SUCCESS) {
         return tack__ze_error(rc, "zeModuleCreate");
     }
-    tack_status st = entry_of(s, k->pub.name, mod, "tack_kernel_body", &m->body);
+    tack_status st = entry_of(s, k, mod, "tack_kernel_body", &m->body);
     if (st == TACK_OK && k->restrict_body) {
-        st = entry_of(s, k->pub.name, mod, "tack_kernel_body_restrict",
-                      &m->body_restrict);
+        st = entry_of(s, k, mod, "tack_kernel_body_restrict", &m->body_restrict);
     }
     tack__gpu_entry finish = {NULL, 0, 0};
     if (st == TACK_OK && tack__gpu_needs_finish(k)) {
-        st = entry_of(s, k->pub.name, mod, "tack_kernel_finish", &finish);
+        st = entry_of(s, k, mod, "tack_kernel_finish", &finish);
     }
     if (st != TACK_OK) {
         tze_kernel made[2];

@@ -75,6 +75,7 @@ enum {
     X(STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, 0x15)         \
     X(STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES, 0x17)  \
     X(STRUCTURE_TYPE_MEMORY_FREE_EXT_DESC, 0x1000a)       \
+    X(STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES, 0x4)      \
     X(STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES, 0x5)       \
     X(STRUCTURE_TYPE_MODULE_DESC, 0x1b)                   \
     X(STRUCTURE_TYPE_KERNEL_DESC, 0x1d)                   \
@@ -92,7 +93,8 @@ enum {
     X(DRIVER_MEMORY_FREE_POLICY_EXT_FLAG_DEFER_FREE, 2)   \
     X(MAX_DRIVER_UUID_SIZE, 16)                           \
     X(MAX_DEVICE_UUID_SIZE, 16)                           \
-    X(MAX_DEVICE_NAME, 256)
+    X(MAX_DEVICE_NAME, 256)                               \
+    X(SUBGROUPSIZE_COUNT, 8)
 
 enum {
 #define TZE_CONSTANT_ENUM(name, value) TZE_##name = value,
@@ -220,6 +222,21 @@ typedef struct tze_memory_free_ext_desc {
     tze_flags freePolicy;
 } tze_memory_free_ext_desc;
 
+typedef struct tze_device_compute_properties {
+    tze_structure_type stype;
+    void *pNext;
+    uint32_t maxTotalGroupSize; /* work items in one group, all dimensions together */
+    uint32_t maxGroupSizeX;
+    uint32_t maxGroupSizeY;
+    uint32_t maxGroupSizeZ;
+    uint32_t maxGroupCountX;
+    uint32_t maxGroupCountY;
+    uint32_t maxGroupCountZ;
+    uint32_t maxSharedLocalMemory; /* bytes of local memory one group may use */
+    uint32_t numSubGroupSizes;
+    uint32_t subGroupSizes[TZE_SUBGROUPSIZE_COUNT];
+} tze_device_compute_properties;
+
 typedef struct tze_native_kernel_uuid {
     uint8_t id[TZE_MAX_NATIVE_KERNEL_UUID_SIZE];
 } tze_native_kernel_uuid;
@@ -324,6 +341,9 @@ typedef struct tze_group_count {
     X(zeMemGetAllocProperties,                                                        \
       (tze_context hContext, const void *ptr,                                         \
        tze_memory_allocation_properties *pMemAllocProperties, tze_device *phDevice),  \
+      TZE_API_VERSION_1_0)                                                            \
+    X(zeDeviceGetComputeProperties,                                                   \
+      (tze_device hDevice, tze_device_compute_properties * pComputeProperties),       \
       TZE_API_VERSION_1_0)                                                            \
     X(zeDeviceGetModuleProperties,                                                    \
       (tze_device hDevice, tze_device_module_properties * pModuleProperties),         \

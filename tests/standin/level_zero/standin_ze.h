@@ -329,6 +329,8 @@ void standin_module_release(standin_module *m);
 void standin_kernel_release(standin_kernel *k);
 ze_result_t standin_zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
                                                 ze_device_module_properties_t *props);
+ze_result_t standin_zeDeviceGetComputeProperties(ze_device_handle_t hDevice,
+                                                 ze_device_compute_properties_t *props);
 ze_result_t standin_zeModuleCreate(ze_context_handle_t hContext,
                                    ze_device_handle_t hDevice,
                                    const ze_module_desc_t *desc,
@@ -368,6 +370,11 @@ ze_result_t standin_zeCommandListAppendLaunchKernel(
 /* Whether launches execute SPIR-V ($TACK_STANDIN_ZE_EXECUTE and whether OpenCL
  * offers a device that can); decided once, with a note. Call under standin_lock. */
 bool standin_cl_executes(void);
+/* The work items and bytes of local memory one group may use: the OpenCL device's
+ * (CL_DEVICE_MAX_WORK_GROUP_SIZE, CL_DEVICE_LOCAL_MEM_SIZE) when launches execute
+ * SPIR-V, else a real Intel GPU's (1024, 64 KiB); $TACK_STANDIN_ZE_LOCAL_MEMORY (bytes)
+ * replaces the local memory, for testing a kernel that needs more. Under the lock. */
+void standin_group_limits(uint32_t *max_group, uint32_t *local_nbytes);
 /* Why $TACK_STANDIN_ZE_EXECUTE=spirv cannot be honoured, or NULL. Under the lock. */
 const char *standin_cl_refusal(void);
 /* Builds m's SPIR-V (m->cl_program); ZE_RESULT_ERROR_MODULE_BUILD_FAILURE with the

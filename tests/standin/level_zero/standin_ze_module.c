@@ -17,6 +17,10 @@
  *   default state;
  * - a module is destroyed only after its kernels, a kernel only when no command list
  *   holds a launch of it (until the list is reset or destroyed);
+ * - a launch whose local-memory arguments take more than the device's
+ *   maxSharedLocalMemory (zeDeviceGetComputeProperties) is refused with
+ *   ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, where OpenCL would fail it at run time
+ *   (CL_OUT_OF_RESOURCES) or a GPU hang;
  * - the stand-in cannot see which memory a kernel touches, so a launch counts as
  *   touching all of it: a barrier must separate it from every other command of its
  *   list (standin_ze_queue.c's race check).
@@ -25,7 +29,9 @@
  * (zeDeviceGetModuleProperties), for testing a float64 kernel's refusal;
  * TACK_STANDIN_ZE_FAIL_BUILD=<text> makes every zeModuleCreate whose arguments are
  * right fail with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE, <text> its build log
- * (standin_ze_build_log.c), for testing what a caller does with a driver's log.
+ * (standin_ze_build_log.c), for testing what a caller does with a driver's log;
+ * TACK_STANDIN_ZE_LOCAL_MEMORY=<bytes> is the devices' maxSharedLocalMemory
+ * (standin_group_limits), for testing a kernel that needs more.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup, strnlen */
 #include <stdio.h>
@@ -37,8 +43,6 @@
 #define SPIRV_MAGIC 0x07230203u
 #define SPIRV_OP_ENTRY_POINT 15u
 #define SPIRV_EXECUTION_KERNEL 6u
-/* The largest work-group the stand-in's devices take (maxTotalGroupSize). */
-#define STANDIN_MAX_GROUP 1024u
 
 typedef struct twin {
     char *entry;
@@ -97,13 +101,15 @@ free_twins(void)
     }
 }
 
-/* ---- device module properties ---------------------------------------------------- */
+/* ---- device compute and module properties ---------------------------------------- */
 
-ze_result_t
-standin_zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
-                                    ze_device_module_properties_t *props)
+/* A device query's checks: a live device, a properties struct (stype is its first
+ * member, NULL when it is NULL) of the stype want; the complaint's result, else
+ * success. */
+static ze_result_t
+check_query(ze_device_handle_t hDevice, const ze_structure_type_t *stype,
+            ze_structure_type_t want, const char *call)
 {
-    const char *call = "zeDeviceGetModuleProperties";
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
     standin_device *d = standin_find(hDevice, STANDIN_DEVICE, call, &rc);
@@ -111,12 +117,49 @@ standin_zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
     if (!d) {
         return rc;
     }
-    if (!props) {
+    if (!stype) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_NULL_POINTER, call,
                                 "props is NULL");
     }
-    rc = standin_check_stype(props->stype, ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES,
-                             call);
+    return standin_check_stype(*stype, want, call);
+}
+
+ze_result_t
+standin_zeDeviceGetComputeProperties(ze_device_handle_t hDevice,
+                                     ze_device_compute_properties_t *props)
+{
+    ze_result_t rc = check_query(hDevice, props ? &props->stype : NULL,
+                                 ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES,
+                                 "zeDeviceGetComputeProperties");
+    if (rc != ZE_RESULT_SUCCESS) {
+        return rc;
+    }
+    uint32_t max_group = 0, local_nbytes = 0;
+    pthread_mutex_lock(&standin_lock);
+    standin_group_limits(&max_group, &local_nbytes);
+    pthread_mutex_unlock(&standin_lock);
+    void *next = props->pNext;
+    memset(props, 0, sizeof *props);
+    props->stype = ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES;
+    props->pNext = next;
+    props->maxTotalGroupSize = max_group;
+    props->maxGroupSizeX = props->maxGroupSizeY = props->maxGroupSizeZ = max_group;
+    props->maxGroupCountX = props->maxGroupCountY = props->maxGroupCountZ = UINT32_MAX;
+    props->maxSharedLocalMemory = local_nbytes;
+    props->numSubGroupSizes = 3;
+    props->subGroupSizes[0] = 8;
+    props->subGroupSizes[1] = 16;
+    props->subGroupSizes[2] = 32;
+    return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t
+standin_zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
+                                    ze_device_module_properties_t *props)
+{
+    ze_result_t rc = check_query(hDevice, props ? &props->stype : NULL,
+                                 ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES,
+                                 "zeDeviceGetModuleProperties");
     if (rc != ZE_RESULT_SUCCESS) {
         return rc;
     }
@@ -418,11 +461,15 @@ standin_zeKernelSetGroupSize(ze_kernel_handle_t hKernel, uint32_t groupSizeX,
 {
     const char *call = "zeKernelSetGroupSize";
     uint64_t total = (uint64_t)groupSizeX * groupSizeY * groupSizeZ;
-    if (total == 0 || total > STANDIN_MAX_GROUP) {
+    uint32_t max_group = 0, local_nbytes = 0;
+    pthread_mutex_lock(&standin_lock);
+    standin_group_limits(&max_group, &local_nbytes);
+    pthread_mutex_unlock(&standin_lock);
+    if (total == 0 || total > max_group) {
         return standin_complain(ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION, call,
                                 "group size %ux%ux%u: each must be at least 1 and the "
-                                "product at most %u",
-                                groupSizeX, groupSizeY, groupSizeZ, STANDIN_MAX_GROUP);
+                                "product at most %u (maxTotalGroupSize)",
+                                groupSizeX, groupSizeY, groupSizeZ, max_group);
     }
     ze_result_t rc = ZE_RESULT_SUCCESS;
     pthread_mutex_lock(&standin_lock);
@@ -589,6 +636,21 @@ pack_arguments(const standin_kernel *k, standin_launch *out, const char *call)
     return ZE_RESULT_SUCCESS;
 }
 
+/* The bytes of local memory a launch of k takes: the sizes its local-memory
+ * arguments were set to, each the whole group's (as OpenCL's clSetKernelArg). Call
+ * under standin_lock. */
+static uint64_t
+local_nbytes(const standin_kernel *k)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < k->nparams && i < STANDIN_MAX_ARGS; i++) {
+        if (k->kinds[i] == STANDIN_ARG_LOCAL && k->args[i]) {
+            n += k->arg_nbytes[i];
+        }
+    }
+    return n;
+}
+
 ze_result_t
 standin_zeCommandListAppendLaunchKernel(ze_command_list_handle_t hCommandList,
                                         ze_kernel_handle_t hKernel,
@@ -617,11 +679,23 @@ standin_zeCommandListAppendLaunchKernel(ze_command_list_handle_t hCommandList,
     }
     bool spirv = k && k->cl_kernel;
     const char *refused = k ? standin_cl_refusal() : NULL;
+    uint32_t max_group = 0, local_max = 0;
+    standin_group_limits(&max_group, &local_max);
+    (void)max_group; /* zeKernelSetGroupSize checked the group size */
+    uint64_t local = 0;
     if (k && !k->group[0]) {
         rc = standin_complain(ZE_RESULT_ERROR_INVALID_ARGUMENT, call,
                               "kernel '%s' has no group size: call "
                               "zeKernelSetGroupSize first",
                               k->name);
+    }
+    else if (k && (local = local_nbytes(k)) > local_max) {
+        rc = standin_complain(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY, call,
+                              "kernel '%s' asks for %llu bytes of local memory for a "
+                              "group of %ux%ux%u; the device's groups have %u "
+                              "(maxSharedLocalMemory)",
+                              k->name, (unsigned long long)local, k->group[0],
+                              k->group[1], k->group[2], local_max);
     }
     else if (k && refused) {
         rc = standin_complain(ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, call,

@@ -29,6 +29,8 @@ typedef int32_t cl_int;
 typedef void *cl_h;
 #define CL_DEVICE_TYPE_ALL 0xFFFFFFFFu
 #define CL_DEVICE_EXTENSIONS 0x1030u
+#define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004u
+#define CL_DEVICE_LOCAL_MEM_SIZE 0x1023u
 #define CL_PROGRAM_BUILD_LOG 0x1183u
 
 /* The OpenCL calls the stand-in makes, resolved from the ICD loader. */
@@ -64,6 +66,8 @@ static struct {
 static int decided;       /* 0: not yet; 1: SPIR-V; 2: twins */
 static char refusal[256]; /* why OpenCL is not used ("" when it is) */
 static cl_h cl_device, cl_context, cl_queue;
+static uint64_t cl_local_nbytes;   /* the device's local memory of one work-group */
+static size_t cl_max_group;        /* and its work items */
 static uint64_t by_spirv, by_twin; /* launches run, for tests */
 
 STANDIN_EXPORT void tack_standin_ze_executed(uint64_t *spirv, uint64_t *twin);
@@ -146,7 +150,12 @@ open_opencl(void)
                                    : NULL;
             cl_context = context;
             cl_queue = queue;
-            if (made == 0 && queued == 0 && cl.clSetKernelArgMemPointerINTEL) {
+            if (made == 0 && queued == 0 && cl.clSetKernelArgMemPointerINTEL &&
+                cl.clGetDeviceInfo(devices[d], CL_DEVICE_LOCAL_MEM_SIZE,
+                                   sizeof cl_local_nbytes, &cl_local_nbytes,
+                                   NULL) == 0 &&
+                cl.clGetDeviceInfo(devices[d], CL_DEVICE_MAX_WORK_GROUP_SIZE,
+                                   sizeof cl_max_group, &cl_max_group, NULL) == 0) {
                 cl_device = devices[d];
                 return true;
             }
@@ -174,6 +183,23 @@ standin_cl_executes(void)
                 spirv ? "" : ": ", refusal);
     }
     return decided == 1;
+}
+
+void
+standin_group_limits(uint32_t *max_group, uint32_t *local_nbytes)
+{
+    /* a real Intel GPU's (Xe: 1024 work items, 64 KiB of shared local memory) */
+    *max_group = 1024;
+    *local_nbytes = 65536;
+    if (standin_cl_executes()) { /* what the OpenCL device will take */
+        *max_group = cl_max_group < UINT32_MAX ? (uint32_t)cl_max_group : UINT32_MAX;
+        *local_nbytes =
+            cl_local_nbytes < UINT32_MAX ? (uint32_t)cl_local_nbytes : UINT32_MAX;
+    }
+    const char *told = getenv("TACK_STANDIN_ZE_LOCAL_MEMORY");
+    if (told && *told) {
+        *local_nbytes = (uint32_t)strtoul(told, NULL, 10);
+    }
 }
 
 const char *

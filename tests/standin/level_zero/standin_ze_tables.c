@@ -118,6 +118,7 @@ fill_zeGetDeviceProcAddrTable(ze_device_dditable_t *t)
     t->pfnGetCommandQueueGroupProperties =
         standin_zeDeviceGetCommandQueueGroupProperties;
     t->pfnGetModuleProperties = standin_zeDeviceGetModuleProperties;
+    t->pfnGetComputeProperties = standin_zeDeviceGetComputeProperties;
 }
 STANDIN_FILLED(zeGetDeviceProcAddrTable, ze_device_dditable_t)
 
