@@ -42,6 +42,28 @@ $(VENV)/.opencl-ready: $(VENV)/.ready
 	$(PY) -m pip install -q "intel-opencl-rt==2026.2.0" "intel-cmplr-lib-rt==2026.2.0"
 	touch $@
 
+# dpctl, a real kDLOneAPI peer (tests/python/test_level_zero_dlpack.py), with the 2025.3
+# SYCL and OpenCL runtimes it was built for: a prefix of its own, beside .venv's 2026.2.0
+# OpenCL runtime, which only that test's child puts on its paths (tests/python/dpctl_peer.py).
+# Test-only, under Intel's licence, never in the repository: about 410 MB to download,
+# 1.5 GB on disk, 15 s to install from pip's cache. --no-deps with every package pinned,
+# so that no second NumPy shadows .venv's. A failed install stops `make test`; `make
+# test-py` then requires the peer (TACK_REQUIRE_DPCTL_PEER=1), a plain pytest skips
+# the test without it and says why.
+DPCTL_PEER := $(VENV)/dpctl-peer
+DPCTL_PACKAGES := "dpctl==0.20.2" "intel-sycl-rt==2025.3.3" "intel-cmplr-lib-ur==2025.3.3" \
+	"intel-cmplr-lib-rt==2025.3.3" "intel-cmplr-lic-rt==2025.3.3" "intel-opencl-rt==2025.3.3" \
+	"tbb==2022.3.1" "tcmlib==1.6.0" "umf==1.0.3"
+$(VENV)/.dpctl-ready: $(VENV)/.ready
+	rm -rf $(DPCTL_PEER)
+	$(PY) -m pip install -q --no-deps --ignore-installed --no-warn-script-location \
+		--prefix $(DPCTL_PEER) $(DPCTL_PACKAGES) || \
+		{ echo "error: the dpctl peer did not install into $(DPCTL_PEER) (see above)" >&2; exit 1; }
+	touch $@
+
+.PHONY: dpctl-peer
+dpctl-peer: $(VENV)/.dpctl-ready
+
 setup: $(VENV)/.ready $(VENV)/.mpi-ready $(VENV)/.opencl-ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
@@ -137,8 +159,9 @@ typecheck: setup
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
 # pytest-xdist spreads the tests over $(JOBS) processes: each test is still one process's.
-test-py: setup
-	$(PY) -m pytest -q -n $(JOBS) tests/python
+# The dpctl peer is installed first, so its test fails rather than skips without it.
+test-py: setup $(VENV)/.dpctl-ready
+	TACK_REQUIRE_DPCTL_PEER=1 $(PY) -m pytest -q -n $(JOBS) tests/python
 
 sanitize: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/asan -Dpython=false -Dtests=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
