@@ -48,8 +48,8 @@ $(VENV)/.opencl-ready: $(VENV)/.ready
 # Test-only, under Intel's licence, never in the repository: about 410 MB to download,
 # 1.5 GB on disk, 15 s to install from pip's cache. --no-deps with every package pinned,
 # so that no second NumPy shadows .venv's. A failed install stops `make test`; `make
-# test-py` then requires the peer (TACK_REQUIRE_DPCTL_PEER=1), a plain pytest skips
-# the test without it and says why.
+# test-py` and `make sanitize-py` then require the peer (TACK_REQUIRE_DPCTL_PEER=1), a
+# plain pytest skips the test without it and says why.
 DPCTL_PEER := $(VENV)/dpctl-peer
 DPCTL_PACKAGES := "dpctl==0.20.2" "intel-sycl-rt==2025.3.3" "intel-cmplr-lib-ur==2025.3.3" \
 	"intel-cmplr-lib-rt==2025.3.3" "intel-cmplr-lic-rt==2025.3.3" "intel-opencl-rt==2025.3.3" \
@@ -175,8 +175,9 @@ sanitize: $(VENV)/.ready
 # the editable hook of .venv (which would import the ordinary build) is not run, and
 # tack comes from the sanitized stage.
 # mpi4py looks for MPICH's library under its own prefix, so it is named for the second one.
+# So is the dpctl peer, whose test runs here too (Tack reading a real producer's capsules).
 ASAN_PY := $(BUILD)/asan-py
-sanitize-py: $(VENV)/.ready
+sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 	$(VENV)/bin/meson setup --reconfigure $(ASAN_PY) -Dpython=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dpython.install_env=auto >/dev/null
 	$(VENV)/bin/meson compile -C $(ASAN_PY) >/dev/null
 	rm -rf $(ASAN_PY)/stage && mkdir -p $(ASAN_PY)/stage && cp -r src/tack $(ASAN_PY)/stage/ && cp $(ASAN_PY)/_tack*.so $(ASAN_PY)/stage/tack/
@@ -186,7 +187,8 @@ sanitize-py: $(VENV)/.ready
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
+	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib TACK_DPCTL_PEER=$(CURDIR)/$(DPCTL_PEER) TACK_REQUIRE_DPCTL_PEER=1 \
+	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on
 # CPUs that have them: the kernels compiled under valgrind leave them out.

@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-PREFIX = Path(sys.prefix) / "dpctl-peer"
+# TACK_DPCTL_PEER names it for an interpreter of another environment (make sanitize-py).
+PREFIX = Path(os.environ.get("TACK_DPCTL_PEER") or Path(sys.prefix) / "dpctl-peer")
 LIB = PREFIX / "lib"
 SITE = LIB / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
 RUNTIME = LIB / "libintelocl.so"
