@@ -42,6 +42,28 @@ $(VENV)/.opencl-ready: $(VENV)/.ready
 	$(PY) -m pip install -q "intel-opencl-rt==2026.2.0" "intel-cmplr-lib-rt==2026.2.0"
 	touch $@
 
+# dpctl, a real kDLOneAPI peer (tests/python/test_level_zero_dlpack.py), with the 2025.3
+# SYCL and OpenCL runtimes it was built for: a prefix of its own, beside .venv's 2026.2.0
+# OpenCL runtime, which only that test's child puts on its paths (tests/python/dpctl_peer.py).
+# Test-only, under Intel's licence, never in the repository: about 410 MB to download,
+# 1.5 GB on disk, 15 s to install from pip's cache. --no-deps with every package pinned,
+# so that no second NumPy shadows .venv's. A failed install stops `make test`; `make
+# test-py` and `make sanitize-py` then require the peer (TACK_REQUIRE_DPCTL_PEER=1), a
+# plain pytest skips the test without it and says why.
+DPCTL_PEER := $(VENV)/dpctl-peer
+DPCTL_PACKAGES := "dpctl==0.20.2" "intel-sycl-rt==2025.3.3" "intel-cmplr-lib-ur==2025.3.3" \
+	"intel-cmplr-lib-rt==2025.3.3" "intel-cmplr-lic-rt==2025.3.3" "intel-opencl-rt==2025.3.3" \
+	"tbb==2022.3.1" "tcmlib==1.6.0" "umf==1.0.3"
+$(VENV)/.dpctl-ready: $(VENV)/.ready
+	rm -rf $(DPCTL_PEER)
+	$(PY) -m pip install -q --no-deps --ignore-installed --no-warn-script-location \
+		--prefix $(DPCTL_PEER) $(DPCTL_PACKAGES) || \
+		{ echo "error: the dpctl peer did not install into $(DPCTL_PEER) (see above)" >&2; exit 1; }
+	touch $@
+
+.PHONY: dpctl-peer
+dpctl-peer: $(VENV)/.dpctl-ready
+
 setup: $(VENV)/.ready $(VENV)/.mpi-ready $(VENV)/.opencl-ready
 	$(PY) -m pip install -q --no-build-isolation -Cbuild-dir=$(BUILD)/py -Csetup-args=-Dwerror=true -e .
 
@@ -137,8 +159,9 @@ typecheck: setup
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
 # pytest-xdist spreads the tests over $(JOBS) processes: each test is still one process's.
-test-py: setup
-	$(PY) -m pytest -q -n $(JOBS) tests/python
+# The dpctl peer is installed first, so its test fails rather than skips without it.
+test-py: setup $(VENV)/.dpctl-ready
+	TACK_REQUIRE_DPCTL_PEER=1 $(PY) -m pytest -q -n $(JOBS) tests/python
 
 sanitize: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/asan -Dpython=false -Dtests=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
@@ -152,8 +175,9 @@ sanitize: $(VENV)/.ready
 # the editable hook of .venv (which would import the ordinary build) is not run, and
 # tack comes from the sanitized stage.
 # mpi4py looks for MPICH's library under its own prefix, so it is named for the second one.
+# So is the dpctl peer, whose test runs here too (Tack reading a real producer's capsules).
 ASAN_PY := $(BUILD)/asan-py
-sanitize-py: $(VENV)/.ready
+sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 	$(VENV)/bin/meson setup --reconfigure $(ASAN_PY) -Dpython=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dpython.install_env=auto >/dev/null
 	$(VENV)/bin/meson compile -C $(ASAN_PY) >/dev/null
 	rm -rf $(ASAN_PY)/stage && mkdir -p $(ASAN_PY)/stage && cp -r src/tack $(ASAN_PY)/stage/ && cp $(ASAN_PY)/_tack*.so $(ASAN_PY)/stage/tack/
@@ -163,7 +187,8 @@ sanitize-py: $(VENV)/.ready
 	cp $(ASAN_PY)/venv/lib/deps.txt "$$($(ASAN_PY)/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/deps.pth"
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
+	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib TACK_DPCTL_PEER=$(CURDIR)/$(DPCTL_PEER) TACK_REQUIRE_DPCTL_PEER=1 \
+	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on
 # CPUs that have them: the kernels compiled under valgrind leave them out.

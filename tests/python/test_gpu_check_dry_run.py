@@ -36,9 +36,9 @@ ABSENT = ["torch", "cupy", "jax", "vtk-example", "sanitizer", "racecheck", "mpi"
 SHARED = ["numpy", "pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments",
           "py"]
 # Variables of this run that would change what the script's children do.
-DROPPED = ["TACK_CUDA_DRIVER", "TACK_REQUIRE_CUDA", "TACK_DIFFERENTIAL_SUITE",
-           "TACK_DIFFERENTIAL_REPORT", "TACK_DEBUG", "PYTHONPATH", "PYTHONHOME",
-           "VIRTUAL_ENV", "LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "OUT",
+DROPPED = ["TACK_CUDA_DRIVER", "TACK_REQUIRE_CUDA", "TACK_REQUIRE_DPCTL_PEER",
+           "TACK_DIFFERENTIAL_SUITE", "TACK_DIFFERENTIAL_REPORT", "TACK_DEBUG", "PYTHONPATH",
+           "PYTHONHOME", "VIRTUAL_ENV", "LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "OUT",
            "GPU_CHECK_BUILD", "GPU_CHECK_REUSE", "GPU_CHECK_BUDGET", "GPU_CHECK_SMOKE"]
 
 pytestmark = pytest.mark.slow

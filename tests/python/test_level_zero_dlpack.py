@@ -7,8 +7,10 @@ zeMemAllocHost), for what Tack must accept and refuse, and, where it is installe
 dpctl on Intel's OpenCL CPU device, a real kDLOneAPI peer whose memory is in no
 context Tack holds."""
 
+import os
 import textwrap
 
+import dpctl_peer
 import pytest
 from level_zero_helpers import modes, run, standin_only
 
@@ -251,31 +253,35 @@ def test_streams_on_kdloneapi_are_not_ints(mode):
 # and a real consumer's refusal of Tack's memory. It is no zero-copy sharing.
 
 
-def _dpctl_env():
-    """The child's environment for dpctl on the OpenCL CPU device, or None."""
-    import importlib.util
-    import os
-    import sys
-    lib = os.path.join(sys.prefix, "lib")
-    if importlib.util.find_spec("dpctl") is None or not os.path.exists(
-            os.path.join(lib, "libintelocl.so")):
-        return None
-    # SYCL is kept to OpenCL: its Level Zero adapter would otherwise drive the
-    # stand-in through the same loader.
-    return {"OCL_ICD_FILENAMES": os.path.join(lib, "libintelocl.so"),
-            "LD_LIBRARY_PATH": lib, "ONEAPI_DEVICE_SELECTOR": "opencl:cpu"}
+def _dpctl_peer_or_skip():
+    # A skip where the peer did not install; under `make test`, which installs it
+    # first (TACK_REQUIRE_DPCTL_PEER=1), its absence is a failure.
+    why = dpctl_peer.missing()
+    if why is not None:
+        if os.environ.get("TACK_REQUIRE_DPCTL_PEER") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
 
 
-@pytest.mark.skipif(_dpctl_env() is None,
-                    reason="dpctl is not installed: pip install dpctl==0.20.2 "
-                           "'intel-sycl-rt==2025.3.*' 'intel-cmplr-lib-ur==2025.3.*' "
-                           "'intel-cmplr-lib-rt==2025.3.*' 'intel-opencl-rt==2025.3.*'")
 @pytest.mark.parametrize("mode", modes("plain", "validation+intercept"))
 def test_dpctl_capsules_are_read_and_refused_outside_the_context(mode):
+    _dpctl_peer_or_skip()
     run_dlpack("""
         import dpctl.tensor as dpt
+        # The child runs the prefix's SYCL and OpenCL runtimes, not .venv's.
         x = dpt.arange(8, dtype="f4")  # device USM of opencl:cpu:0's default context
+        maps = open("/proc/self/maps").read().split()
+        ocl = {m for m in maps if m.endswith(("/libintelocl.so", "/libsycl.so.8"))}
+        assert ocl == {os.environ["OCL_ICD_FILENAMES"],
+                       os.path.join(os.path.dirname(os.environ["OCL_ICD_FILENAMES"]),
+                                    "libsycl.so.8")}, ocl
         assert x.__dlpack_device__() == (14, 0)
+        # dpctl takes a SyclQueue or None as stream: an int is a TypeError, so a
+        # refusal below (a ValueError) also shows that Tack passed none.
+        refused(lambda: x.__dlpack__(stream=0), TypeError, "dpctl.SyclQueue")
+        p = Producer(x.__dlpack__)
+        refused(lambda: tack.from_dlpack(p), ValueError, "memory space of level_zero:0")
+        assert p.calls == [{"max_version": (1, 3)}], p.calls
         tack.set_default_device(tack.device("level_zero"))
         # Tack reads the capsule, lands on level_zero:0 and finds the memory is not
         # its context's.
@@ -284,4 +290,4 @@ def test_dpctl_capsules_are_read_and_refused_outside_the_context(mode):
         # dpctl as consumer: Tack's memory is not in its default context either.
         a = tack.zeros(4, dtype="float32")
         refused(lambda: dpt.from_dlpack(a), BufferError, "default sycl context")
-    """, mode, **(_dpctl_env() or {}))
+    """, mode, **dpctl_peer.child_env())
