@@ -175,7 +175,8 @@ sanitize: $(VENV)/.ready
 # the editable hook of .venv (which would import the ordinary build) is not run, and
 # tack comes from the sanitized stage.
 # mpi4py looks for MPICH's library under its own prefix, so it is named for the second one.
-# So is the dpctl peer, whose test runs here too (Tack reading a real producer's capsules).
+# So is the dpctl peer, whose test runs here too (Tack reading a real producer's capsules),
+# and Intel's OpenCL CPU runtime, which the Level Zero stand-in executes SPIR-V on.
 ASAN_PY := $(BUILD)/asan-py
 sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 	$(VENV)/bin/meson setup --reconfigure $(ASAN_PY) -Dpython=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false -Dpython.install_env=auto >/dev/null
@@ -188,6 +189,7 @@ sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 	LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libubsan.so)" \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib TACK_DPCTL_PEER=$(CURDIR)/$(DPCTL_PEER) TACK_REQUIRE_DPCTL_PEER=1 \
+	TACK_OPENCL_RUNTIME_DIR=$(CURDIR)/$(VENV)/lib \
 	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on

@@ -30,8 +30,10 @@ CL_PROGRAM_BUILD_LOG = 0x1183
 
 
 def library_dir() -> Path | None:
-    """The lib/ folder of this environment that holds the runtime, or None."""
-    lib = Path(sys.prefix) / "lib"
+    """The lib/ folder that holds the runtime, or None: $TACK_OPENCL_RUNTIME_DIR (the
+    sanitizers' Python has no runtime of its own and names .venv's), else this
+    environment's."""
+    lib = Path(os.environ.get("TACK_OPENCL_RUNTIME_DIR") or Path(sys.prefix) / "lib")
     return lib if (lib / RUNTIME).exists() and (lib / ICD_LOADER).exists() else None
 
 

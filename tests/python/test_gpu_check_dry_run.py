@@ -37,7 +37,8 @@ SHARED = ["numpy", "pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pyg
           "py"]
 # Variables of this run that would change what the script's children do.
 DROPPED = ["TACK_CUDA_DRIVER", "TACK_REQUIRE_CUDA", "TACK_REQUIRE_DPCTL_PEER",
-           "TACK_DIFFERENTIAL_SUITE", "TACK_DIFFERENTIAL_REPORT", "TACK_DEBUG", "PYTHONPATH",
+           "TACK_OPENCL_RUNTIME_DIR", "TACK_DIFFERENTIAL_SUITE", "TACK_DIFFERENTIAL_REPORT",
+           "TACK_DEBUG", "PYTHONPATH",
            "PYTHONHOME", "VIRTUAL_ENV", "LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "OUT",
            "GPU_CHECK_BUILD", "GPU_CHECK_REUSE", "GPU_CHECK_BUDGET", "GPU_CHECK_SMOKE"]
 
