@@ -131,8 +131,8 @@ standin_zeDeviceGetComputeProperties(ze_device_handle_t hDevice,
     ze_result_t rc = check_query(hDevice, props ? &props->stype : NULL,
                                  ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES,
                                  "zeDeviceGetComputeProperties");
-    if (rc != ZE_RESULT_SUCCESS) {
-        return rc;
+    if (rc != ZE_RESULT_SUCCESS || !props) { /* check_query refused a NULL props */
+        return rc != ZE_RESULT_SUCCESS ? rc : ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     }
     uint32_t max_group = 0, local_nbytes = 0;
     pthread_mutex_lock(&standin_lock);
@@ -160,8 +160,8 @@ standin_zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
     ze_result_t rc = check_query(hDevice, props ? &props->stype : NULL,
                                  ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES,
                                  "zeDeviceGetModuleProperties");
-    if (rc != ZE_RESULT_SUCCESS) {
-        return rc;
+    if (rc != ZE_RESULT_SUCCESS || !props) { /* check_query refused a NULL props */
+        return rc != ZE_RESULT_SUCCESS ? rc : ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     }
     const char *fp64 = getenv("TACK_STANDIN_ZE_FP64");
     void *next = props->pNext;
