@@ -22,6 +22,8 @@ import tack
 # radius_squared and the 3-D stencil are the language tests' own; the
 # reduction is the reductions tests'.
 KERNELS = '''
+import math
+
 import tack
 from test_kernels_language import radius_squared, stencil as stencil7
 from test_kernels_reductions import many, total
@@ -123,6 +125,18 @@ def divide(out, a, b):
 def first_n(out, n):
     for i in range(n):
         out[i] = 1.0
+
+
+@tack.func
+def lgamma_of_first(p):
+    return math.lgamma(p[0])  # lgamma sets signgam: no compiler drops the call
+
+
+@tack.kernel
+def offset_by_first(x, out):
+    base = lgamma_of_first(x)
+    for i in range(out.shape[0]):
+        out[i] = x[i] - base
 
 
 @tack.kernel(debug=True)
@@ -918,3 +932,17 @@ def test_gpu_reductions_returns_and_debug_mode(tmp_path_factory):
                         tack.array(idx, device=dev))
         msgs.append(str(e.value))
     assert msgs[0] == msgs[1] and "5000" in msgs[1], msgs
+
+
+def test_seed_34172_a_prelude_reading_an_array_through_a_func_runs_on_the_device(tmp_path):
+    # the trip count needs no element, but the prelude reads one through a func: the
+    # host must not run it (it read device memory, and the stand-in's fault killed it)
+    _run("""
+        host = np.arange(10.0) + 3.0
+        x, o = tack.array(host, device="cuda"), tack.zeros(10, device="cuda")
+        xc, oc = tack.array(host), tack.zeros(10)
+        offset_by_first(x, o)
+        offset_by_first(xc, oc)
+        assert np.array_equal(o.numpy(), oc.numpy())
+        assert np.isclose(o.numpy()[1], 4.0 - np.log(2.0))  # lgamma(3) = log(2!)
+    """, tmp_path)

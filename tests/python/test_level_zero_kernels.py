@@ -99,6 +99,22 @@ KERNELS = textwrap.dedent("""
         return s
 """)
 
+# A prelude that calls a func reading an array: the trip count needs no element, but
+# the prelude does, so it must run on the device, never on the host (fuzzer seed 34172:
+# the host's trip count ran it and read device memory)
+KERNELS += textwrap.dedent("""
+
+    @tack.func
+    def first(p):
+        return math.lgamma(p[0])  # lgamma sets signgam: no compiler drops the call
+
+    @tack.kernel
+    def offset_by_first(x, out):
+        base = first(x)
+        for i in range(out.shape[0]):
+            out[i] = x[i] - base
+""")
+
 # A kernel of MANY float64 and MANY int64 sums: 8 bytes of partials each, 1280 bytes
 # a work item, so the 256 work items a driver suggests would need 320 KiB of local
 # memory, more than a group has (64 KiB on Intel's GPUs, 256 KiB on its OpenCL CPU
@@ -383,3 +399,20 @@ def test_a_work_items_partials_beyond_the_groups_local_memory_are_refused(tmp_pa
         assert "1024 bytes" in msg and "maxSharedLocalMemory" in msg, msg
         assert lzk.total(x) == 0.0  # 8 bytes a work item: 128 of them fit
     """, "plain", tmp_path, TACK_STANDIN_ZE_LOCAL_MEMORY="1024")
+
+
+@pytest.mark.parametrize("mode", modes("plain", "validation"))
+def test_seed_34172_a_prelude_reading_an_array_through_a_func_runs_on_the_device(
+        mode, tmp_path):
+    # before: the host computed the trip count with the prelude, read the device's
+    # memory and died of SIGSEGV
+    run_kernels("""
+        dev = tack.device("level_zero")
+        host = np.arange(10.0) + 3.0
+        x, xc = both(dev, host)
+        o, oc = both(dev, np.zeros(10))
+        lzk.offset_by_first(x, o)
+        lzk.offset_by_first(xc, oc)
+        assert (o.numpy() == oc.numpy()).all()
+        assert np.isclose(o.numpy()[1], 4.0 - np.log(2.0))  # lgamma(3) = log(2!)
+    """, mode, tmp_path)

@@ -481,12 +481,17 @@ class Plan:
     def host_trips(self) -> bool:
         """Whether the parallel loop's trip count needs only extents and scalars:
         the setup and the count read no array element and update nothing (a GPU
-        launch can then size its grid on the host)."""
+        launch can then size its grid on the host, where device memory must not be
+        touched). A func called with an array may read it: such a call counts as a
+        read."""
         if not self.parallel:
             return False
         data = {a.name for a in self.arrays}
         for n in walk([self.setup, self.trips]):
             if isinstance(n, Index) and isinstance(n.base, Ref) and n.base.name in data:
+                return False
+            if isinstance(n, Call) and any(isinstance(a, Ref) and a.name in data
+                                           for a in n.args):
                 return False
             if isinstance(n, Helper) and n.name.startswith("atomic_"):
                 return False
