@@ -42,6 +42,10 @@ STARTS = "level-zero-starts "  # on stderr, so complaints follow their seed
 # seeds per child: a case takes a second or less, a child may take two minutes
 BATCH = 25
 EXECUTED = "level-zero-executed "
+# The message of a seed whose module crashed Intel's OpenCL runtime in its own
+# compiler (LLVM's stack dump, which names the pass, on the child's stderr): a fault
+# of the runtime, not of Tack, and nothing of the seed was compared.
+COMPILER_CRASH = "Intel's OpenCL runtime crashed in its own compiler"
 
 _CHILD = """
 sys.path.insert(0, {here!r})
@@ -115,9 +119,14 @@ def _child(seeds: list[int], features: frozenset[str], workdir: Path, mode: str,
                 f"the stand-in complained: {line}")
     if ended != 0:
         dead = next((s for s in seeds if s not in results), seeds[-1])
-        results.setdefault(dead, []).append(
-            f"the Level Zero child ended ({ended}) while running this seed; its last "
-            f"output:\n{err[-1500:]}")
+        if "Stack dump:" in err and "Running pass" in err:
+            results.setdefault(dead, []).append(
+                f"{COMPILER_CRASH} building this seed's module (the child ended "
+                f"{ended}); its last output:\n{err[-1500:]}")
+        else:
+            results.setdefault(dead, []).append(
+                f"the Level Zero child ended ({ended}) while running this seed; its "
+                f"last output:\n{err[-1500:]}")
     return results, executed
 
 
