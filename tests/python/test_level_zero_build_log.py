@@ -90,7 +90,10 @@ else:
 @pytest.mark.skipif(opencl_cpu_runtime.library_dir() is None,
                     reason="Intel's OpenCL CPU runtime is not installed (make setup): "
                     "no OpenCL build log to read")
-def test_opencls_build_log_reaches_the_compile_error(tmp_path):
+# the log is read only where the loader does not intercept (the other modes are
+# test_an_unbuildable_module_is_a_compile_error_with_the_drivers_log's)
+@pytest.mark.parametrize("mode", modes("plain", "validation"))
+def test_opencls_build_log_reaches_the_compile_error(mode, tmp_path):
     run(KERNEL + """
 def as_shader(module):  # OpCapability Kernel (6) becomes Shader (1), which OpenCL refuses
     words = [int.from_bytes(module[k:k + 4], "little") for k in range(0, len(module), 4)]
@@ -105,11 +108,14 @@ msg = failure(as_shader)
 assert "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE" in msg, msg
 assert "SPIRV module requires unsupported capability 1" in msg, msg
 assert build_logs() == (1, 1)
-""", "plain", expect=("OpenCL cannot build",), TACK_STANDIN_ZE_EXECUTE="spirv",
+""", mode, expect=("OpenCL cannot build",), TACK_STANDIN_ZE_EXECUTE="spirv",
         TACK_CACHE_DIR=str(tmp_path))
 
 
-def test_a_long_build_log_is_cut_at_4_kib(tmp_path):
+# the log is read only where the loader does not intercept (the other modes are
+# test_an_unbuildable_module_is_a_compile_error_with_the_drivers_log's)
+@pytest.mark.parametrize("mode", modes("plain", "validation"))
+def test_a_long_build_log_is_cut_at_4_kib(mode, tmp_path):
     text = "".join(f"error {i:04d}: something the driver said\n" for i in range(200))
     assert len(text) > 7000
     run(KERNEL + f"""
@@ -119,7 +125,7 @@ assert "ZE_RESULT_ERROR_MODULE_BUILD_FAILURE" in msg, msg
 assert ("build log: " + text[:4096] + "\\n... ({len(text) - 4096} more bytes)") in msg, msg
 assert text[4096:4200] not in msg
 assert build_logs() == (1, 1)
-""", "plain", TACK_STANDIN_ZE_FAIL_BUILD=text, TACK_CACHE_DIR=str(tmp_path))
+""", mode, TACK_STANDIN_ZE_FAIL_BUILD=text, TACK_CACHE_DIR=str(tmp_path))
 
 
 @pytest.mark.parametrize("mode", modes())

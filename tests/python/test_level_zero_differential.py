@@ -36,10 +36,8 @@ def shared_work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("level-zero-differential")
 
 
-# The twins in every loader mode; SPIR-V, whose module builds on the OpenCL runtime
-# cost a few seconds a mode, in three of them (plain, a layer, two drivers).
-RUNS = [("twin", m) for m in MODES] + [("spirv", m) for m in
-                                      ("plain", "validation", "two-drivers")]
+# The twins and the SPIR-V in every loader mode.
+RUNS = [(execute, m) for execute in ("twin", "spirv") for m in MODES]
 
 
 @standin_only

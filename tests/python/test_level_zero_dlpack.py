@@ -110,7 +110,7 @@ def test_a_level_zero_array_exports_and_imports_as_kdloneapi(mode):
 
 # Two root devices, which the stand-in is told to offer.
 @standin_only
-@pytest.mark.parametrize("mode", modes("plain", "two-drivers"))
+@pytest.mark.parametrize("mode", modes())
 def test_device_id_is_the_root_device_index_over_all_drivers(mode):
     # Two root devices: one driver with two, or two drivers with one each.
     run_dlpack("""
@@ -182,7 +182,7 @@ def test_memory_outside_the_devices_context_is_refused(mode):
 
 # Two root devices, which the stand-in is told to offer.
 @standin_only
-@pytest.mark.parametrize("mode", modes("plain", "validation+intercept"))
+@pytest.mark.parametrize("mode", modes())
 def test_shared_usm_counts_for_its_own_device_or_for_any(mode):
     run_dlpack("""
         h = foreign_context(device_index=0)
@@ -200,7 +200,7 @@ def test_shared_usm_counts_for_its_own_device_or_for_any(mode):
     """, mode, TACK_STANDIN_ZE_DEVICES="2")
 
 
-@pytest.mark.parametrize("mode", modes("plain", "validation"))
+@pytest.mark.parametrize("mode", modes())
 def test_the_cpu_refuses_level_zero_device_memory(mode):
     # Device memory said to be host memory would fault at the first host access.
     run_dlpack("""
@@ -212,7 +212,7 @@ def test_the_cpu_refuses_level_zero_device_memory(mode):
 
 # Two root devices, which the stand-in is told to offer.
 @standin_only
-@pytest.mark.parametrize("mode", modes("plain", "two-drivers"))
+@pytest.mark.parametrize("mode", modes())
 def test_memory_of_another_device_is_refused(mode):
     run_dlpack("""
         first = tack.device("level_zero:0")
@@ -222,7 +222,7 @@ def test_memory_of_another_device_is_refused(mode):
     """, mode, TACK_STANDIN_ZE_DEVICES="1" if mode == "two-drivers" else "2")
 
 
-@pytest.mark.parametrize("mode", modes("plain", "intercept"))
+@pytest.mark.parametrize("mode", modes())
 def test_streams_on_kdloneapi_are_not_ints(mode):
     run_dlpack("""
         dev = tack.device("level_zero")
@@ -263,7 +263,7 @@ def _dpctl_peer_or_skip():
         pytest.skip(why)
 
 
-@pytest.mark.parametrize("mode", modes("plain", "validation+intercept"))
+@pytest.mark.parametrize("mode", modes())
 def test_dpctl_capsules_are_read_and_refused_outside_the_context(mode):
     _dpctl_peer_or_skip()
     run_dlpack("""

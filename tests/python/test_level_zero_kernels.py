@@ -153,13 +153,13 @@ print("executed", by[0], by[1])
 """
 
 
-def run_executing(code, execute, tmp_path, **env):
+def run_executing(code, execute, tmp_path, mode="plain", **env):
     """Runs code in the plain mode with TACK_STANDIN_ZE_EXECUTE=execute (skipped where
     "spirv" cannot be): the launches the stand-in ran by SPIR-V and by twin."""
     if execute == "spirv" and opencl_cpu_runtime.library_dir() is None:
         pytest.skip("Intel's OpenCL CPU runtime is not installed (make setup): the "
                     "stand-in cannot execute SPIR-V")
-    out = run_kernels(textwrap.dedent(code) + _EXECUTED, "plain", tmp_path,
+    out = run_kernels(textwrap.dedent(code) + _EXECUTED, mode, tmp_path,
                       TACK_STANDIN_ZE_EXECUTE=execute, **env).stdout
     by_spirv, by_twin = map(int, out.split("executed")[1].split())
     return by_spirv, by_twin
@@ -306,9 +306,10 @@ FLOAT32_RUN = """
 
 
 @standin_only
+@pytest.mark.parametrize("mode", modes())
 @pytest.mark.parametrize("execute", ["twin", "spirv"])
-def test_float32_kernels_run_on_a_device_without_fp64(execute, tmp_path):
-    by_spirv, by_twin = run_executing(FLOAT32_RUN, execute, tmp_path,
+def test_float32_kernels_run_on_a_device_without_fp64(execute, mode, tmp_path):
+    by_spirv, by_twin = run_executing(FLOAT32_RUN, execute, tmp_path, mode,
                                       TACK_STANDIN_ZE_FP64="0")
     assert (by_spirv > 20 and by_twin == 0) if execute == "spirv" else \
         (by_twin > 20 and by_spirv == 0), (by_spirv, by_twin)
@@ -344,7 +345,8 @@ def test_only_a_kernel_computing_in_float64_declares_float64(name, signature, fl
 
 
 @standin_only
-def test_a_device_without_fp64_refuses_a_float64_module_before_making_it(tmp_path):
+@pytest.mark.parametrize("mode", modes())
+def test_a_device_without_fp64_refuses_a_float64_module_before_making_it(mode, tmp_path):
     run_kernels("""
         dev = tack.device("level_zero")
         for kernel, dtype in ((lzk.axpy, "float64"), (lzk.axpy, "float32"),
@@ -361,7 +363,7 @@ def test_a_device_without_fp64_refuses_a_float64_module_before_making_it(tmp_pat
             assert "float64" in msg and "FP64" in msg and kernel.__name__ in msg, msg
             assert "write it in float32" in msg and "tack.f32" in msg, msg
             assert (y.numpy() == 0).all()
-    """, "plain", tmp_path, TACK_STANDIN_ZE_FP64="0")
+    """, mode, tmp_path, TACK_STANDIN_ZE_FP64="0")
 
 
 MANY_RUN = """
@@ -375,16 +377,19 @@ MANY_RUN = """
 
 
 @standin_only
+@pytest.mark.parametrize("mode", modes())
 @pytest.mark.parametrize("execute", ["twin", "spirv"])
-def test_many_reductions_fit_the_groups_local_memory(execute, tmp_path):
+def test_many_reductions_fit_the_groups_local_memory(execute, mode, tmp_path):
     # the driver's suggested group size is capped by maxSharedLocalMemory / the
     # partials' bytes; the stand-in refuses a launch that asks for more
-    by = run_executing(MANY_RUN, execute, tmp_path)
+    by = run_executing(MANY_RUN, execute, tmp_path, mode)
     assert by == ((2, 0) if execute == "spirv" else (0, 2)), by
 
 
 @standin_only
-def test_a_work_items_partials_beyond_the_groups_local_memory_are_refused(tmp_path):
+@pytest.mark.parametrize("mode", modes())
+def test_a_work_items_partials_beyond_the_groups_local_memory_are_refused(mode,
+                                                                           tmp_path):
     run_kernels("""
         dev = tack.device("level_zero")
         x = tack.zeros(64, device=dev)
@@ -398,10 +403,10 @@ def test_a_work_items_partials_beyond_the_groups_local_memory_are_refused(tmp_pa
         assert "many_sums" in msg and "1280 bytes" in msg and "160 reductions" in msg, msg
         assert "1024 bytes" in msg and "maxSharedLocalMemory" in msg, msg
         assert lzk.total(x) == 0.0  # 8 bytes a work item: 128 of them fit
-    """, "plain", tmp_path, TACK_STANDIN_ZE_LOCAL_MEMORY="1024")
+    """, mode, tmp_path, TACK_STANDIN_ZE_LOCAL_MEMORY="1024")
 
 
-@pytest.mark.parametrize("mode", modes("plain", "validation"))
+@pytest.mark.parametrize("mode", modes())
 def test_seed_34172_a_prelude_reading_an_array_through_a_func_runs_on_the_device(
         mode, tmp_path):
     # before: the host computed the trip count with the prelude, read the device's

@@ -169,7 +169,8 @@ def test_a_launch_executes_its_spirv_on_opencl(mode):
 
 @needs_runtime
 @standin_only
-def test_a_kernel_writing_another_contexts_memory_faults():
+@pytest.mark.parametrize("mode", modes())
+def test_a_kernel_writing_another_contexts_memory_faults(mode):
     # Only the list's context's device memory is opened to a launch: another
     # context's allocation stays PROT_NONE, so the kernel's write is a fault.
     out = run(child("""
@@ -182,14 +183,15 @@ def test_a_kernel_writing_another_contexts_memory_faults():
         print("launching", flush=True)
         s.run([s.launch(k, 1)])
         print("not caught", flush=True)
-    """), check=False, **spirv_env())
+    """), mode, check=False, **spirv_env())
     assert "launching" in out.stdout and "not caught" not in out.stdout
     assert faulted(out), (out.returncode, out.stderr)
 
 
 @needs_runtime
 @standin_only
-def test_a_kernel_writing_past_an_allocation_faults():
+@pytest.mark.parametrize("mode", modes())
+def test_a_kernel_writing_past_an_allocation_faults(mode):
     # Each allocation's view is followed by a page that stays PROT_NONE during a
     # launch: a kernel that runs off the end of its last page faults there.
     out = run(child("""
@@ -201,7 +203,7 @@ def test_a_kernel_writing_past_an_allocation_faults():
         print("launching", flush=True)
         s.run([s.launch(k, 64)])
         print("not caught", flush=True)
-    """), check=False, **spirv_env())
+    """), mode, check=False, **spirv_env())
     assert "launching" in out.stdout and "not caught" not in out.stdout
     assert faulted(out), (out.returncode, out.stderr)
 
@@ -218,10 +220,11 @@ NO_TWIN = """
 
 
 @standin_only
-def test_twin_mode_and_a_missing_runtime_fall_back_to_twins():
+@pytest.mark.parametrize("mode", modes())
+def test_twin_mode_and_a_missing_runtime_fall_back_to_twins(mode):
     for env in ({"TACK_STANDIN_ZE_EXECUTE": "twin"}, {"OCL_ICD_FILENAMES": "/nonexistent"},
                 {"TACK_STANDIN_ZE_OPENCL": "/nonexistent/libOpenCL.so.1"}):
-        out = run(child(NO_TWIN), expect=("no CPU twin is registered",),
+        out = run(child(NO_TWIN), mode, expect=("no CPU twin is registered",),
                   **spirv_env(), **env)
         assert "append 0x78000003 0 0" in out.stdout, out.stdout
         assert "no CPU twin is registered for kernel 'tack_kernel_body'" in out.stderr
@@ -229,8 +232,10 @@ def test_twin_mode_and_a_missing_runtime_fall_back_to_twins():
 
 
 @standin_only
-def test_spirv_mode_without_the_runtime_is_a_complaint():
-    out = run(child(NO_TWIN), expect=("TACK_STANDIN_ZE_EXECUTE=spirv",), **spirv_env(),
+@pytest.mark.parametrize("mode", modes())
+def test_spirv_mode_without_the_runtime_is_a_complaint(mode):
+    out = run(child(NO_TWIN), mode, expect=("TACK_STANDIN_ZE_EXECUTE=spirv",),
+              **spirv_env(),
               TACK_STANDIN_ZE_EXECUTE="spirv", OCL_ICD_FILENAMES="/nonexistent")
     assert "append 0x78000003 0 0" in out.stdout, out.stdout
     # no platform behind the ICD loader; or, where the environment has none, no loader
