@@ -194,9 +194,15 @@ sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on
 # CPUs that have them: the kernels compiled under valgrind leave them out.
-valgrind: build-c
+# Then one launch of a SPIR-V module through the real loader on the stand-in, executed
+# by Intel's OpenCL CPU runtime, with the child under memcheck (level_zero_helpers:
+# TACK_TEST_VALGRIND); it must run, not skip.
+VALGRIND_ZE_TEST := tests/python/test_level_zero_standin_spirv.py::test_a_launch_executes_its_spirv_on_opencl[plain]
+valgrind: build-c setup
 	CC="$${CC:-cc} -mno-avx512f" valgrind -q --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
 	TACK_STANDIN_MEMORY=$(VALGRIND_STANDIN_MEMORY) valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect $(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
+	TACK_TEST_VALGRIND=1 $(PY) -m pytest -q -p no:cacheprovider "$(VALGRIND_ZE_TEST)" | tee $(BUILD)/valgrind-ze.log
+	grep -q "1 passed" $(BUILD)/valgrind-ze.log
 
 lint: build-c setup
 	printf '%s\n' csrc/runtime/*.c csrc/backends/*.c csrc/backends/*/*.c tests/standin/*/*.c | \

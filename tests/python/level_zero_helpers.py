@@ -157,9 +157,15 @@ def run(code: str, mode: str = "plain", *, expect: tuple[str, ...] = (),
                           if k in ("OCL_ICD_FILENAMES", "LD_LIBRARY_PATH")})
     child_env.update(MODES[mode])
     child_env.update(env)
+    argv = [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)]
+    if os.environ.get("TACK_TEST_VALGRIND") == "1":
+        # make valgrind: the child (Tack, the loader, the stand-in and Intel's OpenCL
+        # runtime) under memcheck; any error is the child's failure
+        argv = ["valgrind", "-q", "--error-exitcode=9",
+                f"--suppressions={Path(__file__).with_name('ld_rpath.supp')}", *argv]
     result = subprocess.run(
-        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
-        capture_output=True, text=True, env=child_env, timeout=120,
+        argv, capture_output=True, text=True, env=child_env,
+        timeout=1200 if argv[0] == "valgrind" else 120,
     )
     if check and result.returncode != 0:
         raise AssertionError(
