@@ -26,6 +26,17 @@ tackpy_python_gone(void)
     return !Py_IsInitialized() || (finalizing && !PyGILState_Check());
 }
 
+void
+tackpy_release_object(void *ctx)
+{
+    if (tackpy_python_gone()) {
+        return; /* leak: nothing of Python may be touched any more */
+    }
+    PyGILState_STATE g = PyGILState_Ensure();
+    Py_DECREF((PyObject *)ctx);
+    PyGILState_Release(g);
+}
+
 static void
 release_pybuffer(void *ctx)
 {

@@ -16,19 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The object behind the memory, released when the last array over it goes: from any
- * thread, and leaked when Python is already gone. */
-static void
-release_object(void *ctx)
-{
-    if (tackpy_python_gone()) {
-        return;
-    }
-    PyGILState_STATE g = PyGILState_Ensure();
-    Py_DECREF((PyObject *)ctx);
-    PyGILState_Release(g);
-}
-
 static PyObject *
 refuse(tackpy_state *st, PyObject *obj, const char *what)
 {
@@ -103,7 +90,7 @@ typedef struct strided_tensor {
 static void
 delete_strided(DLManagedTensorVersioned *mt)
 {
-    release_object(mt->manager_ctx);
+    tackpy_release_object(mt->manager_ctx);
     free(mt); /* the first member of its strided_tensor */
 }
 
@@ -286,10 +273,10 @@ from_interface(tackpy_state *st, PyObject *obj, PyObject *cai,
     }
     tack_array *arr = NULL;
     tack_status status;
-    Py_INCREF(obj); /* released by release_object, even on failure */
+    Py_INCREF(obj); /* released by tackpy_release_object, even on failure */
     Py_BEGIN_ALLOW_THREADS
         status = tack_array_wrap_memory(dev, ptr, dtype, ndim, shape, !read_only,
-                                        release_object, obj, &arr);
+                                        tackpy_release_object, obj, &arr);
         if (status == TACK_OK && stream) {
             status = tack_device_wait_for_stream(dev, stream);
         }

@@ -201,18 +201,19 @@ host_only_producer(PyTypeObject *type)
 }
 
 /* The exchange table of a producer type, or NULL, in *immutable whether its arrays
- * are immutable by contract and in *host_only whether they live in host memory
- * only; cached per (type, version tag), so a type that changes its attributes is
- * looked up again. */
+ * are immutable by contract, in *host_only whether they live in host memory only and
+ * in *numpy_direct whether they can be read through their fields; cached per (type,
+ * version tag), so a type that changes its attributes is looked up again. */
 const DLPackExchangeAPI *
 tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable,
-                       bool *host_only)
+                       bool *host_only, bool *numpy_direct)
 {
     for (int k = 0; k < TACKPY_EXCHANGE_CACHE; k++) {
         tackpy_exchange_cache *c = &st->dlpack_cache[k];
         if (c->type == tp && c->tag == tp->tp_version_tag && c->tag != 0) {
             *immutable = c->immutable;
             *host_only = c->host_only;
+            *numpy_direct = c->numpy_direct;
             return c->api;
         }
     }
@@ -231,6 +232,7 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable,
     }
     *immutable = immutable_producer(tp);
     *host_only = host_only_producer(tp);
+    *numpy_direct = *host_only && !api && tackpy_numpy_direct_type(tp);
     /* The lookups gave the type a version tag if it can have one. A tag is never
      * reused by another type, so a borrowed type pointer is safe as a key. */
     tackpy_exchange_cache *c = &st->dlpack_cache[st->dlpack_cache_next];
@@ -240,6 +242,7 @@ tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp, bool *immutable,
     c->api = api;
     c->immutable = *immutable;
     c->host_only = *host_only;
+    c->numpy_direct = *numpy_direct;
     return api;
 }
 

@@ -394,9 +394,12 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         result = import_capsule(st, x, &opts);
         goto done;
     }
-    bool host_only = false;
-    const DLPackExchangeAPI *api =
-        tackpy_exchange_api_of(st, Py_TYPE(x), &opts.read_only, &host_only);
+    bool host_only = false, numpy_direct = false;
+    const DLPackExchangeAPI *api = tackpy_exchange_api_of(
+        st, Py_TYPE(x), &opts.read_only, &host_only, &numpy_direct);
+    if (numpy_direct && tackpy_numpy_direct_import(st, x, &opts, &result)) {
+        goto done;
+    }
     if (api) {
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(x, &mt) != 0 || !mt) {
@@ -452,6 +455,14 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
 done:
     tack_device_release(opts.device);
     return result;
+}
+
+PyObject *
+tackpy_dlpack_stats_fn(PyObject *module, PyObject *unused)
+{
+    (void)unused;
+    tackpy_state *st = PyModule_GetState(module);
+    return Py_BuildValue("{sK}", "numpy_direct", st->numpy_direct_imports);
 }
 
 /* ---- module initialisation ----------------------------------------------------- */

@@ -109,6 +109,9 @@ static PyMethodDef module_methods[] = {
     {"_kernel_debug", kernel_debug_fn, METH_NOARGS,
      "_kernel_debug()\n--\n\nWhether a kernel without a debug mode of its own runs "
      "checked now\n(TACK_DEBUG)."},
+    {"_dlpack_stats", tackpy_dlpack_stats_fn, METH_NOARGS,
+     "_dlpack_stats()\n--\n\nImport counters: NumPy arrays read through their fields "
+     "instead of\n__dlpack__ (numpy_direct)."},
     {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
      "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
      "launches."},

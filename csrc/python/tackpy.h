@@ -21,6 +21,7 @@ typedef struct tackpy_exchange_cache {
     const void *api;    /* the DLPackExchangeAPI, or NULL for none */
     bool immutable;     /* its arrays are immutable by contract (JAX's) */
     bool host_only;     /* its arrays live in host memory only (NumPy's) */
+    bool numpy_direct;  /* NumPy's own ndarray, read through its fields */
 } tackpy_exchange_cache;
 
 /* Every keyword name a function of the extension takes (args.c). */
@@ -67,6 +68,9 @@ typedef struct tackpy_state {
     PyObject *dlpack_max_version;           /* (1, 3) */
     tackpy_exchange_cache dlpack_cache[TACKPY_EXCHANGE_CACHE];
     int dlpack_cache_next;
+    /* Imports that read a NumPy array's fields instead of its __dlpack__
+     * (numpy_direct.c), for tack._tack._dlpack_stats(). */
+    unsigned long long numpy_direct_imports;
     PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
     PyObject *names[TACKPY_NAME_COUNT]; /* interned keyword names (args.c) */
     tackpy_env_watch debug_env;         /* TACK_DEBUG for kernel calls */
@@ -124,6 +128,10 @@ const char *tackpy_kind_builtin_name(tack_error_kind kind);
 /* Whether Python can no longer be touched (finalized, or finalizing on another
  * thread): a release callback then leaks instead. */
 int tackpy_python_gone(void);
+/* A tack_release_fn for an object held by the arrays over its memory (its reference
+ * is the ctx): dropped from any thread with the GIL taken, and leaked once Python is
+ * gone. */
+void tackpy_release_object(void *ctx);
 
 /* A stream= argument as DLPack's integer (its meaning is the runtime's rule): *given
  * false for None or no argument. 0, or -1 with DLPackError for what is not an int. */
@@ -263,6 +271,19 @@ PyObject *tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t 
 PyObject *tackpy_array_dlpack_device(PyObject *self, PyObject *unused);
 PyObject *tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args,
                                 Py_ssize_t nargs, PyObject *kwnames);
+/* tack._tack._dlpack_stats(): the import counters, for tests. */
+PyObject *tackpy_dlpack_stats_fn(PyObject *module, PyObject *unused);
+
+/* ---- numpy_direct.c ------------------------------------------------------------- */
+/* Whether tp is NumPy's own ndarray type (named so by NumPy's C-API table, ABI 1 or
+ * 2), whose arrays tackpy_numpy_direct_import may read. */
+bool tackpy_numpy_direct_type(PyTypeObject *tp);
+/* tack.from_dlpack(x) for x of such a type, without x.__dlpack__: 1 with *result the
+ * new array or NULL with the import's exception; 0 (nothing done, nothing set) when x
+ * is not the common case and __dlpack__ must be asked instead. */
+int tackpy_numpy_direct_import(tackpy_state *st, PyObject *x,
+                               const tack_dlpack_import_options *opts,
+                               PyObject **result);
 
 /* ---- dlpack_exchange_py.c -------------------------------------------------------- */
 /* Publishes Tack's exchange table on tack.Array (still mutable). */
@@ -271,7 +292,8 @@ int tackpy_exchange_init(PyObject *module, tackpy_state *st);
  * by contract (imported read-only), and whether they live in host memory only (no
  * stream to ask for, no __dlpack_device__ to call); cached per type version. */
 const DLPackExchangeAPI *tackpy_exchange_api_of(tackpy_state *st, PyTypeObject *tp,
-                                                bool *immutable, bool *host_only);
+                                                bool *immutable, bool *host_only,
+                                                bool *numpy_direct);
 /* Whether the producer may still have work pending on the tensor's device that Tack
  * cannot order after (tack_dlpack_exchange_pending_work). */
 int tackpy_exchange_pending_work(const DLPackExchangeAPI *api,

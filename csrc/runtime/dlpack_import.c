@@ -527,7 +527,7 @@ static tack_status
 import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
               const tack_dlpack_import_options *opts, tack_array **out)
 {
-    assert(t && release && mt && out);
+    assert(t && release && out);
     tack_dlpack_copy copy = opts ? opts->copy : TACK_DLPACK_COPY_NEVER;
     tack__dlpack_layout lay;
     memset(&lay, 0, sizeof lay);
@@ -620,6 +620,20 @@ tack_dlpack_import_legacy(DLManagedTensor *mt, const tack_dlpack_import_options 
     /* Legacy tensors import writable: DLPack shares memory both ways, and only a
      * versioned tensor can opt out with READ_ONLY (docs/dlpack.md). */
     return import_tensor(&mt->dl_tensor, true, release_legacy, mt, opts, out);
+}
+
+tack_status
+tack_dlpack_import_described(const DLTensor *t, bool writable, tack_release_fn release,
+                             void *ctx, const tack_dlpack_import_options *opts,
+                             tack_array **out)
+{
+    TACK__CHECK_ARG(release);
+    if (!t || !out) {
+        release(ctx); /* consumed even on failure */
+        TACK__CHECK_ARG(t);
+        TACK__CHECK_ARG(out);
+    }
+    return import_tensor(t, writable, release, ctx, opts, out);
 }
 
 /* ---- the exchange API's allocator

@@ -165,6 +165,20 @@ TACK_API tack_status tack_dlpack_import_legacy(DLManagedTensor *mt,
                                                const tack_dlpack_import_options *opts,
                                                tack_array **out);
 
+/*
+ * As tack_dlpack_import_versioned for a tensor the caller describes without a managed
+ * tensor: a producer read through its own fields (NumPy's ndarray, csrc/python/
+ * numpy_direct.c). t is borrowed for the call only. The memory stays valid until
+ * release(ctx), which is called exactly once: before a failure returns, at once after
+ * a copy, else when the last array over the memory goes (from any thread).
+ * writable false gives a non-writable array. Errors: as tack_dlpack_import_versioned;
+ * TACK_ERR_INVALID_ARGUMENT for a NULL t, release or out (release is still called
+ * when it is given).
+ */
+TACK_API tack_status tack_dlpack_import_described(
+    const DLTensor *t, bool writable, tack_release_fn release, void *ctx,
+    const tack_dlpack_import_options *opts, tack_array **out);
+
 /* ---- the C exchange API (consumer side) ------------------------------------------ */
 
 /*

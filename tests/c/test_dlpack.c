@@ -316,6 +316,57 @@ TACK_TEST(dlpack_import_read_only_option_applies_to_shared_memory_only)
     tack_array_release(arr);
 }
 
+static void
+count_described_release(void *ctx)
+{
+    ++*(int *)ctx;
+}
+
+/* A tensor described without a managed tensor (NumPy's fields): shared, writable as
+ * asked, its release run once with the last view, at once after a copy, and before
+ * a refusal returns. */
+TACK_TEST(dlpack_import_described_releases_once)
+{
+    float data[6] = {0, 1, 2, 3, 4, 5};
+    int64_t shape[2] = {2, 3};
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.device.device_type = kDLCPU;
+    t.ndim = 2;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    int released = 0;
+    tack_array *arr = NULL;
+    CHECK_OK(tack_dlpack_import_described(&t, false, count_described_release, &released,
+                                          NULL, &arr));
+    CHECK(tack_array_data(arr) == data);
+    CHECK(!tack_array_writable(arr));
+    tack_array *view;
+    int64_t flat[1] = {6};
+    CHECK_OK(tack_array_reshape(arr, 1, flat, &view));
+    tack_array_release(arr);
+    CHECK_EQ_INT(released, 0);
+    tack_array_release(view);
+    CHECK_EQ_INT(released, 1);
+
+    tack_dlpack_import_options opts = {NULL, TACK_DLPACK_COPY_ALWAYS, false};
+    CHECK_OK(tack_dlpack_import_described(&t, false, count_described_release, &released,
+                                          &opts, &arr));
+    CHECK_EQ_INT(released, 2); /* copied: the described memory is let go at once */
+    CHECK(tack_array_data(arr) != data && tack_array_writable(arr));
+    CHECK_EQ_DBL(((float *)tack_array_data(arr))[5], 5.0);
+    tack_array_release(arr);
+
+    t.dtype.lanes = 2;
+    CHECK_STATUS(tack_dlpack_import_described(&t, true, count_described_release,
+                                              &released, NULL, &arr),
+                 TACK_ERR_DLPACK_DTYPE);
+    CHECK_EQ_INT(released, 3);
+}
+
 TACK_TEST(dlpack_import_null_deleter_is_accepted)
 {
     producer *p = producer_new(4);

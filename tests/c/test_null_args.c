@@ -208,6 +208,15 @@ TACK_TEST(null_args_dlpack)
     CHECK_OK(tack_dlpack_export_legacy(arr, NULL, &l));
     CHECK_INVALID(tack_dlpack_import_versioned(v, NULL, NULL));
     CHECK_INVALID(tack_dlpack_import_legacy(l, NULL, NULL));
+    /* A described import needs a release; given one, it is called even when t or
+     * out is NULL. */
+    CHECK_INVALID(tack_dlpack_import_described(&t, true, NULL, NULL, NULL, &out));
+    int before = released;
+    CHECK_INVALID(
+        tack_dlpack_import_described(NULL, true, count_release, NULL, NULL, &out));
+    CHECK_INVALID(
+        tack_dlpack_import_described(&t, true, count_release, NULL, NULL, NULL));
+    CHECK_EQ_INT(released, before + 2);
     tack_dlpack_export_request req = {0};
     tack_dlpack_export_options opts;
     bool versioned = false;
