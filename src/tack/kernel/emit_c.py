@@ -15,6 +15,7 @@ reductions' fold are this file's.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 
@@ -30,6 +31,10 @@ FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double 
 # as many elements as the chunk has trips (zeroing and merging them costs no more
 # than the trips). docs/kernels.md states the bound.
 PRIVATE_MAX_NBYTES = 65536
+# A private copy updated by the trip's last statement alone (the natural histogram)
+# is binned: a pass computes this many trips' elements and values, then a second
+# pass updates the copy in trip order (CEmitter.binned_trips).
+BIN_BLOCK = 256
 
 # The failure codes prelude.h's TK_FAIL records (kernel.h's tack_kernel_failure):
 # part of every target's ABI head.
@@ -127,6 +132,72 @@ def c_int(v: int) -> str:
     if v == -(2**63):
         return "INT64_MIN"
     return f"INT64_C({v})"
+
+
+@dataclasses.dataclass
+class Binning:
+    """A private copy's trips split in two passes (CEmitter.binned_trips): the
+    trip's statements before its update (prefix), the element of the copy it
+    updates (index) and the value (value), with the plain helper that updates."""
+
+    prefix: list[lir.Stmt]
+    index: lir.Expr
+    value: lir.Expr
+    private: lir.Private
+    helper: str
+
+
+def binning(plan: lir.Plan) -> Binning | None:
+    """The binned form of the private trips, where it is the same computation: one
+    private copy, updated by the trip's last statement and nowhere else; before it
+    only declarations and assignments of locals that read neither the copy nor its
+    array, call no func and update nothing (so a block of trips may run them before
+    any of the block's updates). Not in debug mode, and not beside reductions."""
+    its = plan.private_iterations
+    if (plan.debug or its is None or plan.split or plan.reductions
+            or len(plan.private) != 1):
+        return None
+    body = its.iteration
+    work = [n for n, s in enumerate(body) if not isinstance(s, lir.Line)]
+    if not work:
+        return None
+    last = body[work[-1]]
+    if not (isinstance(last, lir.Eval) and isinstance(last.value, lir.Helper)
+            and last.value.name.startswith("plain_") and len(last.value.args) == 2):
+        return None
+    addr, value = last.value.args
+    v = plan.private[0]
+    if not (isinstance(addr, lir.Addr) and isinstance(addr.of.base, lir.Ref)
+            and addr.of.base.name == v.name):
+        return None
+    prefix = body[:work[-1]]
+    if not all(isinstance(s, (lir.Line, lir.Decl, lir.Assign)) for s in prefix):
+        return None
+    for n in lir.walk([prefix, addr.of.index, value]):
+        if isinstance(n, (lir.Call, lir.Bind)):
+            return None
+        if isinstance(n, lir.Helper) and n.name.startswith(("atomic_", "plain_")):
+            return None
+        if isinstance(n, lir.Ref) and n.name in (v.name, v.array):
+            return None
+    return Binning(prefix, addr.of.index, value, v, last.value.name)
+
+
+SELECTS = {"f2i64": "f2i64_sel", "f2i64f": "f2i64f_sel"}
+
+
+def selects(node: object) -> object:
+    """node with each int() conversion (tk_f2i64, tk_f2i64f) spelled as selects
+    (prelude.h's tk_f2i64_sel): the same values, in a form GCC vectorises."""
+    if isinstance(node, list):
+        return [selects(x) for x in node]
+    if dataclasses.is_dataclass(node) and not isinstance(node, (ScalarType, DtypeFacts)):
+        node = dataclasses.replace(node, **{f.name: selects(getattr(node, f.name))
+                                            for f in dataclasses.fields(node)
+                                            if f.init})
+        if isinstance(node, lir.Helper) and node.name in SELECTS:
+            node = dataclasses.replace(node, name=SELECTS[node.name])
+    return node
 
 
 class CEmitter:
@@ -378,7 +449,11 @@ class CEmitter:
                       f"(uint64_t){v.size} * sizeof({t}) + 1);", 2)
             self.emit(f"for (int64_t tk_j = 0; tk_j < {v.size}; tk_j++) "
                       f"{v.name}[tk_j] = {self.ex(v.identity)};", 2)
-        self.trips_loop(private, 2)
+        binned = binning(p)
+        if binned is not None:
+            self.binned_trips(binned, 2)
+        else:
+            self.trips_loop(private, 2)
         for v in p.private:
             idle = self.ex(v.identity)
             self.emit(f"for (int64_t tk_j = 0; tk_j < {v.size}; tk_j++) "
@@ -388,6 +463,39 @@ class CEmitter:
         self.emit("} else {", 1)
         self.trips_loop(atomic, 2)
         self.emit("}", 1)
+
+    def binned_trips(self, b: Binning, depth: int) -> None:
+        """The chunk's trips in blocks of BIN_BLOCK: a first pass runs each trip's
+        statements and keeps the element it updates (and the value, unless it is
+        a literal), with int() spelled as selects so that GCC vectorises the pass;
+        a second pass updates the private copy in trip order, so the result is the
+        one-pass loop's to the bit. The pass that updates has no conversion checks
+        left in it, which is what makes a histogram's loop as short as hand-written
+        C's."""
+        p = self.plan
+        v, k = b.private, p.index
+        literal = not any(isinstance(n, (lir.Ref, lir.Arg, lir.Index, lir.Call,
+                                         lir.Helper, lir.Math, lir.Let, lir.Bind))
+                          for n in lir.walk(b.value))
+        self.emit(f"int64_t tk_bin[{BIN_BLOCK}];", depth)
+        if not literal:
+            # the helper's value parameter is the element's type (atomics_cpu.h)
+            self.emit(f"{v.elem.ctype} tk_bin_v[{BIN_BLOCK}];", depth)
+        self.emit(f"for (int64_t tk_b0 = tk_begin; tk_b0 < tk_end; tk_b0 += {BIN_BLOCK}) {{",
+                  depth)
+        self.emit(f"const int64_t tk_bn = tk_end - tk_b0 < {BIN_BLOCK} ? tk_end - tk_b0 "
+                  f": {BIN_BLOCK};", depth + 1)
+        self.emit("for (int64_t tk_bj = 0; tk_bj < tk_bn; tk_bj++) {", depth + 1)
+        self.emit(f"const int64_t {k} = tk_b0 + tk_bj;", depth + 2)
+        self.block(selects(b.prefix), depth + 2)
+        self.emit(f"tk_bin[tk_bj] = {self.ex(selects(b.index))};", depth + 2)
+        if not literal:
+            self.emit(f"tk_bin_v[tk_bj] = {self.ex(selects(b.value))};", depth + 2)
+        self.emit("}", depth + 1)
+        value = self.ex(b.value) if literal else "tk_bin_v[tk_bj]"
+        self.emit(f"for (int64_t tk_bj = 0; tk_bj < tk_bn; tk_bj++) "
+                  f"(void)tk_{b.helper}(&{v.name}[tk_bin[tk_bj]], {value});", depth + 1)
+        self.emit("}", depth)
 
     def split_loop(self, its: lir.Iterations, depth: int) -> None:
         """The chunk's trips with its float reductions in interleaved partials."""

@@ -90,15 +90,42 @@ TK_INLINE int64_t tk_iabs(int64_t a) { return a < 0 ? (int64_t)(0 - (uint64_t)a)
 TK_INLINE int64_t tk_f2i64_edge(double x) {
     return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
 }
+TK_INLINE int64_t tk_f2i64f_edge(float x) {
+    return x != x ? 0 : x > 0 ? INT64_MAX : INT64_MIN;
+}
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(__CUDACC__) && \
+    !defined(__OPENCL_VERSION__)
+typedef double tk_v2df __attribute__((vector_size(16)));
+typedef float tk_v4sf __attribute__((vector_size(16)));
+TK_INLINE int64_t tk_f2i64(double x) {
+    const int64_t r = __builtin_ia32_cvttsd2si64((tk_v2df){x, 0.0});
+    if (__builtin_expect(r == INT64_MIN, 0)) return tk_f2i64_edge(x);
+    return r;
+}
+TK_INLINE int64_t tk_f2i64f(float x) {
+    const int64_t r = __builtin_ia32_cvttss2si64((tk_v4sf){x, 0.0f, 0.0f, 0.0f});
+    if (__builtin_expect(r == INT64_MIN, 0)) return tk_f2i64f_edge(x);
+    return r;
+}
+#else
 TK_INLINE int64_t tk_f2i64(double x) {
     if (__builtin_expect(!(fabs(x) < 9223372036854775808.0), 0)) return tk_f2i64_edge(x);
     return (int64_t)x;
 }
 TK_INLINE int64_t tk_f2i64f(float x) {
     if (__builtin_expect(!(fabsf(x) < 9223372036854775808.0f), 0)) {
-        return tk_f2i64_edge((double)x);
+        return tk_f2i64f_edge(x);
     }
     return (int64_t)x;
+}
+#endif
+TK_INLINE int64_t tk_f2i64_sel(double x) {
+    return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX
+         : x < -9223372036854775808.0 ? INT64_MIN : (int64_t)x;
+}
+TK_INLINE int64_t tk_f2i64f_sel(float x) {
+    return x != x ? 0 : x >= 9223372036854775808.0f ? INT64_MAX
+         : x < -9223372036854775808.0f ? INT64_MIN : (int64_t)x;
 }
 TK_INLINE uint64_t tk_f2u64(double x) {
     if (!(x > 0)) return 0;
