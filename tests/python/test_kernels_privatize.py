@@ -274,6 +274,9 @@ def test_the_natural_histogram_is_binned_and_other_loops_are_not():
     assert "tk_bin[tk_bj] = tk_f2i64_sel(" in src
     assert "(void)tk_plain_add_int64(&tk_pv_p_h[tk_bin[tk_bj]]" in src
     assert "tk_f2i64(" in src  # the atomic form, for arrays too large to copy
+    serial = function_text(generate_source(natural_hist, one, debug=False),
+                           "tack_kernel_body_serial")
+    assert "(void)tk_plain_add_int64(&p_h[tk_bin[tk_bj]]" in serial  # one thread
     for kernel, sig in [(guarded_hist, one), (hist_through_a_func, one),
                         (hist_then_more, one + (("array", "float64", 1),))]:
         assert "tk_bin" not in generate_source(kernel, sig, debug=False), kernel
@@ -339,14 +342,18 @@ BINNED = '''
 '''
 
 
-def test_binned_histograms_count_as_the_kernel_reads_int_at_every_block_edge(tmp_path):
+@pytest.mark.parametrize("threads", ["2", "1"])
+def test_binned_histograms_count_as_the_kernel_reads_int_at_every_block_edge(
+        tmp_path, threads):
     """Trip counts around the binning block (256) and the chunking, every edge of
     int() (NaN, infinities, 2**63 either side, -0.0, subnormals) through the index
     pass's selects, float32 as well as float64, and a value that is not a literal:
-    the counts are exactly those of int() as docs/kernels.md defines it."""
-    out = run_script(tmp_path, BINNED, "2")
+    the counts are exactly those of int() as docs/kernels.md defines it, in private
+    copies (2 threads) and in the plain updates of a launch on one thread."""
+    out = run_script(tmp_path, BINNED, threads)
     for name, (same, privatized) in out.items():
         assert same, name
         n = int(name.split()[-1])
         if n >= 100003:
-            assert privatized == 1, name  # large enough to run in parallel chunks
+            # large enough to run in parallel chunks, on private copies
+            assert privatized == (threads == "2"), name

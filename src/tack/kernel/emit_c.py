@@ -31,9 +31,9 @@ FLOAT_KEYS = (2, 4)  # TACK_KERNEL_KEY_FLOAT, TACK_KERNEL_KEY_FLOAT32: a double 
 # as many elements as the chunk has trips (zeroing and merging them costs no more
 # than the trips). docs/kernels.md states the bound.
 PRIVATE_MAX_NBYTES = 65536
-# A private copy updated by the trip's last statement alone (the natural histogram)
-# is binned: a pass computes this many trips' elements and values, then a second
-# pass updates the copy in trip order (CEmitter.binned_trips).
+# An array or private copy updated by the trip's last statement alone (the natural
+# histogram) is binned: a pass computes this many trips' elements and values, then a
+# second pass updates them in trip order (CEmitter.binned_trips).
 BIN_BLOCK = 256
 
 # The failure codes prelude.h's TK_FAIL records (kernel.h's tack_kernel_failure):
@@ -136,26 +136,28 @@ def c_int(v: int) -> str:
 
 @dataclasses.dataclass
 class Binning:
-    """A private copy's trips split in two passes (CEmitter.binned_trips): the
-    trip's statements before its update (prefix), the element of the copy it
-    updates (index) and the value (value), with the plain helper that updates."""
+    """A parallel loop's trips split in two passes (CEmitter.binned_trips): the
+    trip's statements before its update (prefix), the element it updates (index
+    into the array or private copy ``target``, of C type ``ctype``), the value, and
+    the plain helper that updates."""
 
     prefix: list[lir.Stmt]
     index: lir.Expr
     value: lir.Expr
-    private: lir.Private
+    target: str
+    ctype: str
     helper: str
 
 
-def binning(plan: lir.Plan) -> Binning | None:
-    """The binned form of the private trips, where it is the same computation: one
-    private copy, updated by the trip's last statement and nowhere else; before it
-    only declarations and assignments of locals that read neither the copy nor its
-    array, call no func and update nothing (so a block of trips may run them before
-    any of the block's updates). Not in debug mode, and not beside reductions."""
-    its = plan.private_iterations
-    if (plan.debug or its is None or plan.split or plan.reductions
-            or len(plan.private) != 1):
+def binning(plan: lir.Plan, its: lir.Iterations | None,
+            targets: dict[str, str], unread: set[str]) -> Binning | None:
+    """The binned form of the trips its, where it is the same computation: the
+    trip's last statement is a plain update of one of targets (name: C element
+    type), and nothing before it but declarations and assignments of locals that
+    read none of unread (the target, its array), call no func and update nothing
+    (so a block of trips may run them before any of the block's updates, which keep
+    their order). Not in debug mode, and not beside reductions."""
+    if plan.debug or its is None or plan.split or plan.reductions:
         return None
     body = its.iteration
     work = [n for n, s in enumerate(body) if not isinstance(s, lir.Line)]
@@ -166,10 +168,10 @@ def binning(plan: lir.Plan) -> Binning | None:
             and last.value.name.startswith("plain_") and len(last.value.args) == 2):
         return None
     addr, value = last.value.args
-    v = plan.private[0]
     if not (isinstance(addr, lir.Addr) and isinstance(addr.of.base, lir.Ref)
-            and addr.of.base.name == v.name):
+            and addr.of.base.name in targets):
         return None
+    target = addr.of.base.name
     prefix = body[:work[-1]]
     if not all(isinstance(s, (lir.Line, lir.Decl, lir.Assign)) for s in prefix):
         return None
@@ -178,9 +180,10 @@ def binning(plan: lir.Plan) -> Binning | None:
             return None
         if isinstance(n, lir.Helper) and n.name.startswith(("atomic_", "plain_")):
             return None
-        if isinstance(n, lir.Ref) and n.name in (v.name, v.array):
+        if isinstance(n, lir.Ref) and n.name in unread | {target}:
             return None
-    return Binning(prefix, addr.of.index, value, v, last.value.name)
+    return Binning(prefix, addr.of.index, value, target, targets[target],
+                   last.value.name)
 
 
 SELECTS = {"f2i64": "f2i64_sel", "f2i64f": "f2i64f_sel"}
@@ -410,10 +413,14 @@ class CEmitter:
         for r in p.reductions:
             self.emit(f"{r.name} = {self.ex(r.identity)};", 1)
         its = lir.Iterations(p.iteration, p.iteration_split, p.iteration_rest)
+        binned = None
         if plain and p.plain is not None:
             its = p.plain
+            binned = binning(p, its, {a.name: a.elem.ctype for a in p.arrays}, set())
         if p.private and p.private_iterations is not None and not plain:
             self.private_trips(p.private_iterations, its)
+        elif binned is not None:
+            self.binned_trips(binned, 1)
         else:
             self.trips_loop(its, 1)
         if p.reductions:
@@ -449,7 +456,9 @@ class CEmitter:
                       f"(uint64_t){v.size} * sizeof({t}) + 1);", 2)
             self.emit(f"for (int64_t tk_j = 0; tk_j < {v.size}; tk_j++) "
                       f"{v.name}[tk_j] = {self.ex(v.identity)};", 2)
-        binned = binning(p)
+        v = p.private[0]
+        binned = (binning(p, private, {v.name: v.elem.ctype}, {v.array})
+                  if len(p.private) == 1 else None)
         if binned is not None:
             self.binned_trips(binned, 2)
         else:
@@ -473,14 +482,14 @@ class CEmitter:
         left in it, which is what makes a histogram's loop as short as hand-written
         C's."""
         p = self.plan
-        v, k = b.private, p.index
+        k = p.index
         literal = not any(isinstance(n, (lir.Ref, lir.Arg, lir.Index, lir.Call,
                                          lir.Helper, lir.Math, lir.Let, lir.Bind))
                           for n in lir.walk(b.value))
         self.emit(f"int64_t tk_bin[{BIN_BLOCK}];", depth)
         if not literal:
             # the helper's value parameter is the element's type (atomics_cpu.h)
-            self.emit(f"{v.elem.ctype} tk_bin_v[{BIN_BLOCK}];", depth)
+            self.emit(f"{b.ctype} tk_bin_v[{BIN_BLOCK}];", depth)
         self.emit(f"for (int64_t tk_b0 = tk_begin; tk_b0 < tk_end; tk_b0 += {BIN_BLOCK}) {{",
                   depth)
         self.emit(f"const int64_t tk_bn = tk_end - tk_b0 < {BIN_BLOCK} ? tk_end - tk_b0 "
@@ -494,7 +503,7 @@ class CEmitter:
         self.emit("}", depth + 1)
         value = self.ex(b.value) if literal else "tk_bin_v[tk_bj]"
         self.emit(f"for (int64_t tk_bj = 0; tk_bj < tk_bn; tk_bj++) "
-                  f"(void)tk_{b.helper}(&{v.name}[tk_bin[tk_bj]], {value});", depth + 1)
+                  f"(void)tk_{b.helper}(&{b.target}[tk_bin[tk_bj]], {value});", depth + 1)
         self.emit("}", depth)
 
     def split_loop(self, its: lir.Iterations, depth: int) -> None:
