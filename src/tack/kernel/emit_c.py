@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from typing import Any, TypeVar, cast
 
 from tack._tack import _KERNEL_ABI, _KERNEL_FAIL_INDEX, _KERNEL_FAIL_ZERO_DIVISION
 from tack.kernel import lir
@@ -187,20 +188,22 @@ def binning(plan: lir.Plan, its: lir.Iterations | None,
 
 
 SELECTS = {"f2i64": "f2i64_sel", "f2i64f": "f2i64f_sel"}
+_Node = TypeVar("_Node")
 
 
-def selects(node: object) -> object:
+def selects(node: _Node) -> _Node:
     """node with each int() conversion (tk_f2i64, tk_f2i64f) spelled as selects
     (prelude.h's tk_f2i64_sel): the same values, in a form GCC vectorises."""
-    if isinstance(node, list):
-        return [selects(x) for x in node]
-    if dataclasses.is_dataclass(node) and not isinstance(node, (ScalarType, DtypeFacts)):
-        node = dataclasses.replace(node, **{f.name: selects(getattr(node, f.name))
-                                            for f in dataclasses.fields(node)
-                                            if f.init})
-        if isinstance(node, lir.Helper) and node.name in SELECTS:
-            node = dataclasses.replace(node, name=SELECTS[node.name])
-    return node
+    n: Any = node
+    if isinstance(n, list):
+        return cast(_Node, [selects(x) for x in n])
+    if (dataclasses.is_dataclass(n) and not isinstance(n, type)
+            and not isinstance(n, (ScalarType, DtypeFacts))):
+        n = dataclasses.replace(n, **{f.name: selects(getattr(n, f.name))
+                                      for f in dataclasses.fields(n) if f.init})
+        if isinstance(n, lir.Helper) and n.name in SELECTS:
+            n = dataclasses.replace(n, name=SELECTS[n.name])
+    return cast(_Node, n)
 
 
 class CEmitter:
