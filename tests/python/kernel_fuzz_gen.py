@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 
-# Feature switches (docs/kernels.md, "The fuzzer"), every one on by default. The last
-# eight each make a construct that once gave a wrong answer or a crash.
+# Feature switches (docs/kernels.md, "The fuzzer"), every one on by default. Of the
+# last nine, eight each make a construct that once gave a wrong answer or a crash;
+# binned_update makes the loop the CPU compiles in two passes (emit_c.binning).
 FEATURES = (
     "math", "loops", "while", "branches", "break_continue", "funcs", "local_arrays",
     "atomics", "reductions", "float_reductions", "prelude", "serial", "globals",
     "nonfinite", "prelude_reads_stored", "func_stores", "carried_local",
     "local_array_maybe_unset", "float_minmax_reduction", "cuda_int_overflow",
-    "huge_range", "many_reductions",
+    "huge_range", "many_reductions", "binned_update",
 )
 # Switches whose construct has a known fault: off in the fixed sweep until it is fixed
 # (each named in docs/kernels.md, "The fuzzer"). None today.
@@ -464,7 +465,46 @@ class KernelGen:
         loop_scope.names["i"] = "i"
         self.body(loop_scope, serial)
         self.reductions(loop_scope, serial)
+        self.binned_update(base, serial)
         return c
+
+    # The seeds the tests pin (the fixed set of kernel_suite_sources.SEEDS and the
+    # named regression tests) are never binned_update cases, so that their kernels
+    # stay what they were (test_kernel_fuzz.py checks it); BINNED_SALT was chosen so.
+    BINNED_SALT = "binned update 8"
+    BINNED_SHARE = 0.2
+
+    def binned_update(self, base: Scope, serial: bool) -> None:
+        """binned_update: for a share of the seeds with atomics, the parallel loop
+        is rebuilt as a histogram's (a few locals, then one atomic update as its
+        last statement, no reductions), which the CPU compiles as a binned loop.
+        Drawn from a random stream of its own, so that every other seed's kernel is
+        the one it was before the feature."""
+        side = random.Random(f"{self.BINNED_SALT} {self.case.seed}")
+        if (side.random() >= self.BINNED_SHARE or "binned_update" not in self.f
+                or serial or not self.atomics):
+            return
+        rng, ex = self.rng, self.ex
+        # no funcs: a call before the update keeps the one-pass loop
+        self.rng, self.ex = side, ExprGen(side, self.f)
+        try:
+            c = self.case
+            scope = base.child()
+            scope.names["i"] = "i"
+            c.body, c.tail = [], []
+            for _ in range(side.randint(0, 3)):
+                ty = side.choice(("i", "f32", "f64", "b"))
+                name = self.fresh("v")
+                c.body.append([f"{name} = {self.ex.expr(ty, scope)}"])
+                scope.names[name] = ty
+            c.body.append(self.atomic(scope, False))
+        finally:
+            self.rng, self.ex = rng, ex
+
+    def is_binned_update(self) -> bool:
+        """Whether binned_update rebuilt this seed's loop (its side stream's draw)."""
+        return random.Random(f"{self.BINNED_SALT} {self.case.seed}").random() < \
+            self.BINNED_SHARE
 
     def prelude(self, base: Scope, serial: bool) -> None:
         self.carried: list[str] = []

@@ -285,3 +285,36 @@ def test_seed_34112_a_crash_of_intels_opencl_compiler_is_said_not_failed(
     assert kernel_fuzz.on_level_zero([34112], gen.DEFAULT_FEATURES, tmp_path) == []
     assert kernel_fuzz.STATS["level zero: the OpenCL compiler crashed"] == before + 1
     assert "seed 34112: Intel's OpenCL runtime crashed" in capsys.readouterr().out
+
+
+# The seeds the tests pin: the fixed set and every named regression seed.
+PINNED_SEEDS = (0, 3, 7, 9, 12, 16, 23, 26, 42, 43, 54, 65, 86, 120, 125, 161, 165, 178,
+                183, 196, 1234, 1235, 2020, 2026, 2104, 2328, 32024, 34112, 34172)
+
+
+def test_binned_update_leaves_the_pinned_seeds_alone():
+    """binned_update draws from a stream of its own: the kernels the tests pin are
+    the ones they were written against."""
+    without = gen.DEFAULT_FEATURES - {"binned_update"}
+    for seed in PINNED_SEEDS:
+        assert gen.generate(seed).source() == gen.generate(seed, without).source(), seed
+
+
+def test_binned_update_cases_compile_as_binned_loops(tmp_path: Path):
+    """Some of the fixed sweep's seeds are histogram-shaped loops (locals, then one
+    atomic update last), and the CPU compiles them in two passes (emit_c.binning);
+    the sweep compares them with Python like every other case."""
+    from tack.kernel import generate_source
+
+    without = gen.DEFAULT_FEATURES - {"binned_update"}
+    cases = [gen.generate(s) for s in range(SEEDS)
+             if gen.generate(s).source() != gen.generate(s, without).source()]
+    assert len(cases) >= 2
+    binned = 0
+    for case in cases:
+        assert case.body[-1][0].startswith("tack.atomic_") and not case.tail
+        mod, _ = kernel_fuzz.load(case, tmp_path)
+        src = generate_source(mod.fuzz_kernel, kernel_fuzz.signature(case.args),
+                              debug=False)
+        binned += "tk_bin[tk_bj] = " in src
+    assert binned >= 1
