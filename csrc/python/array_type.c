@@ -167,18 +167,30 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
         }
         return tackpy_array_wrap(st, arr);
     }
+    PyObject *result = tackpy_array_from_host(st, a[0], a[1], dev);
+    tack_device_release(dev);
+    return result;
+}
+
+PyObject *
+tackpy_array_from_host(tackpy_state *st, PyObject *obj, PyObject *dtype_obj,
+                       tack_device *dev)
+{
     tackpy_host h;
-    if (tackpy_host_get(st, a[0], &h) < 0) {
-        tack_device_release(dev);
+    if (tackpy_host_get(st, obj, &h) < 0) {
         return NULL;
     }
     tack_dtype dtype = h.dtype;
     int64_t shape[TACK_MAX_NDIM];
     int32_t ndim = 0;
-    if (a[1] && a[1] != Py_None && tackpy_dtype_from_object(st, a[1], &dtype) < 0) {
-        goto fail;
+    tack_array *arr = NULL;
+    if (dtype_obj && dtype_obj != Py_None &&
+        tackpy_dtype_from_object(st, dtype_obj, &dtype) < 0) {
+        tackpy_host_release(&h);
+        return NULL;
     }
-    status = tack_array_shape_of_scalars(dtype, h.ndim, h.shape, &ndim, shape);
+    tack_status status =
+        tack_array_shape_of_scalars(dtype, h.ndim, h.shape, &ndim, shape);
     if (status == TACK_OK) {
         status = tack_array_empty(dev, dtype, ndim, shape, TACK_BUFFER_WRITABLE, &arr);
     }
@@ -187,18 +199,12 @@ tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
             status = tack_array_copy_from_host(arr, h.view.buf, h.dtype, h.nscalars);
         Py_END_ALLOW_THREADS
     }
+    tackpy_host_release(&h);
     if (status != TACK_OK) {
         tack_array_release(arr);
-        tackpy_raise(st, status);
-        goto fail;
+        return tackpy_raise(st, status);
     }
-    tackpy_host_release(&h);
-    tack_device_release(dev);
     return tackpy_array_wrap(st, arr);
-fail:
-    tackpy_host_release(&h);
-    tack_device_release(dev);
-    return NULL;
 }
 
 /* Whether host data has dst's scalar shape, the one its DLPack description gives

@@ -15,9 +15,11 @@
  *     versioned export sets READ_ONLY then), the same device rules and errors,
  *     because both paths end in tack_dlpack_import_described's validation;
  *   - only the common case is read here: C-contiguous, aligned, native byte order,
- *     a built-in number or bool dtype. Anything else (strided, misaligned,
- *     byte-swapped, long double, datetimes, structured, user dtypes) goes through
- *     __dlpack__, whose refusals and copies are the rule for it;
+ *     a built-in number or bool dtype. Anything else (strided, misaligned, long
+ *     double, datetimes, structured, user dtypes) goes through __dlpack__, whose
+ *     refusals and copies are the rule for it; so does a byte-swapped array
+ *     without a copy, which NumPy refuses, while with copy=True or None it is
+ *     copied as tack.array copies it;
  *   - the fields are read only for a type that NumPy's own C-API table names as its
  *     ndarray, of ABI version 1 or 2: the fields used here (up to flags, and a
  *     descr's byteorder and type_num) are laid out the same in both. A subclass, a
@@ -134,11 +136,32 @@ tackpy_numpy_direct_import(tackpy_state *st, PyObject *x,
 {
     const numpy_array_head *a = (const numpy_array_head *)x;
     const numpy_descr_head *d = (const numpy_descr_head *)a->descr;
+    if (!d || d->type_num < 0 || d->type_num >= NUMPY_TYPE_COUNT ||
+        numpy_dtypes[d->type_num].bits == 0 || a->nd < 0 || a->nd > TACK_MAX_NDIM) {
+        return 0;
+    }
+    if (d->byteorder != '=' && d->byteorder != '|') {
+        /* Another byte order: no DLPack tensor can describe it (NumPy's __dlpack__
+         * refuses it). A copy, where one is allowed, is tack.array's, which swaps
+         * the bytes (the interoperability design's rule for a NumPy array). */
+        if (opts->copy == TACK_DLPACK_COPY_NEVER) {
+            return 0;
+        }
+        tack_device *dev = opts->device;
+        tack_status status = TACK_OK;
+        if (dev) {
+            tack_device_retain(dev);
+        }
+        else {
+            status = tack_default_device(&dev);
+        }
+        *result = status == TACK_OK ? tackpy_array_from_host(st, x, NULL, dev)
+                                    : tackpy_raise(st, status);
+        tack_device_release(dev);
+        return 1;
+    }
     const int need = NUMPY_C_CONTIGUOUS | NUMPY_ALIGNED;
-    if ((a->flags & need) != need || !d ||
-        (d->byteorder != '=' && d->byteorder != '|') || d->type_num < 0 ||
-        d->type_num >= NUMPY_TYPE_COUNT || numpy_dtypes[d->type_num].bits == 0 ||
-        a->nd < 0 || a->nd > TACK_MAX_NDIM) {
+    if ((a->flags & need) != need) {
         return 0;
     }
     int64_t shape[TACK_MAX_NDIM];

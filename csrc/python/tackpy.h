@@ -261,6 +261,10 @@ PyObject *tackpy_full_fn(PyObject *module, PyObject *const *args, Py_ssize_t nar
                          PyObject *kwnames);
 PyObject *tackpy_array_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames);
+/* tack.array(obj, dtype_obj) on dev (borrowed, not NULL): a new array holding a copy
+ * of obj's host data, NumPy's help taken for strides and byte order. */
+PyObject *tackpy_array_from_host(tackpy_state *st, PyObject *obj, PyObject *dtype_obj,
+                                 tack_device *dev);
 PyObject *tackpy_copyto_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames);
 

@@ -233,16 +233,24 @@ class ExprGen:
                 "f64": self.float_expr}[ty](ty, scope, depth + 1)
 
     def common(self, ty: str, scope: Scope, d: int) -> str | None:
-        """The forms every type has: a choice, and/or, min/max, a func call."""
+        """The forms every type has: a choice, and/or, min/max, a func call.
+
+        The first three give one of their operands, which in Python may be a weak
+        float (a literal's) where the kernel's type is float64; next to a float32
+        Python would then compute in float32 and the kernel in float64 (seed 529).
+        Of type f64 they are spelled inside tack.f64(...), a float64 in both."""
         r = self.rng.random()
         e = self.expr
+        strong = "tack.f64({})" if ty == "f64" else "{}"
         if r < 0.06:
-            return f"({e(ty, scope, d)} if {e('b', scope, d)} else {e(ty, scope, d)})"
+            return strong.format(
+                f"({e(ty, scope, d)} if {e('b', scope, d)} else {e(ty, scope, d)})")
         if r < 0.1:
-            return f"({e(ty, scope, d)} {self.pick(('and', 'or'))} {e(ty, scope, d)})"
+            return strong.format(
+                f"({e(ty, scope, d)} {self.pick(('and', 'or'))} {e(ty, scope, d)})")
         if r < 0.15:
             args = ", ".join(e(ty, scope, d) for _ in range(self.rng.randint(2, 3)))
-            return f"{self.pick(('min', 'max'))}({args})"
+            return strong.format(f"{self.pick(('min', 'max'))}({args})")
         funcs = [f for f in self.funcs if f[2] == ty and (
             scope.inputs and scope.inputs[0][0] != "p" or not any(
                 t.startswith("@") for t in f[1]))]  # a func body names no kernel array

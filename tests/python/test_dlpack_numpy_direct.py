@@ -82,7 +82,6 @@ CASES = {
     "strided": lambda: np.arange(10.0)[::2],
     "Fortran order": lambda: np.asfortranarray(np.arange(6.0).reshape(2, 3)),
     "misaligned": misaligned,
-    "byte-swapped": lambda: np.arange(4, dtype=">f8"),
     "long double": lambda: np.arange(3, dtype=np.longdouble),
     "complex long double": lambda: np.arange(3, dtype=np.clongdouble),
     "datetime64": lambda: np.zeros(3, dtype="datetime64[s]"),
@@ -109,6 +108,30 @@ def test_an_ndarray_read_directly_imports_as_its_capsule_would(name, copy):
                                                    copy=copy), x)
     assert direct == via_capsule
     assert read_directly == (1 if name in DIRECT else 0)
+
+
+@pytest.mark.parametrize("dtype", [">f8", ">i4", ">u2", ">f4", ">f2"])
+def test_a_byte_swapped_array_is_copied_when_a_copy_is_allowed(dtype):
+    """No DLPack tensor describes another byte order, so NumPy's __dlpack__ refuses
+    it and a zero-copy import must too; with copy=True (or None) the array is
+    copied as tack.array copies a NumPy array, its bytes swapped."""
+    x = np.arange(6, dtype=dtype).reshape(2, 3)
+    with pytest.raises(BufferError):
+        tack.from_dlpack(x)
+    for copy in (True, None):
+        a = tack.from_dlpack(x, copy=copy)
+        assert a.shape == (2, 3) and a.writable
+        assert a.dtype == tack.array(x).dtype
+        np.testing.assert_array_equal(a.numpy(), x)
+        assert a.numpy().dtype.isnative
+    on_cpu = tack.from_dlpack(x, copy=True, device="cpu")
+    assert str(on_cpu.device) == "cpu:0"
+
+
+def test_a_byte_swapped_array_without_a_tack_dtype_is_refused_as_tack_array_refuses():
+    x = np.arange(3, dtype=">c16")
+    with pytest.raises(TypeError, match="no Tack dtype"):
+        tack.from_dlpack(x, copy=True)
 
 
 def test_the_common_case_never_asks_for_a_capsule():

@@ -272,6 +272,15 @@ def test_seed_2020_a_literal_beside_a_promoted_operand_is_a_float(tmp_path: Path
     assert kernel_fuzz.check(case, tmp_path) == []
 
 
+def test_seed_529_a_weak_float_chosen_by_max_is_a_float64(tmp_path: Path):
+    # `max(0.1, 1e300, (4294967296 / i))` gave Python the literal 1e300, a weak
+    # float, which beside a float32 made float32 (infinity); the kernel's max is a
+    # float64 there. The generator now spells such forms inside tack.f64(...).
+    case = gen.generate(529, gen.DEFAULT_FEATURES)
+    assert "tack.f64(max(0.1, 1e300, (4294967296 / i)))" in case.source()
+    assert kernel_fuzz.check(case, tmp_path) == []
+
+
 def test_seed_34112_a_crash_of_intels_opencl_compiler_is_said_not_failed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     # Intel's OpenCL CPU runtime 2026.2.0 dies in its vectoriser building this seed's
