@@ -143,7 +143,7 @@ tackpy_numpy_direct_import(tackpy_state *st, PyObject *x,
     if (d->byteorder != '=' && d->byteorder != '|') {
         /* Another byte order: no DLPack tensor can describe it (NumPy's __dlpack__
          * refuses it). A copy, where one is allowed, is tack.array's, which swaps
-         * the bytes (the interoperability design's rule for a NumPy array). */
+         * the bytes. */
         if (opts->copy == TACK_DLPACK_COPY_NEVER) {
             return 0;
         }
