@@ -524,7 +524,7 @@ copy_tensor(const DLTensor *t, const tack__dlpack_layout *lay, tack_device *dev,
 }
 
 static tack_status
-import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *mt,
+import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *ctx,
               const tack_dlpack_import_options *opts, tack_array **out)
 {
     assert(t && release && out);
@@ -538,16 +538,16 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
         st = import_device(t, &lay, opts, &wraps, &dev);
     }
     if (st != TACK_OK) {
-        release(mt);
+        release(ctx);
         return st;
     }
     bool share =
         copy != TACK_DLPACK_COPY_ALWAYS && wraps && lay.contiguous && lay.aligned;
     if (share) {
         writable = writable && !(opts && opts->read_only);
-        st =
-            tack__array_wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim,
-                                       t->shape, lay.nelem, writable, release, mt, out);
+        st = tack__array_wrap_validated(dev, (void *)lay.address, lay.dtype, t->ndim,
+                                        t->shape, lay.nelem, writable, release, ctx,
+                                        out);
         tack_device_release(dev);
         return st;
     }
@@ -582,7 +582,7 @@ import_tensor(const DLTensor *t, bool writable, tack_release_fn release, void *m
         st = copy_tensor(t, &lay, dev, out);
     }
     tack_device_release(dev);
-    release(mt); /* copied or refused: the producer's memory is no longer needed */
+    release(ctx); /* copied or refused: the producer's memory is no longer needed */
     return st;
 }
 
