@@ -417,10 +417,35 @@ def peer_column(name: str) -> str:
     return name
 
 
+# Waiting for the process to go idle before a timed run: a window, the CPU time
+# in it that counts as idle, and the longest wait.
+SETTLE_WINDOW_S = 0.002
+SETTLE_IDLE_S = 0.0002
+SETTLE_MAX_S = 0.25
+
+
+def settle() -> None:
+    """Returns once this process has used (almost) no CPU over a short window.
+
+    OpenMP's threads (the hand-written C, and Numba's omp layer) spin for several
+    milliseconds after a parallel loop ends before they sleep (about 10 ms of CPU
+    here, GOMP_SPINCOUNT). On a machine with few cores the entry timed next would
+    share its cores with them, and in the interleaved rounds that is always the
+    entry after an OpenMP peer, whichever it is. Each timed run therefore starts
+    once the previous one's threads are idle: no peer's timing includes another's
+    leftovers. Tack's own workers sleep as soon as a launch ends."""
+    deadline = time.perf_counter() + SETTLE_MAX_S
+    while time.perf_counter() < deadline:
+        used = time.process_time()
+        time.sleep(SETTLE_WINDOW_S)
+        if time.process_time() - used < SETTLE_IDLE_S:
+            return
+
+
 def compare(title: str, entries: list[Entry], repeats: int) -> None:
     """Times every entry in interleaved rounds (the load on a shared machine drifts;
-    interleaving spreads it over all of them) and prints peer/Tack ratios. The first
-    entry is Tack."""
+    interleaving spreads it over all of them), each run started on an idle process
+    (settle), and prints peer/Tack ratios. The first entry is Tack."""
     for _, run, check, _ in entries:
         run()  # warm up: compiles, page faults
         check()
@@ -428,6 +453,7 @@ def compare(title: str, entries: list[Entry], repeats: int) -> None:
     for r in range(repeats):
         for name, run, _, most in entries:
             if r < most:
+                settle()
                 t0 = time.perf_counter()
                 run()
                 times[name] = min(times[name], time.perf_counter() - t0)
