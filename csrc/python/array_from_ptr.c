@@ -7,13 +7,6 @@
  */
 #include "tackpy.h"
 
-/* The Py_buffer behind an array_from_ptr over an object, released when the last
- * array over the memory goes: possibly on another thread, possibly after Python has
- * finalized, when the buffer is leaked rather than touched. */
-typedef struct {
-    Py_buffer view;
-} pybuffer_hold;
-
 int
 tackpy_python_gone(void)
 {
@@ -37,10 +30,14 @@ tackpy_release_object(void *ctx)
     PyGILState_Release(g);
 }
 
-static void
-release_pybuffer(void *ctx)
+/* The Py_buffer behind an array over an exporter's memory (array_from_ptr over an
+ * object, a JAX array read by buffer_direct.c) is released when the last array over
+ * the memory goes: possibly on another thread, possibly after Python has finalized,
+ * when the buffer is leaked rather than touched. */
+void
+tackpy_release_buffer(void *ctx)
 {
-    pybuffer_hold *hold = ctx;
+    tackpy_buffer_hold *hold = ctx;
     if (tackpy_python_gone()) {
         return; /* leak: nothing of Python may be touched any more */
     }
@@ -62,7 +59,7 @@ static PyObject *
 wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype dtype,
                    int ndim, const int64_t *shape, int writable)
 {
-    pybuffer_hold *hold = PyMem_RawMalloc(sizeof *hold);
+    tackpy_buffer_hold *hold = PyMem_RawMalloc(sizeof *hold);
     if (!hold) {
         return tackpy_raise_fmt(st, TACK_ERR_NO_MEMORY,
                                 "out of memory holding the %.100s's buffer",
@@ -120,7 +117,7 @@ wrap_buffer_object(tackpy_state *st, PyObject *obj, tack_device *dev, tack_dtype
     tack_array *arr;
     tack_status status =
         tack_array_wrap_region(dev, hold->view.buf, (size_t)hold->view.len, dtype, ndim,
-                               shape, writable, release_pybuffer, hold, &arr);
+                               shape, writable, tackpy_release_buffer, hold, &arr);
     if (status != TACK_OK) {
         return tackpy_raise(st, status);
     }

@@ -400,6 +400,10 @@ tackpy_from_dlpack_fn(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
     if (numpy_direct && tackpy_numpy_direct_import(st, x, &opts, &result)) {
         goto done;
     }
+    /* A JAX array in host memory: its buffer, without its Python __dlpack__. */
+    if (!api && opts.read_only && tackpy_buffer_direct_import(st, x, &opts, &result)) {
+        goto done;
+    }
     if (api) {
         DLManagedTensorVersioned *mt = NULL;
         if (api->managed_tensor_from_py_object_no_sync(x, &mt) != 0 || !mt) {
@@ -462,7 +466,8 @@ tackpy_dlpack_stats_fn(PyObject *module, PyObject *unused)
 {
     (void)unused;
     tackpy_state *st = PyModule_GetState(module);
-    return Py_BuildValue("{sK}", "numpy_direct", st->numpy_direct_imports);
+    return Py_BuildValue("{sKsK}", "numpy_direct", st->numpy_direct_imports,
+                         "buffer_direct", st->buffer_direct_imports);
 }
 
 /* ---- module initialisation ----------------------------------------------------- */

@@ -111,7 +111,8 @@ static PyMethodDef module_methods[] = {
      "checked now\n(TACK_DEBUG)."},
     {"_dlpack_stats", tackpy_dlpack_stats_fn, METH_NOARGS,
      "_dlpack_stats()\n--\n\nImport counters: NumPy arrays read through their fields "
-     "instead of\n__dlpack__ (numpy_direct)."},
+     "instead of\n__dlpack__ (numpy_direct), JAX arrays read through their buffer "
+     "(buffer_direct)."},
     {"_kernel_stats", tackpy_kernel_stats_fn, METH_NOARGS,
      "_kernel_stats()\n--\n\nProcess-wide kernel counters: compiles, cache hits, "
      "launches."},

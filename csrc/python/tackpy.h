@@ -71,6 +71,9 @@ typedef struct tackpy_state {
     /* Imports that read a NumPy array's fields instead of its __dlpack__
      * (numpy_direct.c), for tack._tack._dlpack_stats(). */
     unsigned long long numpy_direct_imports;
+    /* Imports that read a JAX array's buffer instead of its __dlpack__
+     * (buffer_direct.c). */
+    unsigned long long buffer_direct_imports;
     PyTypeObject *Kernel_type;          /* tack.Kernel (kernel_py.c) */
     PyObject *names[TACKPY_NAME_COUNT]; /* interned keyword names (args.c) */
     tackpy_env_watch debug_env;         /* TACK_DEBUG for kernel calls */
@@ -132,6 +135,14 @@ int tackpy_python_gone(void);
  * is the ctx): dropped from any thread with the GIL taken, and leaked once Python is
  * gone. */
 void tackpy_release_object(void *ctx);
+/* An exporter's Py_buffer held by the arrays over its memory, allocated with
+ * PyMem_RawMalloc; tackpy_release_buffer (a tack_release_fn, ctx the hold) releases
+ * the view and frees the hold from any thread with the GIL taken, and leaks both once
+ * Python is gone. */
+typedef struct tackpy_buffer_hold {
+    Py_buffer view;
+} tackpy_buffer_hold;
+void tackpy_release_buffer(void *ctx);
 
 /* A stream= argument as DLPack's integer (its meaning is the runtime's rule): *given
  * false for None or no argument. 0, or -1 with DLPackError for what is not an int. */
@@ -288,6 +299,16 @@ bool tackpy_numpy_direct_type(PyTypeObject *tp);
 int tackpy_numpy_direct_import(tackpy_state *st, PyObject *x,
                                const tack_dlpack_import_options *opts,
                                PyObject **result);
+
+/* ---- buffer_direct.c ------------------------------------------------------------- */
+/* tack.from_dlpack(x) for x of a type whose arrays are immutable by contract (JAX's),
+ * through its buffer protocol instead of x.__dlpack__: 1 with *result the new array
+ * or NULL with the import's exception; 0 (nothing done, nothing set) when x exports
+ * no buffer Tack reads this way (a GPU array, an unknown format) and __dlpack__ must
+ * be asked instead. */
+int tackpy_buffer_direct_import(tackpy_state *st, PyObject *x,
+                                const tack_dlpack_import_options *opts,
+                                PyObject **result);
 
 /* ---- dlpack_exchange_py.c -------------------------------------------------------- */
 /* Publishes Tack's exchange table on tack.Array (still mutable). */
