@@ -1,7 +1,6 @@
 /* test_array.c: buffers and arrays: shapes, views, fill, copies, owner kinds. */
 #include <pthread.h>
 #include <stdatomic.h>
-#include <string.h>
 
 #include "harness.h"
 #include "internal.h"
@@ -34,37 +33,6 @@ TACK_TEST(shape_size_refuses_negative_and_overflowing_shapes)
     CHECK_STATUS(tack_shape_size(TACK_MAX_NDIM + 1, ok, 4, &n), TACK_ERR_BAD_SHAPE);
     CHECK_OK(tack_shape_size(0, NULL, 4, &n));
     CHECK_EQ_INT(n, 1);
-}
-
-/* Large CPU arrays start on a huge-page boundary (cpu_backend.c says why); smaller
- * ones on a 64-byte one. Each array is written end to end, so a short block shows
- * under ASan and valgrind. */
-TACK_TEST(large_cpu_arrays_start_on_a_huge_page_boundary)
-{
-    tack_device *dev = cpu();
-    const int64_t huge_page = (int64_t)2 << 20;
-    const struct {
-        int64_t nbytes;
-        int64_t alignment;
-    } cases[] = {
-        {64, 64},
-        {((int64_t)4 << 20) - 4, 64},
-        {(int64_t)4 << 20, huge_page},
-        {((int64_t)5 << 20) + 12, huge_page},
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        for (int again = 0; again < 3; again++) {
-            tack_array *a;
-            int64_t shape[] = {cases[k].nbytes / 4};
-            CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 1, shape, TACK_BUFFER_WRITABLE,
-                                      &a));
-            uintptr_t p = (uintptr_t)tack_array_data(a);
-            CHECK_EQ_INT(p % (uintptr_t)cases[k].alignment, 0);
-            memset(tack_array_data(a), 0x5a, (size_t)cases[k].nbytes);
-            tack_array_release(a);
-        }
-    }
-    tack_device_release(dev);
 }
 
 TACK_TEST(arrays_of_many_dimensions_are_supported)

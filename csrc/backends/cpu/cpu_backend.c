@@ -1,7 +1,6 @@
 /*
  * cpu_backend.c: the CPU backend. Memory comes from the runtime's allocation hook
- * (64-byte aligned; a large array on a huge-page boundary), launches are synchronous,
- * so synchronize has nothing to wait for.
+ * (64-byte aligned), launches are synchronous, so synchronize has nothing to wait for.
  */
 #define _DEFAULT_SOURCE /* madvise */
 #include <string.h>
@@ -38,17 +37,6 @@ cpu_open(const tack_backend *self, int ordinal, const tack_device_options *optio
  * first write to fresh memory several times faster. */
 #define CPU_HUGE_PAGE_THRESHOLD ((size_t)4 << 20)
 
-/* Where a large array starts: on a huge-page boundary. Every byte of it can then be
- * on a huge page, and its start has one fixed place in the cache sets and in the
- * low address bits that the core compares to tell a load from an earlier store to
- * another address (4 KiB aliasing). At a 64-byte boundary its place was wherever
- * the heap put it, and beside a NumPy array (whose data starts 16 bytes into a
- * page) a kernel's stores ran just ahead of its loads in those bits: a 7-point
- * stencil, Tack's or hand-written C, wrote its output 10 to 20 % slower on one
- * thread than into NumPy's memory (benchmarks/RESULTS.md, Stencil and Jacobi).
- * Costs address space only: up to 2 MiB of it per array, never touched. */
-#define CPU_LARGE_ALIGNMENT ((size_t)2 << 20)
-
 static void
 advise_huge_pages(void *p, size_t nbytes)
 {
@@ -70,13 +58,12 @@ cpu_alloc(void *state, size_t nbytes, bool exportable, void **ptr)
 {
     (void)state;
     (void)exportable; /* export_memory refuses CPU arrays whatever the flag says */
-    bool large = nbytes >= CPU_HUGE_PAGE_THRESHOLD;
-    void *p = tack__alloc(nbytes, large ? CPU_LARGE_ALIGNMENT : CPU_ALIGNMENT);
+    void *p = tack__alloc(nbytes, CPU_ALIGNMENT);
     if (!p) {
         return tack__fail(TACK_ERR_NO_MEMORY,
                           "out of memory allocating %zu bytes on the cpu", nbytes);
     }
-    if (large) {
+    if (nbytes >= CPU_HUGE_PAGE_THRESHOLD) {
         advise_huge_pages(p, nbytes);
     }
     *ptr = p;
