@@ -1,6 +1,8 @@
 /* test_array.c: buffers and arrays: shapes, views, fill, copies, owner kinds. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "internal.h"
@@ -65,6 +67,41 @@ TACK_TEST(zeros_fill_and_copy_out_with_conversion)
         CHECK_EQ_INT(out[k], 2);
     }
     tack_array_release(a);
+}
+
+/* A fill stores its pattern into every element for every element size: one byte
+ * with memset, 2 to 8 bytes element by element, vec3 and vec4 (12 and 16 bytes) in
+ * 48-byte units of whole patterns and a tail, so counts around the units are
+ * covered. 3.0 is no repeated byte in any of them but int8. */
+TACK_TEST(fill_writes_every_element_of_every_dtype_whatever_the_count)
+{
+    tack_device *dev = cpu();
+    const tack_dtype dtypes[] = {TACK_INT8,    TACK_UINT16, TACK_INT32,   TACK_FLOAT32,
+                                 TACK_FLOAT64, TACK_INT64,  TACK_FLOAT16, TACK_VEC2F,
+                                 TACK_VEC3F,   TACK_VEC4F};
+    const int64_t counts[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 255, 256, 257, 100003};
+    for (size_t t = 0; t < sizeof dtypes / sizeof dtypes[0]; t++) {
+        for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+            tack_array *a;
+            int64_t shape[] = {counts[c]};
+            CHECK_OK(
+                tack_array_empty(dev, dtypes[t], 1, shape, TACK_BUFFER_WRITABLE, &a));
+            double value = 3.0;
+            CHECK_OK(tack_array_fill(a, &value, TACK_FLOAT64));
+            const tack_dtype_info *info = tack_dtype_get(dtypes[t]);
+            size_t ncomponents =
+                (size_t)counts[c] * (size_t)info->ncomponents; /* scalars */
+            double *out = malloc(ncomponents * sizeof *out);
+            CHECK(out != NULL);
+            CHECK_OK(tack_array_copy_to_host(a, out, TACK_FLOAT64));
+            for (size_t k = 0; k < ncomponents; k++) {
+                CHECK_EQ_DBL(out[k], 3.0);
+            }
+            free(out);
+            tack_array_release(a);
+        }
+    }
+    tack_device_release(dev);
 }
 
 TACK_TEST(vec_arrays_fill_every_component_and_copy_as_scalars)

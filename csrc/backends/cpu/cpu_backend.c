@@ -3,6 +3,7 @@
  * (64-byte aligned), launches are synchronous, so synchronize has nothing to wait for.
  */
 #define _DEFAULT_SOURCE /* madvise */
+#include <assert.h>
 #include <string.h>
 
 #if defined(__linux__)
@@ -86,6 +87,45 @@ cpu_copy(void *state, void *dst, const void *src, size_t nbytes, tack_copy_kind 
     return TACK_OK;
 }
 
+/* count copies of a pattern of W bytes, stored one element at a time: a loop the
+ * compiler turns into wide stores, which never read the destination back. */
+#define FILL_WORDS(W, T)                                                         \
+    static void fill_##W(unsigned char *d, const unsigned char *p, size_t count) \
+    {                                                                            \
+        T v;                                                                     \
+        memcpy(&v, p, sizeof v);                                                 \
+        for (size_t k = 0; k < count; k++) {                                     \
+            memcpy(d + k * sizeof v, &v, sizeof v);                              \
+        }                                                                        \
+    }
+FILL_WORDS(2, uint16_t)
+FILL_WORDS(4, uint32_t)
+FILL_WORDS(8, uint64_t)
+#undef FILL_WORDS
+
+/* count copies of a pattern of n bytes (12: vec3, 16: vec4), stored in 48-byte
+ * units of per_unit whole patterns (48 is a multiple of both), each unit a
+ * fixed-size copy the compiler spells as vector stores; then the tail. */
+enum { FILL_UNIT_NBYTES = 48 };
+static void
+fill_units(unsigned char *d, const unsigned char *p, size_t n, size_t per_unit,
+           size_t count)
+{
+    enum { UNIT_NBYTES = FILL_UNIT_NBYTES };
+    unsigned char unit[UNIT_NBYTES];
+    assert(per_unit > 0 && per_unit * n == UNIT_NBYTES);
+    for (size_t k = 0; k < per_unit; k++) {
+        memcpy(unit + k * n, p, n);
+    }
+    size_t units = count / per_unit;
+    for (size_t k = 0; k < units; k++) {
+        memcpy(d + k * UNIT_NBYTES, unit, UNIT_NBYTES);
+    }
+    for (size_t k = units * per_unit; k < count; k++) {
+        memcpy(d + k * n, p, n);
+    }
+}
+
 static tack_status
 cpu_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes,
          size_t count)
@@ -97,17 +137,22 @@ cpu_fill(void *state, void *dst, const void *pattern, size_t pattern_nbytes,
     for (size_t k = 1; k < pattern_nbytes; k++) {
         uniform = uniform && p[k] == p[0];
     }
+    /* Only stores: a fill that read its own output back (copies of the part already
+     * filled) moved twice the bytes once the array outgrew the caches. */
     if (uniform) {
         memset(d, p[0], pattern_nbytes * count);
         return TACK_OK;
     }
-    /* Doubling copies: log2(count) memcpy calls instead of count. */
-    memcpy(d, p, pattern_nbytes);
-    size_t done = 1;
-    while (done < count) {
-        size_t n = done < count - done ? done : count - done;
-        memcpy(d + done * pattern_nbytes, d, n * pattern_nbytes);
-        done += n;
+    switch (pattern_nbytes) {
+    case 2: fill_2(d, p, count); return TACK_OK;
+    case 4: fill_4(d, p, count); return TACK_OK;
+    case 8: fill_8(d, p, count); return TACK_OK;
+    case 12: fill_units(d, p, 12, FILL_UNIT_NBYTES / 12, count); return TACK_OK;
+    case 16: fill_units(d, p, 16, FILL_UNIT_NBYTES / 16, count); return TACK_OK;
+    default: break;
+    }
+    for (size_t k = 0; k < count; k++) { /* no dtype has another size */
+        memcpy(d + k * pattern_nbytes, p, pattern_nbytes);
     }
     return TACK_OK;
 }
