@@ -89,11 +89,17 @@ tackpy_buffer_direct_import(tackpy_state *st, PyObject *x,
         return 0; /* __dlpack__ still works, and reports its own failures */
     }
     if (PyObject_GetBuffer(x, &hold->view, PyBUF_ND | PyBUF_FORMAT) < 0) {
-        /* A GPU, sharded or deleted array, a layout other than C order, a dtype
-         * with no struct format: __dlpack__ answers for those (and raises what it
-         * raises). */
-        PyErr_Clear();
         PyMem_RawFree(hold);
+        /* A GPU, sharded or deleted array, a layout other than C order, a dtype
+         * with no struct format: JAX refuses those with BufferError, and
+         * __dlpack__ answers for them (and raises what it raises). Anything else
+         * (an interrupt while JAX waited for the array, no memory) is the
+         * caller's. */
+        if (!PyErr_ExceptionMatches(PyExc_BufferError)) {
+            *result = NULL;
+            return 1;
+        }
+        PyErr_Clear();
         return 0;
     }
     const Py_buffer *v = &hold->view;
