@@ -189,11 +189,4 @@ print("ready", flush=True)
 
 
 def test_arrays_read_through_a_buffer_alive_at_interpreter_exit(cp):
-    script = EXIT_SCRIPT.format(build_dir=str(producer.build_dir()))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "ready" in out.stdout
-    assert "deleters ran after finalization" in out.stderr
-    assert "Fatal" not in out.stderr and "Error" not in out.stderr, out.stderr
+    producer.check_alive_at_exit(EXIT_SCRIPT)

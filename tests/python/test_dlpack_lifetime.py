@@ -4,8 +4,6 @@ has finalized, many threads at once, and a million round trips with flat memory.
 
 import gc
 import os
-import subprocess
-import sys
 import threading
 import weakref
 from pathlib import Path
@@ -111,14 +109,7 @@ print("ready", flush=True)
 
 
 def test_capsules_and_holds_alive_at_interpreter_exit(cp):
-    script = EXIT_SCRIPT.format(build_dir=str(producer.build_dir()))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True,
-                         text=True, env=env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "ready" in out.stdout
-    assert "deleters ran after finalization" in out.stderr
-    assert "Fatal" not in out.stderr and "Error" not in out.stderr, out.stderr
+    producer.check_alive_at_exit(EXIT_SCRIPT)
 
 
 def test_eight_threads_exchanging_at_once(cp):

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import shlex
 import subprocess
+import sys
 import sysconfig
 import tempfile
 from pathlib import Path
@@ -62,3 +63,17 @@ def load(name: str = "counting_producer") -> ModuleType:
 def build_dir() -> Path:
     """Where the built extension lives (for subprocess tests)."""
     return Path(load().__file__).parent
+
+
+def check_alive_at_exit(script: str) -> None:
+    """Runs script (a program that may use {build_dir} for this module's folder) in a
+    new interpreter that exits with Tack arrays and exports alive, some adopted by
+    the counting producer to be deleted after finalization, and checks that it
+    printed "ready", exited cleanly and crashed on nothing at exit."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", script.format(build_dir=str(build_dir()))],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "ready" in out.stdout
+    assert "deleters ran after finalization" in out.stderr
+    assert "Fatal" not in out.stderr and "Error" not in out.stderr, out.stderr
