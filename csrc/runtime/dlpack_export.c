@@ -90,35 +90,12 @@ share_for_consumer(tack_buffer *buf, const tack_dlpack_export_options *opts)
     return TACK_OK;
 }
 
-/* Whether an export is of arr itself with nothing to order first: no copy, its own
- * device, no consumer stream, and a buffer already shared on a backend without
- * streams, for which share_for_consumer does nothing. Every export of a CPU array
- * after its first is such a one; export_source then only takes a reference. */
-static inline bool
-export_as_is(const tack_array *arr, const tack_dlpack_export_options *opts)
-{
-    const tack_buffer *buf = arr->buffer;
-    if (opts && (opts->copy || opts->has_stream ||
-                 (opts->device && opts->device != buf->device))) {
-        return false;
-    }
-    return (atomic_load_explicit(&buf->flags, memory_order_acquire) &
-            TACK_BUFFER_SHARED) &&
-           !TACK__BACKEND_SLOT(buf->device->backend, stream);
-}
-
 /* The array the export describes: arr itself, or a private copy on the requested
  * device. Returns: new reference in *out. */
 static tack_status
 export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *copied,
               tack_array **out)
 {
-    if (export_as_is(arr, opts)) {
-        tack_array_retain(arr);
-        *copied = false;
-        *out = arr;
-        return TACK_OK;
-    }
     bool copy = opts && opts->copy;
     tack_device *want = opts && opts->device ? opts->device : arr->buffer->device;
     if (want != arr->buffer->device && !copy) {
@@ -210,8 +187,7 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
     return TACK_OK;
 }
 
-/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides.
- * Every field of the tensor is written; the caller writes the rest of the head. */
+/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides. */
 static tack_status
 export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor,
              size_t tensor_offset)
@@ -224,26 +200,17 @@ export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor
                           "out of memory allocating a DLPack tensor of %zu bytes",
                           nbytes);
     }
-    const tack_dtype_info *info = tack__dtype(src->dtype);
-    const tack_device *dev = src->buffer->device;
+    memset(p, 0, head);
     DLTensor *t = (DLTensor *)(void *)(p + tensor_offset);
+    tack_dlpack_describe(src, t);
     int64_t *shape = (int64_t *)(void *)(p + head);
-    /* The array keeps its DLPack extents and strides side by side (array.c). */
-    const int64_t *layout = tack__array_dl_shape(src);
-    for (int32_t k = 0; k < 2 * n; k++) {
-        shape[k] = layout[k];
+    if (n) {
+        memcpy(shape, t->shape, (size_t)n * sizeof(int64_t));
+        memcpy(shape + n, t->strides, (size_t)n * sizeof(int64_t));
     }
-    t->data = src->buffer->data;
-    t->device.device_type = (DLDeviceType)dev->backend->dlpack_device_type;
-    t->device.device_id = dev->ordinal;
-    t->ndim = n;
-    t->dtype.code = info->dlpack_code;
-    t->dtype.bits = info->dlpack_bits;
-    t->dtype.lanes = 1;
     /* Non-NULL even for 0-d: a valid pointer to no entries is safe for everyone. */
     t->shape = shape;
     t->strides = shape + n;
-    t->byte_offset = 0;
     *block = p;
     *tensor = t;
     return TACK_OK;
