@@ -41,8 +41,7 @@ buffer_dtype(const Py_buffer *view, DLDataType *out)
     if (!f) {
         return 0;
     }
-    const uint16_t probe = 1;
-    const bool little = *(const unsigned char *)&probe == 1;
+    const bool little = PY_LITTLE_ENDIAN;
     if (*f == '@' || *f == '=' || (*f == '<' && little) || (*f == '>' && !little)) {
         f++;
     }

@@ -1,10 +1,18 @@
-"""Shared fixtures: every test starts on the CPU device."""
+"""Shared fixtures: every test starts on the CPU device; cp is the counting DLPack
+producer (tests/python/producer)."""
 
 import os
 
 import pytest
 
 import tack
+
+
+@pytest.fixture(scope="session")
+def cp():
+    import producer
+
+    return producer.load()
 
 
 @pytest.fixture(autouse=True)

@@ -5,17 +5,11 @@ and PyTorch where installed)."""
 import ctypes
 
 import numpy as np
-import producer
 import pytest
 
 import tack
 
 READ_ONLY = 1
-
-
-@pytest.fixture(scope="module")
-def cp():
-    return producer.load()
 
 
 def capsule_pointer(capsule, name):

@@ -8,7 +8,6 @@ import gc
 import inspect
 
 import numpy as np
-import producer
 import pytest
 
 import tack
@@ -16,11 +15,6 @@ import tack
 KDLCPU = 1
 READ_ONLY = 1
 IS_COPIED = 2
-
-
-@pytest.fixture(scope="module")
-def cp():
-    return producer.load()
 
 
 def fields(cp, capsule):

@@ -5,7 +5,6 @@ calls: each must be called exactly once, on success and on every refusal)."""
 import inspect
 
 import numpy as np
-import producer
 import pytest
 
 import tack
@@ -13,11 +12,6 @@ import tack
 KDLCPU, KDLCUDA, KDLCUDAHOST, KDLOPENCL, KDLMETAL = 1, 2, 3, 4, 8
 KDLROCM, KDLROCMHOST, KDLCUDAMANAGED, KDLONEAPI = 10, 11, 13, 14
 READ_ONLY = 1
-
-
-@pytest.fixture(scope="module")
-def cp():
-    return producer.load()
 
 
 class Balance:

@@ -22,11 +22,6 @@ jnp = pytest.importorskip("jax.numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
-@pytest.fixture(scope="module")
-def cp():
-    return producer.load()
-
-
 def buffer_count():
     return tack._tack._dlpack_stats()["buffer_direct"]
 

@@ -15,11 +15,6 @@ import pytest
 import tack
 
 
-@pytest.fixture(scope="module")
-def cp():
-    return producer.load()
-
-
 def test_unadopted_capsule_releases_the_array(cp):
     made, deleted = cp.counts()
     a = tack.from_dlpack(cp.make((16,)))

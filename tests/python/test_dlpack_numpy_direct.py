@@ -15,11 +15,6 @@ import pytest
 import tack
 
 
-@pytest.fixture(scope="module")
-def cp():
-    return producer.load()
-
-
 def direct_count():
     return tack._tack._dlpack_stats()["numpy_direct"]
 
