@@ -141,16 +141,24 @@ TK_INLINE int64_t tk_f2i64f(float x) {
 }
 #endif
 /* The same conversion spelled as selects, for a loop GCC vectorises (a private
- * histogram's binning pass, emit_c.CEmitter.binned_trips): the compares become
- * vector masks, and the conversion is evaluated only for a value in range. The
- * results are tk_f2i64's, -2^63 and NaN included. */
+ * histogram's binning pass, emit_c.CEmitter.binned_trips). The results are
+ * tk_f2i64's, -2^63 and NaN included. The value is first clamped below (a max) and
+ * sent to 0 when it is NaN or 2^63 and above, so the conversion itself always has
+ * a value in range; only the top needs a select after it. That is two compares, a
+ * max and two blends per vector: the form with a select per case (NaN, above,
+ * below) compiled to twice the mask work, and the binning pass ran 10-25 % slower
+ * (benchmarks/RESULTS.md, histogram). */
 TK_INLINE int64_t tk_f2i64_sel(double x) {
-    return x != x ? 0 : x >= 9223372036854775808.0 ? INT64_MAX
-         : x < -9223372036854775808.0 ? INT64_MIN : (int64_t)x;
+    double c = x < -9223372036854775808.0 ? -9223372036854775808.0 : x;
+    c = c < 9223372036854775808.0 ? c : 0.0; /* NaN compares false: 0 */
+    const int64_t r = (int64_t)c;
+    return x >= 9223372036854775808.0 ? INT64_MAX : r;
 }
 TK_INLINE int64_t tk_f2i64f_sel(float x) {
-    return x != x ? 0 : x >= 9223372036854775808.0f ? INT64_MAX
-         : x < -9223372036854775808.0f ? INT64_MIN : (int64_t)x;
+    float c = x < -9223372036854775808.0f ? -9223372036854775808.0f : x;
+    c = c < 9223372036854775808.0f ? c : 0.0f;
+    const int64_t r = (int64_t)c;
+    return x >= 9223372036854775808.0f ? INT64_MAX : r;
 }
 TK_INLINE uint64_t tk_f2u64(double x) {
     if (!(x > 0)) return 0;
