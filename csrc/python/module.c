@@ -8,6 +8,12 @@
 tackpy_state *
 tackpy_state_of_type(PyTypeObject *type)
 {
+    /* The module's types are final (none sets Py_TPFLAGS_BASETYPE), so an instance's
+     * type is the one PyType_FromModuleAndSpec made and names the module itself: one
+     * load, not a walk of the MRO, on every method call. */
+    if (!(type->tp_flags & Py_TPFLAGS_BASETYPE)) {
+        return PyType_GetModuleState(type);
+    }
     PyObject *module = PyType_GetModuleByDef(type, &tackpy_module_def);
     return module ? PyModule_GetState(module) : NULL;
 }

@@ -49,18 +49,18 @@ tack_dlpack_describe(const tack_array *arr, DLTensor *out)
         return;
     }
     const tack_dtype_info *info = tack__dtype(arr->dtype);
-    tack_device *dev = arr->buffer->device;
-    memset(out, 0, sizeof *out);
-    out->data = arr->buffer->data;
-    out->device.device_type = (DLDeviceType)dev->backend->dlpack_device_type;
-    out->device.device_id = dev->ordinal;
-    out->ndim = tack__dl_ndim(arr->dtype, arr->ndim);
-    out->dtype.code = info->dlpack_code;
-    out->dtype.bits = info->dlpack_bits;
-    out->dtype.lanes = 1;
-    out->shape = tack__array_dl_shape(arr);
-    out->strides = tack__array_dl_strides(arr);
-    out->byte_offset = 0;
+    const tack_device *dev = arr->buffer->device;
+    /* Every field named: the struct has no padding, and stores beat a memset on the
+     * export's hot path. */
+    *out = (DLTensor){
+        .data = arr->buffer->data,
+        .device = {(DLDeviceType)dev->backend->dlpack_device_type, dev->ordinal},
+        .ndim = tack__dl_ndim(arr->dtype, arr->ndim),
+        .dtype = {info->dlpack_code, info->dlpack_bits, 1},
+        .shape = tack__array_dl_shape(arr),
+        .strides = tack__array_dl_strides(arr),
+        .byte_offset = 0,
+    };
 }
 
 /* Makes the buffer safe for a consumer that may read at once and keep reading: with
@@ -138,8 +138,13 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
     TACK__CHECK_ARG(opts);
     const tack_device *own = arr->buffer->device;
     int32_t own_type = own->backend->dlpack_device_type;
-    tack_dlpack_export_options o = {
-        req->has_copy && req->copy, NULL, false, 0, false, 0};
+    /* The answer is kept in scalars and written once at the end: a struct built
+     * field by field on the stack and then copied whole is read back with wider
+     * loads than its stores, which the CPU cannot forward (a stall of its own on
+     * every export). */
+    bool copy = req->has_copy && req->copy;
+    bool has_stream = false;
+    uintptr_t stream = 0;
     if (req->has_stream) {
         tack_status st = tack__dlpack_stream_check(own_type, req->stream);
         if (st != TACK_OK) {
@@ -152,26 +157,29 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
      * host (share): the consumer may then read on any stream. */
     if (TACK__BACKEND_SLOT(own->backend, order_foreign_after_tack) && req->has_stream &&
         req->stream != -1) {
-        o.has_stream = true;
-        o.stream = (uintptr_t)req->stream;
+        has_stream = true;
+        stream = (uintptr_t)req->stream;
     }
     bool v = false;
+    bool limit_minor = false;
+    uint32_t max_minor = 0;
     if (req->has_max_version) {
         v = req->max_major >= 1;
         if (req->max_major == TACK_DLPACK_MAJOR) {
-            o.limit_minor = true;
-            o.max_minor = req->max_minor < 0 ? 0u
-                          : req->max_minor > TACK_DLPACK_MINOR
-                              ? (uint32_t)TACK_DLPACK_MINOR
-                              : (uint32_t)req->max_minor;
+            limit_minor = true;
+            max_minor = req->max_minor < 0 ? 0u
+                        : req->max_minor > TACK_DLPACK_MINOR
+                            ? (uint32_t)TACK_DLPACK_MINOR
+                            : (uint32_t)req->max_minor;
         }
     }
+    tack_device *device = NULL;
     if (req->has_dl_device &&
         (req->device_type != own_type || req->device_id != own->ordinal)) {
         /* Another device: only the host, and only as a copy. */
         tack_status st = TACK_ERR_EXPORT_REFUSED;
-        if (req->device_type == kDLCPU && req->device_id == 0 && o.copy) {
-            st = tack_device_open("cpu", 0, NULL, &o.device);
+        if (req->device_type == kDLCPU && req->device_id == 0 && copy) {
+            st = tack_device_open("cpu", 0, NULL, &device);
         }
         if (st != TACK_OK) {
             return tack__fail_remedy(
@@ -183,11 +191,18 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
         }
     }
     *versioned = v;
-    *opts = o;
+    *opts = (tack_dlpack_export_options){.copy = copy,
+                                         .device = device,
+                                         .limit_minor = limit_minor,
+                                         .max_minor = max_minor,
+                                         .has_stream = has_stream,
+                                         .stream = stream};
     return TACK_OK;
 }
 
-/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides. */
+/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides.
+ * The struct is left for the caller to write whole; *tensor is described, its shape
+ * and strides pointing into the block. */
 static tack_status
 export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor,
              size_t tensor_offset)
@@ -200,13 +215,13 @@ export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor
                           "out of memory allocating a DLPack tensor of %zu bytes",
                           nbytes);
     }
-    memset(p, 0, head);
     DLTensor *t = (DLTensor *)(void *)(p + tensor_offset);
     tack_dlpack_describe(src, t);
+    /* The array keeps its strides right after its extents (tack__array_dl_shape):
+     * one copy of 2n entries, a loop since n is a handful. */
     int64_t *shape = (int64_t *)(void *)(p + head);
-    if (n) {
-        memcpy(shape, t->shape, (size_t)n * sizeof(int64_t));
-        memcpy(shape + n, t->strides, (size_t)n * sizeof(int64_t));
+    for (int32_t k = 0; k < 2 * n; k++) {
+        shape[k] = t->shape[k];
     }
     /* Non-NULL even for 0-d: a valid pointer to no entries is safe for everyone. */
     t->shape = shape;
@@ -272,13 +287,10 @@ tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *
         return st;
     }
     DLManagedTensorVersioned *mt = block;
-    mt->version.major = TACK_DLPACK_MAJOR;
-    mt->version.minor = TACK_DLPACK_MINOR;
+    uint32_t minor = TACK_DLPACK_MINOR;
     if (opts && opts->limit_minor && opts->max_minor < TACK_DLPACK_MINOR) {
-        mt->version.minor = opts->max_minor;
+        minor = opts->max_minor;
     }
-    mt->manager_ctx = src; /* the reference export_source made */
-    mt->deleter = deleter_versioned;
     uint64_t flags = 0;
     if (!src->writable) {
         flags |= (uint64_t)DLPACK_FLAG_BITMASK_READ_ONLY;
@@ -286,6 +298,10 @@ tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *
     if (copied) {
         flags |= (uint64_t)DLPACK_FLAG_BITMASK_IS_COPIED;
     }
+    /* Every field but dl_tensor, which export_block described in place. */
+    mt->version = (DLPackVersion){TACK_DLPACK_MAJOR, minor};
+    mt->manager_ctx = src; /* the reference export_source made */
+    mt->deleter = deleter_versioned;
     mt->flags = flags;
     *out = mt;
     return TACK_OK;
