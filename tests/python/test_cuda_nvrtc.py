@@ -82,6 +82,10 @@ def suite_sources(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return sorted(str(p) for p in out.glob("*.cu"))
 
 
+# Once in make test, not again under the sanitizers: the time is the kernel suite run
+# a second time (sanitize-py runs it already) and NVRTC's and ptxas's; Tack's NVRTC
+# binding is under the sanitizers through the other tests of this file.
+@pytest.mark.slow
 @needs_toolkit
 def test_every_kernel_of_the_suite_compiles_to_ptx_that_ptxas_accepts(
         suite_sources: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -35,6 +35,9 @@ def write_modules(folder: Path, items: list[tuple[str, str]]) -> int:
     return len(items)
 
 
+# Once in make test, not again under the sanitizers: the time is clang's and Intel's
+# compiler's, in child processes; Tack's part is the emitter, in Python.
+@pytest.mark.slow
 def test_every_kernel_of_the_fixed_set_builds_on_intels_opencl_runtime(tmp_path: Path):
     items = list(suite.sources(emit_opencl, OPENCL, list(suite.plans())))
     n = write_modules(tmp_path, items)
