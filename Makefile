@@ -198,8 +198,15 @@ sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 # by Intel's OpenCL CPU runtime, with the child under memcheck (level_zero_helpers:
 # TACK_TEST_VALGRIND); it must run, not skip.
 VALGRIND_ZE_TEST := tests/python/test_level_zero_standin_spirv.py::test_a_launch_executes_its_spirv_on_opencl[plain]
+# The C tests run as two shards side by side (TACK_TEST_SHARD, tests/c/harness.c), one
+# per core, each log printed whole once both are done.
+VALGRIND_C_TESTS = CC="$${CC:-cc} -mno-avx512f" valgrind -q --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
 valgrind: build-c setup
-	CC="$${CC:-cc} -mno-avx512f" valgrind -q --error-exitcode=9 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite,indirect --trace-children=yes --trace-children-skip='*gcc*,*clang*,*/cc,*/c99' $(BUILD)/c/tests/c/tack_c_tests
+	TACK_TEST_SHARD=0/2 $(VALGRIND_C_TESTS) > $(BUILD)/valgrind-c0.log 2>&1 & first=$$!; \
+	TACK_TEST_SHARD=1/2 $(VALGRIND_C_TESTS) > $(BUILD)/valgrind-c1.log 2>&1 & second=$$!; \
+	a=0; wait $$first || a=$$?; b=0; wait $$second || b=$$?; \
+	cat $(BUILD)/valgrind-c0.log $(BUILD)/valgrind-c1.log; \
+	test $$a -eq 0 && test $$b -eq 0
 	TACK_STANDIN_MEMORY=$(VALGRIND_STANDIN_MEMORY) valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,indirect $(BUILD)/c/$(CUDA_CONFORMANCE) $(BUILD)/c/$(STANDIN_CUDA)
 	TACK_TEST_VALGRIND=1 $(PY) -m pytest -q -p no:cacheprovider "$(VALGRIND_ZE_TEST)" | tee $(BUILD)/valgrind-ze.log
 	grep -q "1 passed" $(BUILD)/valgrind-ze.log
