@@ -140,17 +140,14 @@ TK_INLINE int64_t tk_f2i64f(float x) {
     return (int64_t)x;
 }
 #endif
-/* The same conversion spelled as selects, for a loop GCC vectorises (a private
- * histogram's binning pass, emit_c.CEmitter.binned_trips). The results are
- * tk_f2i64's, -2^63 and NaN included. The value is first clamped below (a max) and
- * sent to 0 when it is NaN or 2^63 and above, so the conversion itself always has
- * a value in range; only the top needs a select after it. That is two compares, a
- * max and two blends per vector: the form with a select per case (NaN, above,
- * below) compiled to twice the mask work, and the binning pass ran 10-25 % slower
- * (benchmarks/RESULTS.md, histogram). */
+/* The same conversion as selects GCC vectorises (a histogram's binning pass,
+ * emit_c.CEmitter.binned_trips), with tk_f2i64's results: clamped below, NaN and
+ * the top sent to 0 (NaN compares false) so the cast is in range, then the top put
+ * back (fewer mask
+ * operations than a select per case; benchmarks/RESULTS.md, histogram). */
 TK_INLINE int64_t tk_f2i64_sel(double x) {
     double c = x < -9223372036854775808.0 ? -9223372036854775808.0 : x;
-    c = c < 9223372036854775808.0 ? c : 0.0; /* NaN compares false: 0 */
+    c = c < 9223372036854775808.0 ? c : 0.0;
     const int64_t r = (int64_t)c;
     return x >= 9223372036854775808.0 ? INT64_MAX : r;
 }
