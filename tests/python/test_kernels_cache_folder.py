@@ -131,9 +131,13 @@ def test_full_cache_folder_falls_back_and_leaves_no_partial_files(namespaces, tm
 
 def test_nearly_full_cache_folder_falls_back_and_leaves_no_partial_files(
         namespaces, tmp_path):
-    # Room for the source but not for the compiled object: the compiler fails.
+    # Room for the source but not for the compiled object: the compiler fails. Three
+    # pages: the source is about 8 KiB (the prelude, and this script's path in each
+    # #line), the object about 15 KiB. Two pages left no slack: a longer temporary
+    # path or a few more lines of prelude made the source itself the write that
+    # failed.
     (run,) = in_tmpfs(tmp_path, "size=256k,mode=0700",
-                      '"$PY" "$FILL" 8192 && "$PY" "$K"')
+                      '"$PY" "$FILL" 12288 && "$PY" "$K"')
     assert len(run["warnings"]) == 1, run["warnings"]
     assert "nearly full" in run["warnings"][0]
     assert run["files"] == ["filler"]
