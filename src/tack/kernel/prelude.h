@@ -23,6 +23,9 @@
  * part of every kernel's source, so it is part of every cache key: an edit
  * rebuilds kernels.
  */
+/* The helpers keep this file's compact layout (a guard and its return on one
+ * line): the emitter pastes the file into every kernel source. */
+/* clang-format off */
 /* Python's // and % on int64: floor, never UB. x // 0 and x % 0 give 0 (debug
  * builds raise ZeroDivisionError instead); INT64_MIN // -1 wraps. */
 /* Both operands in [0, 2^31) (indices, the usual case): a 32-bit unsigned divide,
@@ -269,3 +272,4 @@ TK_INLINE uint16_t tk_d2h(double d) {
     return (uint16_t)(sign | out);
 }
 #endif /* TK_HALF */
+/* clang-format on */
