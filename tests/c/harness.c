@@ -139,21 +139,26 @@ run_one(int k)
 }
 
 /* TACK_TEST_SHARD=i/n runs the tests k with k % n == i, so that slow runs (make
- * valgrind) can go side by side; unset, or not of that form, runs them all. */
-static void
+ * valgrind) can go side by side; unset runs them all. Returns false for a value not
+ * of that form, which must not quietly run every test twice. */
+static bool
 shard_of_environment(int *index, int *count)
 {
-    const char *spec = getenv("TACK_TEST_SHARD");
-    int i = 0, n = 0;
-    char tail = 0;
-    if (spec && sscanf(spec, "%d/%d%c", &i, &n, &tail) == 2 && n > 0 && i >= 0 &&
-        i < n) {
-        *index = i;
-        *count = n;
-        return;
-    }
     *index = 0;
     *count = 1;
+    const char *spec = getenv("TACK_TEST_SHARD");
+    if (!spec) {
+        return true;
+    }
+    int i = 0, n = 0;
+    char tail = 0;
+    if (sscanf(spec, "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 0 || i >= n) {
+        fprintf(stderr, "TACK_TEST_SHARD=%s: expected i/n with 0 <= i < n\n", spec);
+        return false;
+    }
+    *index = i;
+    *count = n;
+    return true;
 }
 
 int
@@ -171,7 +176,9 @@ main(int argc, char **argv)
         return 2;
     }
     int shard = 0, shards = 1;
-    shard_of_environment(&shard, &shards);
+    if (!shard_of_environment(&shard, &shards)) {
+        return 2;
+    }
     int passed = 0, failed = 0;
     for (int k = shard; k < ntests; k += shards) {
         if (run_one(k)) {

@@ -296,9 +296,25 @@ def test_seed_34112_a_crash_of_intels_opencl_compiler_is_said_not_failed(
     assert "seed 34112: Intel's OpenCL runtime crashed" in capsys.readouterr().out
 
 
+# Found by a longer sweep (seeds 19019-19318) and not yet explained: `o1[i, 0] =
+# math.ldexp(v5, x3[-1])`, v5 a float32 remainder of `math.sinh`, is 0.0 on the CPU
+# (as in Python) and inf in the executed SPIR-V for 39 of 40 rows. The same with the
+# prelude of before the binning selects changed, so not that change. Strict: when the
+# two agree, this fails, and becomes a plain regression test.
+@pytest.mark.xfail(strict=True, reason="seed 19040 differs on Level Zero (unexplained)")
+def test_seed_19040_a_float32_remainder_through_ldexp_agrees_on_level_zero(
+        tmp_path: Path):
+    if level_zero_fuzz.unavailable():
+        pytest.skip(level_zero_fuzz.unavailable())
+    results, (by_spirv, _) = level_zero_fuzz.run_cases([19040], gen.DEFAULT_FEATURES,
+                                                       tmp_path / "ze")
+    assert by_spirv > 0
+    assert results == {19040: []}, results
+
+
 # The seeds the tests pin: the fixed set and every named regression seed.
 PINNED_SEEDS = (0, 3, 7, 9, 12, 16, 23, 26, 42, 43, 54, 65, 86, 120, 125, 161, 165, 178,
-                183, 196, 1234, 1235, 2020, 2026, 2104, 2328, 32024, 34112, 34172)
+                183, 196, 1234, 1235, 2020, 2026, 2104, 2328, 19040, 32024, 34112, 34172)
 
 
 def test_binned_update_leaves_the_pinned_seeds_alone():
