@@ -94,6 +94,39 @@ tackpy_stream_arg(tackpy_state *st, PyObject *stream, bool *given, int64_t *valu
     return 0;
 }
 
+/* A max_version that is a tuple of two ints of 64 bits, major >= 1: a request for a
+ * versioned tensor. Anything else (legacy, or not a version at all) is false, and
+ * the general path decides or raises. Sets no exception. */
+static bool
+versioned_request(PyObject *max_version, long long *major, long long *minor)
+{
+    if (!max_version || !PyTuple_CheckExact(max_version) ||
+        PyTuple_GET_SIZE(max_version) != 2) {
+        return false;
+    }
+    PyObject *first = PyTuple_GET_ITEM(max_version, 0);
+    PyObject *second = PyTuple_GET_ITEM(max_version, 1);
+    if (!PyLong_CheckExact(first) || !PyLong_CheckExact(second)) {
+        return false;
+    }
+    int overflow_major = 0, overflow_minor = 0;
+    *major = PyLong_AsLongLongAndOverflow(first, &overflow_major);
+    *minor = PyLong_AsLongLongAndOverflow(second, &overflow_minor);
+    return !overflow_major && !overflow_minor && *major >= 1;
+}
+
+/* The capsule owning a versioned export; on failure the export is deleted. */
+static PyObject *
+versioned_capsule(DLManagedTensorVersioned *mt)
+{
+    PyObject *capsule =
+        PyCapsule_New(mt, TACK_DLPACK_CAPSULE_VERSIONED, capsule_destructor_versioned);
+    if (!capsule) {
+        mt->deleter(mt);
+    }
+    return capsule;
+}
+
 PyObject *
 tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                     PyObject *kwnames)
@@ -112,6 +145,17 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *stream = a[0], *max_version = a[1], *dl_device = a[2], *copy = a[3];
     tack_array *arr = ARR(self);
+    /* What NumPy's and PyTorch's from_dlpack ask: a version and nothing else that
+     * changes the export. One runtime call makes the same tensor the general path
+     * below would, without building a request to decide. */
+    long long read_major, read_minor;
+    if ((!stream || stream == Py_None) && (!dl_device || dl_device == Py_None) &&
+        (!copy || copy == Py_None || copy == Py_False) &&
+        versioned_request(max_version, &read_major, &read_minor)) {
+        DLManagedTensorVersioned *mt;
+        tack_status own = tack_dlpack_export_own(arr, read_major, read_minor, &mt);
+        return own == TACK_OK ? versioned_capsule(mt) : tackpy_raise(st, own);
+    }
     /* The keywords as values; what they may be is the runtime's rule. */
     tack_dlpack_export_request req;
     memset(&req, 0, sizeof req);
@@ -172,11 +216,7 @@ tackpy_array_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         if (status != TACK_OK) {
             return tackpy_raise(st, status);
         }
-        capsule = PyCapsule_New(mt, TACK_DLPACK_CAPSULE_VERSIONED,
-                                capsule_destructor_versioned);
-        if (!capsule) {
-            mt->deleter(mt);
-        }
+        capsule = versioned_capsule(mt);
     }
     else {
         DLManagedTensor *mt;

@@ -128,6 +128,7 @@ array_make(tack_buffer *buf, tack_dtype dtype, int32_t ndim, const int64_t *shap
         return st;
     }
     atomic_init(&arr->refcount, 1);
+    atomic_init(&arr->dlpack_spare, NULL);
     if (!adopt) {
         tack_buffer_retain(buf);
     }
@@ -240,6 +241,7 @@ tack_array_release(tack_array *arr)
     }
     if (tack__ref_drop(&arr->refcount)) {
         tack_buffer *buf = arr->buffer;
+        tack__free(atomic_load_explicit(&arr->dlpack_spare, memory_order_acquire));
         tack__free(arr);
         tack_buffer_release(buf);
     }

@@ -38,16 +38,10 @@ tack__array_fill_dl_layout(tack_array *arr)
     }
 }
 
-void
-tack_dlpack_describe(const tack_array *arr, DLTensor *out)
+/* tack_dlpack_describe for arguments known good: the export inlines it. */
+static inline void
+describe(const tack_array *arr, DLTensor *out)
 {
-    if (!out) {
-        return;
-    }
-    if (!arr) {
-        memset(out, 0, sizeof *out);
-        return;
-    }
     const tack_dtype_info *info = tack__dtype(arr->dtype);
     const tack_device *dev = arr->buffer->device;
     /* Every field named: the struct has no padding, and stores beat a memset on the
@@ -61,6 +55,19 @@ tack_dlpack_describe(const tack_array *arr, DLTensor *out)
         .strides = tack__array_dl_strides(arr),
         .byte_offset = 0,
     };
+}
+
+void
+tack_dlpack_describe(const tack_array *arr, DLTensor *out)
+{
+    if (!out) {
+        return;
+    }
+    if (!arr) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    describe(arr, out);
 }
 
 /* Makes the buffer safe for a consumer that may read at once and keep reading: with
@@ -128,6 +135,18 @@ export_source(tack_array *arr, const tack_dlpack_export_options *opts, bool *cop
 
 /* ---- what a consumer asked for ------------------------------------------------- */
 
+/* The 1.x minor version told to a consumer that reads up to (major, minor), major
+ * >= 1: its own minor when that is older than ours (the layout is the same for every
+ * 1.x), ours otherwise (a newer major reads 1.x by its own rules). */
+static uint32_t
+reported_minor(int64_t major, int64_t minor)
+{
+    if (major != TACK_DLPACK_MAJOR || minor >= TACK_DLPACK_MINOR) {
+        return TACK_DLPACK_MINOR;
+    }
+    return minor < 0 ? 0u : (uint32_t)minor;
+}
+
 tack_status
 tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_request *req,
                            bool *versioned, tack_dlpack_export_options *opts)
@@ -167,10 +186,7 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
         v = req->max_major >= 1;
         if (req->max_major == TACK_DLPACK_MAJOR) {
             limit_minor = true;
-            max_minor = req->max_minor < 0 ? 0u
-                        : req->max_minor > TACK_DLPACK_MINOR
-                            ? (uint32_t)TACK_DLPACK_MINOR
-                            : (uint32_t)req->max_minor;
+            max_minor = reported_minor(req->max_major, req->max_minor);
         }
     }
     tack_device *device = NULL;
@@ -200,6 +216,24 @@ tack_dlpack_export_prepare(const tack_array *arr, const tack_dlpack_export_reque
     return TACK_OK;
 }
 
+/* Copies the shape and strides t points at (an array's DLPack layout) to into, a
+ * block's own, and points t there: the consumer owns the copy, so nothing it does
+ * to it reaches the array. */
+static void
+layout_into(DLTensor *t, unsigned char *into)
+{
+    /* The array keeps its strides right after its extents (tack__array_dl_shape):
+     * one copy of 2n entries, a loop since n is a handful. */
+    int32_t n = t->ndim;
+    int64_t *shape = (int64_t *)(void *)into;
+    for (int32_t k = 0; k < 2 * n; k++) {
+        shape[k] = t->shape[k];
+    }
+    /* Non-NULL even for 0-d: a valid pointer to no entries is safe for everyone. */
+    t->shape = shape;
+    t->strides = shape + n;
+}
+
 /* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides.
  * The struct is left for the caller to write whole; *tensor is described, its shape
  * and strides pointing into the block. */
@@ -216,16 +250,8 @@ export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor
                           nbytes);
     }
     DLTensor *t = (DLTensor *)(void *)(p + tensor_offset);
-    tack_dlpack_describe(src, t);
-    /* The array keeps its strides right after its extents (tack__array_dl_shape):
-     * one copy of 2n entries, a loop since n is a handful. */
-    int64_t *shape = (int64_t *)(void *)(p + head);
-    for (int32_t k = 0; k < 2 * n; k++) {
-        shape[k] = t->shape[k];
-    }
-    /* Non-NULL even for 0-d: a valid pointer to no entries is safe for everyone. */
-    t->shape = shape;
-    t->strides = shape + n;
+    describe(src, t);
+    layout_into(t, p + head);
     *block = p;
     *tensor = t;
     return TACK_OK;
@@ -271,12 +297,104 @@ export_prepare(tack_array *arr, const tack_dlpack_export_options *opts,
     return st;
 }
 
+/* Every field of a versioned block but dl_tensor, which export_block described in
+ * place; src is the reference the block now owns. */
+static DLManagedTensorVersioned *
+finish_versioned(void *block, tack_array *src, uint32_t minor, bool copied)
+{
+    DLManagedTensorVersioned *mt = block;
+    uint64_t flags = 0;
+    if (!src->writable) {
+        flags |= (uint64_t)DLPACK_FLAG_BITMASK_READ_ONLY;
+    }
+    if (copied) {
+        flags |= (uint64_t)DLPACK_FLAG_BITMASK_IS_COPIED;
+    }
+    mt->version = (DLPackVersion){TACK_DLPACK_MAJOR, minor};
+    mt->manager_ctx = src;
+    mt->deleter = deleter_versioned;
+    mt->flags = flags;
+    return mt;
+}
+
+/* The deleter of an export of an array's own memory: the block goes back to the
+ * array for its next export (one block kept: a second one returned while the first
+ * waits is freed), then the export's reference is released, which frees the kept
+ * block with the array when it was the last. Two atomic exchanges replace a malloc
+ * and a free on every export after the first, most of an export's own cost. */
+static void
+deleter_own(DLManagedTensorVersioned *self)
+{
+    tack_array *arr = self->manager_ctx;
+    tack__free(atomic_exchange_explicit(&arr->dlpack_spare, (void *)self,
+                                        memory_order_acq_rel));
+    tack_array_release(arr);
+}
+
+/* arr's own memory on its own device, reporting minor: what every request without a
+ * copy, another device or a consumer stream gets. Nothing is retained until nothing
+ * can fail, so an error leaves nothing to undo. */
+static tack_status
+export_own_versioned(tack_array *arr, uint32_t minor, DLManagedTensorVersioned **out)
+{
+    tack_status st = tack__check_live(arr, "DLPack export");
+    if (st == TACK_OK) {
+        st = share_for_consumer(arr->buffer, NULL);
+    }
+    if (st != TACK_OK) {
+        return st;
+    }
+    void *block =
+        atomic_exchange_explicit(&arr->dlpack_spare, NULL, memory_order_acquire);
+    DLTensor *t = NULL;
+    if (block) {
+        t = &((DLManagedTensorVersioned *)block)->dl_tensor;
+        describe(arr, t);
+        layout_into(t, (unsigned char *)block + sizeof(DLManagedTensorVersioned));
+    }
+    else {
+        st = export_block(arr, sizeof(DLManagedTensorVersioned), &block, &t,
+                          offsetof(DLManagedTensorVersioned, dl_tensor));
+        if (st != TACK_OK) {
+            return st;
+        }
+    }
+    tack_array_retain(arr);
+    DLManagedTensorVersioned *mt = finish_versioned(block, arr, minor, false);
+    mt->deleter = deleter_own;
+    *out = mt;
+    return TACK_OK;
+}
+
+tack_status
+tack_dlpack_export_own(tack_array *arr, int64_t max_major, int64_t max_minor,
+                       DLManagedTensorVersioned **out)
+{
+    TACK__CHECK_ARG(arr);
+    TACK__CHECK_ARG(out);
+    if (max_major < 1) {
+        return tack__fail(TACK_ERR_INVALID_ARGUMENT,
+                          "a consumer reading DLPack %lld.%lld wants a legacy tensor: "
+                          "decide the export with tack_dlpack_export_prepare",
+                          (long long)max_major, (long long)max_minor);
+    }
+    return export_own_versioned(arr, reported_minor(max_major, max_minor), out);
+}
+
 tack_status
 tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *opts,
                              DLManagedTensorVersioned **out)
 {
     TACK__CHECK_ARG(arr);
     TACK__CHECK_ARG(out);
+    uint32_t minor = TACK_DLPACK_MINOR;
+    if (opts && opts->limit_minor && opts->max_minor < TACK_DLPACK_MINOR) {
+        minor = opts->max_minor;
+    }
+    if (!opts || (!opts->copy && !opts->has_stream &&
+                  (!opts->device || opts->device == arr->buffer->device))) {
+        return export_own_versioned(arr, minor, out);
+    }
     tack_array *src = NULL;
     bool copied = false;
     void *block = NULL;
@@ -286,24 +404,8 @@ tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *
     if (st != TACK_OK) {
         return st;
     }
-    DLManagedTensorVersioned *mt = block;
-    uint32_t minor = TACK_DLPACK_MINOR;
-    if (opts && opts->limit_minor && opts->max_minor < TACK_DLPACK_MINOR) {
-        minor = opts->max_minor;
-    }
-    uint64_t flags = 0;
-    if (!src->writable) {
-        flags |= (uint64_t)DLPACK_FLAG_BITMASK_READ_ONLY;
-    }
-    if (copied) {
-        flags |= (uint64_t)DLPACK_FLAG_BITMASK_IS_COPIED;
-    }
-    /* Every field but dl_tensor, which export_block described in place. */
-    mt->version = (DLPackVersion){TACK_DLPACK_MAJOR, minor};
-    mt->manager_ctx = src; /* the reference export_source made */
-    mt->deleter = deleter_versioned;
-    mt->flags = flags;
-    *out = mt;
+    /* src: the reference export_source made */
+    *out = finish_versioned(block, src, minor, copied);
     return TACK_OK;
 }
 

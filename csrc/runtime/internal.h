@@ -222,8 +222,12 @@ struct tack_array {
     tack_dtype dtype;
     bool writable; /* per array: a read-only view of a writable buffer */
     int32_t ndim;
-    size_t nelem;    /* product of shape */
-    size_t nbytes;   /* nelem * itemsize, checked for overflow */
+    size_t nelem;  /* product of shape */
+    size_t nbytes; /* nelem * itemsize, checked for overflow */
+    /* Owned or NULL: the block of a DLPack export of this array's own memory, given
+     * back by its deleter for the next such export to reuse (dlpack_export.c). Its
+     * size fits the array's layout, which never changes. */
+    _Atomic(void *) dlpack_spare;
     int64_t shape[]; /* ndim extents, row-major, then the DLPack layout below */
 };
 

@@ -104,6 +104,21 @@ tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *
                              DLManagedTensorVersioned **out);
 
 /*
+ * The export for a consumer that asks for a versioned tensor and nothing else
+ * (__dlpack__(max_version=(max_major, max_minor)) with stream, dl_device and copy
+ * None, as NumPy's and PyTorch's from_dlpack ask): arr's own memory on its own
+ * device, the host waiting for work queued on it, version 1.min(max_minor,
+ * TACK_DLPACK_MINOR) (1.TACK_DLPACK_MINOR for a major above 1). The same tensor as
+ * tack_dlpack_export_prepare and tack_dlpack_export_versioned make of that request,
+ * in one call. Out: *out only on success, as tack_dlpack_export_versioned. Errors:
+ * TACK_ERR_INVALID_ARGUMENT for max_major < 1 (a legacy consumer: use prepare);
+ * TACK_ERR_RECLAIMED; TACK_ERR_NO_MEMORY; a failed wait.
+ */
+TACK_API tack_status tack_dlpack_export_own(tack_array *arr, int64_t max_major,
+                                            int64_t max_minor,
+                                            DLManagedTensorVersioned **out);
+
+/*
  * As tack_dlpack_export_versioned, as a legacy DLManagedTensor. The legacy ABI
  * cannot say "read-only", so a non-writable array is refused (TACK_ERR_EXPORT_REFUSED
  * naming the fix: a versioned export or a copy) rather than handed out writable.

@@ -234,6 +234,165 @@ TACK_TEST(dlpack_export_deleter_on_another_thread)
     CHECK_EQ_INT(tack_test_live_allocations(), 0);
 }
 
+/* What prepare and export_versioned make of __dlpack__(max_version=(major, minor)),
+ * field by field against what tack_dlpack_export_own makes in one call. */
+static void
+check_own_matches_general(tack_array *arr, int64_t major, int64_t minor)
+{
+    tack_dlpack_export_request req = {0};
+    req.has_max_version = true;
+    req.max_major = major;
+    req.max_minor = minor;
+    bool versioned = false;
+    tack_dlpack_export_options opts;
+    CHECK_OK(tack_dlpack_export_prepare(arr, &req, &versioned, &opts));
+    CHECK(versioned);
+    DLManagedTensorVersioned *general, *own;
+    CHECK_OK(tack_dlpack_export_versioned(arr, &opts, &general));
+    CHECK_OK(tack_dlpack_export_own(arr, major, minor, &own));
+    CHECK(own != general);
+    CHECK_EQ_INT(own->version.major, general->version.major);
+    CHECK_EQ_INT(own->version.minor, general->version.minor);
+    CHECK_EQ_INT(own->flags, general->flags);
+    CHECK(own->manager_ctx == general->manager_ctx);
+    const DLTensor *a = &own->dl_tensor, *b = &general->dl_tensor;
+    CHECK(a->data == b->data && a->data == tack_array_data(arr));
+    CHECK_EQ_INT(a->device.device_type, b->device.device_type);
+    CHECK_EQ_INT(a->device.device_id, b->device.device_id);
+    CHECK_EQ_INT(a->ndim, b->ndim);
+    CHECK_EQ_INT(a->dtype.code, b->dtype.code);
+    CHECK_EQ_INT(a->dtype.bits, b->dtype.bits);
+    CHECK_EQ_INT(a->dtype.lanes, b->dtype.lanes);
+    CHECK_EQ_INT(a->byte_offset, b->byte_offset);
+    CHECK(a->shape != b->shape && a->strides != NULL);
+    for (int k = 0; k < a->ndim; k++) {
+        CHECK_EQ_INT(a->shape[k], b->shape[k]);
+        CHECK_EQ_INT(a->strides[k], b->strides[k]);
+    }
+    own->deleter(own);
+    general->deleter(general);
+}
+
+TACK_TEST(dlpack_export_own_is_the_general_export_of_a_version_request)
+{
+    tack_device *dev = cpu();
+    int64_t shape[] = {2, 3, 4};
+    tack_array *arr, *ro, *vec;
+    CHECK_OK(tack_array_zeros(dev, TACK_INT16, 3, shape, TACK_BUFFER_WRITABLE, &arr));
+    CHECK_OK(tack_array_readonly_view(arr, &ro));
+    CHECK_OK(tack_array_zeros(dev, TACK_VEC3F, 2, shape, TACK_BUFFER_WRITABLE, &vec));
+    const int64_t versions[][2] = {{1, 0}, {1, 1}, {1, -3}, {1, 99}, {2, 0}, {9, 9}};
+    for (size_t k = 0; k < sizeof versions / sizeof versions[0]; k++) {
+        check_own_matches_general(arr, versions[k][0], versions[k][1]);
+        check_own_matches_general(ro, versions[k][0], versions[k][1]);
+        check_own_matches_general(vec, versions[k][0], versions[k][1]);
+    }
+    /* The reported minors themselves, and the read-only flag. */
+    DLManagedTensorVersioned *mt;
+    CHECK_OK(tack_dlpack_export_own(arr, 1, 0, &mt));
+    CHECK_EQ_INT(mt->version.minor, 0);
+    mt->deleter(mt);
+    CHECK_OK(tack_dlpack_export_own(ro, 2, 0, &mt));
+    CHECK_EQ_INT(mt->version.major, 1);
+    CHECK_EQ_INT(mt->version.minor, TACK_DLPACK_MINOR);
+    CHECK_EQ_INT(mt->flags, DLPACK_FLAG_BITMASK_READ_ONLY);
+    mt->deleter(mt);
+    /* A legacy consumer is prepare's to decide; nothing is exported or retained. */
+    tack_test_counting_allocator(0);
+    mt = NULL;
+    CHECK_STATUS(tack_dlpack_export_own(arr, 0, 5, &mt), TACK_ERR_INVALID_ARGUMENT);
+    CHECK(mt == NULL);
+    CHECK(strstr(tack_last_error(), "tack_dlpack_export_prepare") != NULL);
+    CHECK_EQ_INT(tack_test_allocation_count(), 0);
+    tack_set_allocator(NULL);
+    tack_array_release(vec);
+    tack_array_release(ro);
+    tack_array_release(arr);
+}
+
+TACK_TEST(dlpack_export_own_reuses_one_block_and_frees_it_with_the_array)
+{
+    tack_device *dev = cpu();
+    tack_device_release(cpu()); /* the registry device lives forever: make it first */
+    tack_test_counting_allocator(0);
+    int64_t shape[] = {6, 7};
+    tack_array *arr;
+    CHECK_OK(tack_array_zeros(dev, TACK_FLOAT32, 2, shape, TACK_BUFFER_WRITABLE, &arr));
+    long live = tack_test_live_allocations();
+    DLManagedTensorVersioned *first, *again, *second;
+    CHECK_OK(tack_dlpack_export_own(arr, 1, 3, &first));
+    CHECK_EQ_INT(tack_test_live_allocations(), live + 1);
+    /* A consumer scribbling on its copy of the layout reaches nothing of the array. */
+    first->dl_tensor.shape[0] = 99;
+    first->dl_tensor.strides[1] = 99;
+    first->deleter(first);
+    CHECK_EQ_INT(tack_test_live_allocations(), live + 1); /* kept for the next */
+    long made = tack_test_allocation_count();
+    CHECK_OK(tack_dlpack_export_own(arr, 1, 3, &again));
+    CHECK(again == first);
+    CHECK_EQ_INT(tack_test_allocation_count(), made);
+    CHECK_EQ_INT(again->dl_tensor.shape[0], 6);
+    CHECK_EQ_INT(again->dl_tensor.strides[1], 1);
+    CHECK_EQ_INT(again->dl_tensor.strides[0], 7);
+    CHECK(again->dl_tensor.shape == (int64_t *)(void *)(again + 1));
+    /* Two at once: the second gets a block of its own; one block is kept. */
+    CHECK_OK(tack_dlpack_export_own(arr, 1, 3, &second));
+    CHECK(second != again);
+    CHECK_EQ_INT(tack_test_live_allocations(), live + 2);
+    again->deleter(again);
+    second->deleter(second);
+    CHECK_EQ_INT(tack_test_live_allocations(), live + 1);
+    /* The general path without a copy takes the kept block too. */
+    DLManagedTensorVersioned *general;
+    CHECK_OK(tack_dlpack_export_versioned(arr, NULL, &general));
+    CHECK(general == first || general == second);
+    /* The export holds the array; the last release frees the array and its block. */
+    tack_array_release(arr);
+    CHECK(tack_test_live_allocations() > 0);
+    general->deleter(general);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0);
+    tack_set_allocator(NULL);
+}
+
+enum { OWN_ROUNDS = 2000, OWN_AT_ONCE = 4 };
+
+static void *
+delete_all_on_thread(void *tensors)
+{
+    DLManagedTensorVersioned **v = tensors;
+    for (int k = 0; k < OWN_AT_ONCE / 2; k++) {
+        v[k]->deleter(v[k]);
+    }
+    return NULL;
+}
+
+TACK_TEST(dlpack_export_own_deleters_racing_on_two_threads_keep_one_block)
+{
+    tack_device *dev = cpu();
+    tack_device_release(cpu());
+    tack_test_counting_allocator(0);
+    int64_t shape[] = {3};
+    tack_array *arr;
+    CHECK_OK(tack_array_zeros(dev, TACK_UINT8, 1, shape, TACK_BUFFER_WRITABLE, &arr));
+    long live = tack_test_live_allocations();
+    for (int round = 0; round < OWN_ROUNDS; round++) {
+        DLManagedTensorVersioned *v[OWN_AT_ONCE];
+        for (int k = 0; k < OWN_AT_ONCE; k++) {
+            CHECK_OK(tack_dlpack_export_own(arr, 1, 3, &v[k]));
+        }
+        pthread_t a, b;
+        CHECK_EQ_INT(pthread_create(&a, NULL, delete_all_on_thread, v), 0);
+        CHECK_EQ_INT(
+            pthread_create(&b, NULL, delete_all_on_thread, v + OWN_AT_ONCE / 2), 0);
+        CHECK_EQ_INT(pthread_join(a, NULL), 0);
+        CHECK_EQ_INT(pthread_join(b, NULL), 0);
+        CHECK_EQ_INT(tack_test_live_allocations(), live + 1);
+    }
+    tack_array_release(arr);
+    CHECK_EQ_INT(tack_test_live_allocations(), 0);
+    tack_set_allocator(NULL);
+}
+
 TACK_TEST(dlpack_describe_points_into_the_array)
 {
     tack_device *dev = cpu();
@@ -676,8 +835,12 @@ sweep(sweep_fn run)
     tack_set_allocator(NULL);
 }
 
+/* How run_export exports: the general versioned or legacy call, or the one-call
+ * export of a version request. */
+typedef enum { EXPORT_VERSIONED, EXPORT_LEGACY, EXPORT_OWN } export_call;
+
 static tack_status
-run_export(tack_device *dev, int *deleted, bool versioned, bool copy)
+run_export(tack_device *dev, int *deleted, export_call call, bool copy)
 {
     (void)deleted;
     int64_t shape[] = {4, 4};
@@ -688,9 +851,10 @@ run_export(tack_device *dev, int *deleted, bool versioned, bool copy)
         return st;
     }
     tack_dlpack_export_options opts = {copy, NULL, false, 0, false, 0};
-    if (versioned) {
+    if (call != EXPORT_LEGACY) {
         DLManagedTensorVersioned *mt = NULL;
-        st = tack_dlpack_export_versioned(arr, &opts, &mt);
+        st = call == EXPORT_OWN ? tack_dlpack_export_own(arr, 1, 3, &mt)
+                                : tack_dlpack_export_versioned(arr, &opts, &mt);
         CHECK((st == TACK_OK) == (mt != NULL));
         if (mt) {
             mt->deleter(mt);
@@ -709,19 +873,24 @@ run_export(tack_device *dev, int *deleted, bool versioned, bool copy)
 }
 
 static tack_status
+run_export_own(tack_device *dev, int *deleted)
+{
+    return run_export(dev, deleted, EXPORT_OWN, false);
+}
+static tack_status
 run_export_versioned(tack_device *dev, int *deleted)
 {
-    return run_export(dev, deleted, true, false);
+    return run_export(dev, deleted, EXPORT_VERSIONED, false);
 }
 static tack_status
 run_export_legacy(tack_device *dev, int *deleted)
 {
-    return run_export(dev, deleted, false, false);
+    return run_export(dev, deleted, EXPORT_LEGACY, false);
 }
 static tack_status
 run_export_copy(tack_device *dev, int *deleted)
 {
-    return run_export(dev, deleted, true, true);
+    return run_export(dev, deleted, EXPORT_VERSIONED, true);
 }
 
 static tack_status
@@ -807,6 +976,10 @@ run_wrap_memory(tack_device *dev, int *deleted)
 TACK_TEST(dlpack_alloc_failure_export_versioned)
 {
     sweep(run_export_versioned);
+}
+TACK_TEST(dlpack_alloc_failure_export_own)
+{
+    sweep(run_export_own);
 }
 TACK_TEST(dlpack_alloc_failure_export_legacy)
 {

@@ -191,6 +191,8 @@ TACK_TEST(null_args_dlpack)
     DLManagedTensor *l = NULL;
     CHECK_INVALID(tack_dlpack_export_versioned(NULL, NULL, &v));
     CHECK_INVALID(tack_dlpack_export_versioned(arr, NULL, NULL));
+    CHECK_INVALID(tack_dlpack_export_own(NULL, 1, 3, &v));
+    CHECK_INVALID(tack_dlpack_export_own(arr, 1, 3, NULL));
     CHECK_INVALID(tack_dlpack_export_legacy(NULL, NULL, &l));
     CHECK_INVALID(tack_dlpack_export_legacy(arr, NULL, NULL));
     DLTensor t;

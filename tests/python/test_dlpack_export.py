@@ -61,6 +61,65 @@ def test_legacy_or_versioned_by_max_version(cp):
             assert info["version"] == want
 
 
+@pytest.mark.parametrize("make", [
+    lambda: tack.array(np.arange(24, dtype=np.int16).reshape(2, 3, 4)),
+    lambda: tack.from_dlpack(_read_only_numpy()),
+    lambda: tack.zeros((2, 5), dtype=tack.vec3),
+    lambda: tack.full((), 1.5, dtype=tack.f64),
+])
+def test_a_version_alone_exports_what_the_general_request_exports(cp, make):
+    # max_version alone (with None or copy=False beside it) takes one runtime call;
+    # naming the array's own device takes the general path. Same tensor either way.
+    a = make()
+    own = a.__dlpack_device__()
+    for mv in [(1, 0), (1, 2), (1, 3), (1, 99), (2, 0), (True, 0)]:
+        general = fields(cp, a.__dlpack__(max_version=mv, dl_device=own))
+        for capsule in [a.__dlpack__(max_version=mv),
+                        a.__dlpack__(max_version=mv, copy=False),
+                        a.__dlpack__(max_version=mv, copy=None, stream=None, dl_device=None)]:
+            assert '"dltensor_versioned"' in repr(capsule)
+            assert fields(cp, capsule) == general
+
+
+def test_every_call_through_one_keyword_tuple_reads_its_own_values(cp):
+    # Calls from one line pass the same keyword-names tuple, and whether a call takes
+    # the one-call export depends on its values: each call is decided by its own.
+    a = tack.array(np.arange(4, dtype=np.float32))
+    for copy, flags in [(None, 0), (True, IS_COPIED), (False, 0), (True, IS_COPIED)]:
+        info = fields(cp, a.__dlpack__(max_version=(1, 0), copy=copy))
+        assert info["flags"] == flags
+        assert (info["data"] == a.ptr) == (flags == 0)
+        info = fields(cp, a.__dlpack__(copy=copy, max_version=(1, 1)))
+        assert info["flags"] == flags and info["version"] == (1, 1)
+    for mv in [(1, 0), None, (1, 2)]:
+        capsule = a.__dlpack__(max_version=mv, copy=None)
+        want = "dltensor" if mv is None else "dltensor_versioned"
+        assert f'"{want}"' in repr(capsule)
+    with pytest.raises(TypeError):
+        a.__dlpack__(max_version=(1, 0), copy=1)
+    # Names that are equal strings but not the interned ones still match.
+    key = "".join(["max_", "version"])
+    capsule = a.__dlpack__(**{key: (1, 0)})
+    assert fields(cp, capsule)["version"] == (1, 0)
+
+
+def test_exports_alive_at_once_each_have_their_own_tensor():
+    # An export's block is kept by the array for the next one; exports alive at the
+    # same time must not share it.
+    a = tack.array(np.arange(6, dtype=np.float64).reshape(2, 3))
+    views = [np.from_dlpack(a) for _ in range(4)]
+    del views[1]
+    views += [np.from_dlpack(a) for _ in range(3)]
+    for v in views:
+        assert v.shape == (2, 3) and v.strides == (24, 8)
+        np.testing.assert_array_equal(v, np.arange(6.0).reshape(2, 3))
+    views[0][1, 2] = 42.0
+    assert all(v[1, 2] == 42.0 for v in views)
+    del a
+    gc.collect()
+    assert views[-1][1, 2] == 42.0
+
+
 @pytest.mark.parametrize("bad", [(1,), (1, 0, 0), [1, 0], "1.0", 1, (1.0, 0), (1, None)])
 def test_max_version_must_be_a_pair_of_ints(bad):
     with pytest.raises(TypeError):
