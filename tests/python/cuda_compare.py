@@ -147,8 +147,12 @@ def regrouping(n: int, precision: int) -> float:
 
 
 def compare_arrays(facts: Facts, names: list[str], cpu: list[Any],
-                    gpu: list[Any], perturb: bool, n: int) -> str:
-    for name, c_arr, g_arr in zip(names, cpu, gpu, strict=True):
+                    gpu: list[Any], perturb: bool, n: int,
+                    alternatives: list[list[np.ndarray]] = ()) -> str:
+    """The first array that differs, as text ("" when none does). alternatives:
+    other results the device may give (each a list of arrays like cpu's); an element
+    that matches one of them by the same rule is no difference."""
+    for k, (name, c_arr, g_arr) in enumerate(zip(names, cpu, gpu, strict=True)):
         c, g = c_arr.numpy(), g_arr.numpy()
         if perturb and g.size:
             g = g.copy()
@@ -156,15 +160,10 @@ def compare_arrays(facts: Facts, names: list[str], cpu: list[Any],
             flat[0] = np.nextafter(flat[0], np.inf) if g.dtype.kind == "f" else (
                 not flat[0] if g.dtype.kind == "b" else flat[0] + 1)
             perturb = False
-        if c.dtype.kind == "f":
-            ulp, precision = facts.tolerance(np.finfo(c.dtype).nmant + 1)
-            mask = float_diff(c, g, ulp, precision)
-            if facts.atomics and mask.any():  # atomic float adds regroup too
-                big = np.maximum(np.abs(c), np.abs(g)).astype(np.float64)
-                delta = np.abs(c.astype(np.float64) - g.astype(np.float64))
-                mask &= ~(delta <= regrouping(n, np.finfo(c.dtype).nmant + 1) * big)
-        else:
-            mask = c != g
+        mask = _differs(facts, c, g, n)
+        for alt in alternatives:
+            if mask.any():
+                mask &= _differs(facts, alt[k], g, n)
         bad = int(np.count_nonzero(mask))
         if bad:
             first = int(np.flatnonzero(mask.reshape(-1))[0])
@@ -172,6 +171,19 @@ def compare_arrays(facts: Facts, names: list[str], cpu: list[Any],
                     f"differ, first at flat index {first}: CPU {c.reshape(-1)[first]!r}"
                     f", {facts.device} {g.reshape(-1)[first]!r}")
     return ""
+
+
+def _differs(facts: Facts, c: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
+    """Where g differs from c by the rules (module docstring)."""
+    if c.dtype.kind != "f":
+        return c != g
+    ulp, precision = facts.tolerance(np.finfo(c.dtype).nmant + 1)
+    mask = float_diff(c, g, ulp, precision)
+    if facts.atomics and mask.any():  # atomic float adds regroup too
+        big = np.maximum(np.abs(c), np.abs(g)).astype(np.float64)
+        delta = np.abs(c.astype(np.float64) - g.astype(np.float64))
+        mask &= ~(delta <= regrouping(n, np.finfo(c.dtype).nmant + 1) * big)
+    return mask
 
 
 def compare_values(facts: Facts, c: Any, g: Any, n: int) -> str:

@@ -123,15 +123,21 @@ def on_emulator(k: Any, case: gen.Case, workdir: Path) -> tuple[list[np.ndarray]
 
 def compare(facts: cuda_compare.Facts, names: list[str], want: list[np.ndarray],
             want_result: Any, got: list[np.ndarray], got_result: Any, n: int,
-            other: str, perturb: bool = False) -> list[str]:
+            other: str, perturb: bool = False,
+            alternatives: list[tuple[list[np.ndarray], Any]] = ()) -> list[str]:
+    """The mismatches of got against want, as text; alternatives: other (arrays,
+    result) pairs the other side may give, each element and the result matched
+    against any of them (cuda_compare.compare_arrays)."""
     out = []
     msg = cuda_compare.compare_arrays(facts, names, [_Host(a) for a in want],
-                                      [_Host(a) for a in got], perturb, n)
+                                      [_Host(a) for a in got], perturb, n,
+                                      [arrays for arrays, _ in alternatives])
     if msg:
         out.append(_relabel(msg, other))
     if want_result is not None or got_result is not None:
         msg = cuda_compare.compare_values(facts, want_result, got_result, n)
-        if msg:
+        if msg and not any(cuda_compare.compare_values(facts, r, got_result, n) == ""
+                           for _, r in alternatives):
             out.append(_relabel(msg, other))
     return out
 

@@ -123,6 +123,24 @@ def test_a_math_call_on_level_zero_gets_twice_the_opencl_bound():
     assert len(msgs) == 1 and "1 elements differ" in msgs[0] and "Level Zero" in msgs[0]
 
 
+def test_a_result_the_device_may_give_is_no_difference_and_others_still_are():
+    # The fuzzer's Level Zero check passes, as alternatives, the Python reference
+    # with OpenCL's math one ulp off libm: an element matching one is explained.
+    facts = _facts(erfcs, (F64, F64), OPENCL)
+    cpu = np.array([0.0, 1.0, 2.0])
+    dev = np.array([math.inf, 1.0, 7.0])
+    alt = np.array([math.inf, 1.0, 2.0])
+    msgs = kernel_fuzz.compare(facts, ["out"], [cpu], 0.5, [dev], 0.25, 3, "Level Zero")
+    assert "2 elements differ" in msgs[0] and "returned 0.5" in msgs[1]
+    msgs = kernel_fuzz.compare(facts, ["out"], [cpu], 0.5, [dev], 0.25, 3, "Level Zero",
+                               alternatives=[([alt], 0.25)])
+    assert msgs == ["argument 'out' (float64, shape (3,)): 1 elements differ, first at "
+                    "flat index 2: CPU np.float64(2.0), Level Zero np.float64(7.0)"]
+    assert kernel_fuzz.compare(facts, ["out"], [cpu], 0.5, [dev], 0.25, 3, "Level Zero",
+                               alternatives=[([alt], 0.5),
+                                             ([np.array([0.0, 1.0, 7.0])], 0.25)]) == []
+
+
 def test_a_float32_division_on_level_zero_gets_the_opencl_bound():
     assert _facts(halves, (F32, F32), OPENCL).tolerance(24) == (5, 24)
     assert _facts(halves, (F64, F64), OPENCL).tolerance(53) == (0, 53)
