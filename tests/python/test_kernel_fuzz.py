@@ -297,11 +297,11 @@ def test_seed_34112_a_crash_of_intels_opencl_compiler_is_said_not_failed(
 
 
 # Found by a longer sweep (seeds 19019-19318): `o1[i, 0] = math.ldexp(v5, x3[-1])`
-# with v5 = math.sinh(x0[-1]) % p1 (float32, p1 = 1.0 after the first trip). libm's
-# sinhf(-15.084204) is -1778101.0, correctly rounded (the true value is 0.42 ulp
-# above it); Intel's OpenCL runtime returns the float32 next to it, -1778101.125,
-# within OpenCL's 4 ulp. The remainder turns that ulp into 0.875 and ldexp(, 154)
-# into inf: 0.0 on the CPU, inf on Level Zero, for 39 of 40 rows.
+# with v5 = math.sinh(x0[-1]) % p1 (float32, p1 = 1.0 after the first trip). The true
+# sinh(-15.084204) is -1778101.0724: Intel's OpenCL runtime returns the nearest
+# float32, -1778101.125, and glibc's sinhf the one next to it, -1778101.0 (0.58 ulp
+# off; both within their bounds). The remainder turns that ulp into 0.875 against 0,
+# and ldexp(, 154) into inf against 0.0, for 39 of 40 rows.
 def test_seed_19040_sinh_one_ulp_off_libm_explains_the_level_zero_result(
         tmp_path: Path):
     case = gen.generate(19040, gen.DEFAULT_FEATURES)
