@@ -234,20 +234,24 @@ layout_into(DLTensor *t, unsigned char *into)
     t->strides = shape + n;
 }
 
-/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides.
+/* One block: the struct (of size head), then dl_ndim extents and dl_ndim strides;
+ * reuse, when not NULL, is such a block made for src before, else one is allocated.
  * The struct is left for the caller to write whole; *tensor is described, its shape
  * and strides pointing into the block. */
 static tack_status
-export_block(const tack_array *src, size_t head, void **block, DLTensor **tensor,
-             size_t tensor_offset)
+export_block(const tack_array *src, size_t head, void *reuse, void **block,
+             DLTensor **tensor, size_t tensor_offset)
 {
-    int32_t n = tack__dl_ndim(src->dtype, src->ndim);
-    size_t nbytes = head + 2 * (size_t)n * sizeof(int64_t);
-    unsigned char *p = tack__alloc(nbytes, TACK__STRUCT_ALIGNMENT);
+    unsigned char *p = reuse;
     if (!p) {
-        return tack__fail(TACK_ERR_NO_MEMORY,
-                          "out of memory allocating a DLPack tensor of %zu bytes",
-                          nbytes);
+        int32_t n = tack__dl_ndim(src->dtype, src->ndim);
+        size_t nbytes = head + 2 * (size_t)n * sizeof(int64_t);
+        p = tack__alloc(nbytes, TACK__STRUCT_ALIGNMENT);
+        if (!p) {
+            return tack__fail(TACK_ERR_NO_MEMORY,
+                              "out of memory allocating a DLPack tensor of %zu bytes",
+                              nbytes);
+        }
     }
     DLTensor *t = (DLTensor *)(void *)(p + tensor_offset);
     describe(src, t);
@@ -289,7 +293,7 @@ export_prepare(tack_array *arr, const tack_dlpack_export_options *opts,
         return st;
     }
     DLTensor *t = NULL;
-    st = export_block(*src, struct_size, block, &t, tensor_offset);
+    st = export_block(*src, struct_size, NULL, block, &t, tensor_offset);
     if (st != TACK_OK) {
         tack_array_release(*src);
         *src = NULL;
@@ -298,9 +302,10 @@ export_prepare(tack_array *arr, const tack_dlpack_export_options *opts,
 }
 
 /* Every field of a versioned block but dl_tensor, which export_block described in
- * place; src is the reference the block now owns. */
+ * place; src is the reference the block now owns, deleter the one that frees it. */
 static DLManagedTensorVersioned *
-finish_versioned(void *block, tack_array *src, uint32_t minor, bool copied)
+finish_versioned(void *block, tack_array *src, uint32_t minor, bool copied,
+                 void (*deleter)(DLManagedTensorVersioned *))
 {
     DLManagedTensorVersioned *mt = block;
     uint64_t flags = 0;
@@ -312,7 +317,7 @@ finish_versioned(void *block, tack_array *src, uint32_t minor, bool copied)
     }
     mt->version = (DLPackVersion){TACK_DLPACK_MAJOR, minor};
     mt->manager_ctx = src;
-    mt->deleter = deleter_versioned;
+    mt->deleter = deleter;
     mt->flags = flags;
     return mt;
 }
@@ -344,25 +349,17 @@ export_own_versioned(tack_array *arr, uint32_t minor, DLManagedTensorVersioned *
     if (st != TACK_OK) {
         return st;
     }
-    void *block =
+    void *spare =
         atomic_exchange_explicit(&arr->dlpack_spare, NULL, memory_order_acquire);
+    void *block = NULL;
     DLTensor *t = NULL;
-    if (block) {
-        t = &((DLManagedTensorVersioned *)block)->dl_tensor;
-        describe(arr, t);
-        layout_into(t, (unsigned char *)block + sizeof(DLManagedTensorVersioned));
-    }
-    else {
-        st = export_block(arr, sizeof(DLManagedTensorVersioned), &block, &t,
-                          offsetof(DLManagedTensorVersioned, dl_tensor));
-        if (st != TACK_OK) {
-            return st;
-        }
+    st = export_block(arr, sizeof(DLManagedTensorVersioned), spare, &block, &t,
+                      offsetof(DLManagedTensorVersioned, dl_tensor));
+    if (st != TACK_OK) {
+        return st;
     }
     tack_array_retain(arr);
-    DLManagedTensorVersioned *mt = finish_versioned(block, arr, minor, false);
-    mt->deleter = deleter_own;
-    *out = mt;
+    *out = finish_versioned(block, arr, minor, false, deleter_own);
     return TACK_OK;
 }
 
@@ -405,7 +402,7 @@ tack_dlpack_export_versioned(tack_array *arr, const tack_dlpack_export_options *
         return st;
     }
     /* src: the reference export_source made */
-    *out = finish_versioned(block, src, minor, copied);
+    *out = finish_versioned(block, src, minor, copied, deleter_versioned);
     return TACK_OK;
 }
 
