@@ -20,14 +20,16 @@ from typing import Any
 import numpy as np
 
 # Feature switches (docs/kernels.md, "The fuzzer"), every one on by default. Of the
-# last nine, eight each make a construct that once gave a wrong answer or a crash;
-# binned_update makes the loop the CPU compiles in two passes (emit_c.binning).
+# last ten, eight each make a construct that once gave a wrong answer or a crash;
+# binned_update makes the loop the CPU compiles in two passes (emit_c.binning), and
+# streamed_rows inner loops that write whole rows, which the CPU may write with
+# streaming stores (tack/kernel/stream.py).
 FEATURES = (
     "math", "loops", "while", "branches", "break_continue", "funcs", "local_arrays",
     "atomics", "reductions", "float_reductions", "prelude", "serial", "globals",
     "nonfinite", "prelude_reads_stored", "func_stores", "carried_local",
     "local_array_maybe_unset", "float_minmax_reduction", "cuda_int_overflow",
-    "huge_range", "many_reductions", "binned_update",
+    "huge_range", "many_reductions", "binned_update", "streamed_rows",
 )
 # Switches whose construct has a known fault: off in the fixed sweep until it is fixed
 # (each named in docs/kernels.md, "The fuzzer"). None today.
@@ -473,7 +475,8 @@ class KernelGen:
         loop_scope.names["i"] = "i"
         self.body(loop_scope, serial)
         self.reductions(loop_scope, serial)
-        self.binned_update(base, serial)
+        if not self.binned_update(base, serial):
+            self.streamed_rows(base)
         return c
 
     # The seeds the tests pin (the fixed set of kernel_suite_sources.SEEDS and the
@@ -482,7 +485,7 @@ class KernelGen:
     BINNED_SALT = "binned update 8"
     BINNED_SHARE = 0.2
 
-    def binned_update(self, base: Scope, serial: bool) -> None:
+    def binned_update(self, base: Scope, serial: bool) -> bool:
         """binned_update: for a share of the seeds with atomics, the parallel loop
         is rebuilt as a histogram's (a few locals, then one atomic update as its
         last statement, no reductions), which the CPU compiles as a binned loop.
@@ -491,7 +494,7 @@ class KernelGen:
         side = random.Random(f"{self.BINNED_SALT} {self.case.seed}")
         if (side.random() >= self.BINNED_SHARE or "binned_update" not in self.f
                 or serial or not self.atomics):
-            return
+            return False
         rng, ex = self.rng, self.ex
         # no funcs: a call before the update keeps the one-pass loop
         self.rng, self.ex = side, ExprGen(side, self.f)
@@ -506,6 +509,65 @@ class KernelGen:
                 c.body.append([f"{name} = {self.ex.expr(ty, scope)}"])
                 scope.names[name] = ty
             c.body.append(self.atomic(scope, False))
+        finally:
+            self.rng, self.ex = rng, ex
+        return True
+
+    # As binned_update: a stream of its own, a salt that leaves the pinned seeds alone.
+    ROWS_SALT = "streamed rows 68757"
+    ROWS_SHARE = 0.3
+    # row lengths in units of 8 bytes (scaled to w0's element size, then moved by one
+    # element either way at times), around the boundaries of a streamed loop's
+    # parts: a line is 64 bytes, a strip 1024 (tack/kernel/stream.py)
+    ROW_WIDTHS = (0, 1, 7, 8, 9, 16, 17, 33, 64, 65, 127, 128, 129, 257, 300, 513)
+    ROW_INPUTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                  "float32", "float64")
+    ROW_ELEMENTS = 2048  # the rows a case writes hold about this many elements
+
+    def streamed_rows(self, base: Scope) -> None:
+        """streamed_rows: for a share of the seeds, one more block at the end of the
+        loop body, an inner loop over a row of a wide output w0 (n x width) that
+        stores w0[i, j] from neighbours in a row of the input r0 (n x width + 1),
+        sometimes with an expression of the scope. Without a helper in its
+        expressions, the CPU compiles it as a streamed loop (stream.py), which the
+        fuzzer forces for even seeds (kernel_fuzz.check)."""
+        side = random.Random(f"{self.ROWS_SALT} {self.case.seed}")
+        if side.random() >= self.ROWS_SHARE or "streamed_rows" not in self.f:
+            return
+        rng, ex = self.rng, self.ex
+        self.rng, self.ex = side, ExprGen(side, self.f)
+        try:
+            c = self.case
+            dt, rdt = side.choice(DTYPES), side.choice(self.ROW_INPUTS)
+            width = max(0, side.choice(self.ROW_WIDTHS) * (8 // np.dtype(dt).itemsize)
+                        + side.choice((-1, 0, 0, 1)))
+            nonfinite = "nonfinite" in self.f
+            c.params += ["w0", "r0"]
+            c.args += [_values(side, dt, self.n * width, nonfinite).reshape(self.n, width),
+                       _values(side, rdt, self.n * (width + 1), nonfinite).reshape(
+                           self.n, width + 1)]
+            scope = base.child()
+            scope.names["i"] = "i"
+            j, lo = self.fresh("j"), side.choice((0, 1))
+            scope.names[j] = "i"
+            rt = load_type(rdt)
+            loads = [f"r0[i, {j}]", f"r0[i, {j} + 1]"] + ([f"r0[i, {j} - 1]"] if lo else [])
+            lines = [f"for {j} in range({lo}, w0.shape[1]):"]
+            if side.random() < 0.4:
+                v, ty = self.fresh("v"), side.choice(("i", "f32", "f64", "b"))
+                lines.append(f"    {v} = {self.ex.expr(ty, scope)}")
+                scope.names[v] = ty
+            ops = ("+", "-", "*", "&", "^") if rt == "i" else ("+", "-", "*")
+            value = side.choice(loads)
+            for _ in range(side.randint(0, 3)):
+                value = f"({value} {side.choice(ops)} {side.choice(loads)})"
+            if side.random() < 0.25:
+                value = f"({value} {side.choice(ops)} {self.ex.expr(rt, scope)})"
+            lines.append(f"    w0[i, {j}] = {value}")
+            rows = max(1, self.ROW_ELEMENTS // max(width, 1))
+            if rows < self.n:  # the Python reference runs every trip
+                lines = [f"if i < {rows}:", *("    " + ln for ln in lines)]
+            c.body.append(lines)
         finally:
             self.rng, self.ex = rng, ex
 

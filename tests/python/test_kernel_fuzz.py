@@ -317,6 +317,26 @@ def test_seed_19040_sinh_one_ulp_off_libm_explains_the_level_zero_result(
         np.testing.assert_array_equal(off[1][:, 2], o1[:, 2])  # exact stores: as is
 
 
+# Seed 200929: v6 = math.log(tack.f32(1e30) % math.gamma(tack.f32(3.0)), f16(0.0)) ** -1.
+# gcc folds the constant tgammaf(3.0f) to 2.0, so 1e30 % 2 is 0, the log NaN and no
+# branch on v6 is taken; glibc 2.36's tgammaf(3.0f) is 2.0000002 (an ulp up), so the
+# reference's remainder is 1.948, v6 is -inf and it takes a branch with two atomics.
+def test_seed_200929_a_folded_gamma_explains_the_cpu_result(tmp_path: Path):
+    case = gen.generate(200929, gen.DEFAULT_FEATURES)
+    assert "math.gamma(tack.f32(3.0))" in case.source()
+    assert kernel_fuzz.check(case, tmp_path) == []
+    if ref.libm.call("tgamma", np.float32(3.0)) == np.float32(2.0):
+        return  # this C library rounds it correctly: nothing to explain
+    mod, path = kernel_fuzz.load(case, tmp_path)
+    cpu = kernel_fuzz.on_device(mod.fuzz_kernel, case.args)[0]
+    exact = kernel_fuzz.on_python(case, path)[0]
+    h0 = case.params.index("h0") - sum(1 for a in case.args[:case.params.index("h0")]
+                                         if not isinstance(a, np.ndarray))
+    assert not np.array_equal(cpu[h0], exact[h0])  # the plain reference differs
+    down = kernel_fuzz.on_python(case, path, ref.Model(-1, kernel_fuzz.FOLDED_INEXACT))[0]
+    np.testing.assert_array_equal(cpu[h0], down[h0])  # gamma an ulp down: the CPU's
+
+
 def test_seed_19040_agrees_on_level_zero_as_opencls_math_may_round(tmp_path: Path):
     if level_zero_fuzz.unavailable():
         pytest.skip(level_zero_fuzz.unavailable())
@@ -328,7 +348,8 @@ def test_seed_19040_agrees_on_level_zero_as_opencls_math_may_round(tmp_path: Pat
 
 # The seeds the tests pin: the fixed set and every named regression seed.
 PINNED_SEEDS = (0, 3, 7, 9, 12, 16, 23, 26, 42, 43, 54, 65, 86, 120, 125, 161, 165, 178,
-                183, 196, 1234, 1235, 2020, 2026, 2104, 2328, 19040, 32024, 34112, 34172)
+                183, 196, 1234, 1235, 2020, 2026, 2104, 2328, 19040, 32024, 34112, 34172,
+                200929)
 
 
 def test_binned_update_leaves_the_pinned_seeds_alone():
@@ -337,6 +358,39 @@ def test_binned_update_leaves_the_pinned_seeds_alone():
     without = gen.DEFAULT_FEATURES - {"binned_update"}
     for seed in PINNED_SEEDS:
         assert gen.generate(seed).source() == gen.generate(seed, without).source(), seed
+
+
+def test_streamed_rows_leaves_the_pinned_seeds_alone():
+    """streamed_rows draws from a stream of its own, as binned_update does."""
+    without = gen.DEFAULT_FEATURES - {"streamed_rows"}
+    for seed in PINNED_SEEDS:
+        assert gen.generate(seed).source() == gen.generate(seed, without).source(), seed
+
+
+def test_the_sweep_runs_streamed_loops_of_every_part(tmp_path: Path):
+    """Some of the fixed sweep's even seeds have a row loop that the CPU compiles
+    as a streamed loop when kernel_fuzz.check forces streaming, with rows long
+    enough for whole strips (1024 bytes), and check() finds them all agreeing."""
+    from tack.kernel import generate_source, stream
+
+    without = gen.DEFAULT_FEATURES - {"streamed_rows"}
+    cases = [gen.generate(s) for s in range(0, SEEDS, 2)
+             if gen.generate(s).source() != gen.generate(s, without).source()]
+    streamed, strips = 0, 0
+    for case in cases:
+        mod, _ = kernel_fuzz.load(case, tmp_path)
+        with kernel_fuzz.streaming_forced(case):
+            assert stream.stream_min_bytes() == 0
+            src = generate_source(mod.fuzz_kernel, kernel_fuzz.signature(case.args),
+                                  debug=False)
+        if "tk_stream_line(tk_nt_dst" in src:
+            streamed += 1
+            w0 = case.args[case.params.index("w0")]
+            strips += w0.shape[1] * w0.itemsize >= 2 * stream.STRIP
+    assert streamed >= 4 and strips >= 1
+    before = kernel_fuzz.STATS["streamed"]
+    assert all(kernel_fuzz.check(c, tmp_path) == [] for c in cases)
+    assert kernel_fuzz.STATS["streamed"] - before == streamed
 
 
 def test_binned_update_cases_compile_as_binned_loops(tmp_path: Path):

@@ -21,7 +21,7 @@ import os
 from typing import Any, TypeVar, cast
 
 from tack._tack import _KERNEL_ABI, _KERNEL_FAIL_INDEX, _KERNEL_FAIL_ZERO_DIVISION
-from tack.kernel import lir
+from tack.kernel import lir, stream
 from tack.kernel.ir import BOOL, F32, F64, INT, DtypeFacts, ScalarType
 
 CTYPE = {BOOL: "_Bool", INT: "int64_t", F32: "float", F64: "double"}
@@ -219,12 +219,18 @@ class CEmitter:
     # A serial kernel's atomics are plain updates (Plan.serial_plain): the CPU runs
     # it on one thread.
     PLAIN_SERIAL = True
+    # The restrict body writes large arrays with streaming stores (stream.py).
+    STREAMS = True
 
     def __init__(self, plan: lir.Plan) -> None:
         self.plan = plan
         self.file = c_string(plan.filename)
         self.lines: list[str] = []
         self.ret = ""  # what "return" needs in the current function
+        # while spelling the restrict body: the streaming-store threshold in bytes
+        # (None: no loop streams) and whether a loop streamed
+        self.stream_min: int | None = None
+        self.streamed_any = False
 
     def ctype(self, t: ScalarType | DtypeFacts) -> str:
         return t.ctype if isinstance(t, DtypeFacts) else self.VTYPE[t]
@@ -343,6 +349,10 @@ class CEmitter:
             self.block(s.body, depth + 1)
             self.emit("}", depth)
         elif isinstance(s, lir.Loop):
+            st = self.streamable(s) if self.stream_min is not None else None
+            if st is not None:
+                self.streamed(st, depth)
+                return
             k = s.var
             self.emit(f"for (int64_t {k} = {self.ex(s.begin)}; {k} < {self.ex(s.end)}; "
                       f"{k}++) {{", depth)
@@ -441,6 +451,55 @@ class CEmitter:
         self.emit(f"for (int64_t {p.index} = tk_begin; {p.index} < tk_end; "
                   f"{p.index}++) {{", depth)
         self.block(its.iteration, depth + 1)
+        self.emit("}", depth)
+
+    def streamable(self, loop: lir.Loop) -> stream.Streamed | None:
+        p = self.plan
+        declared = {s.name for s in p.setup if isinstance(s, lir.Decl)}
+        return stream.streamable(loop, {a.name: a for a in p.arrays}, declared)
+
+    def streamed(self, st: stream.Streamed, depth: int) -> None:
+        """The loop st.loop with streaming stores (stream.py) when its array holds
+        at least self.stream_min bytes: plain trips until the store's address is
+        on a line boundary, then blocks of one line's trips, each computing its
+        values into an aligned local buffer in trip order and writing it with
+        streaming stores (strips of stream.STRIP bytes, then single lines), then
+        plain trips for the rest. The same trips in the same
+        order as the plain loop; only when each element reaches memory differs."""
+        self.streamed_any = True
+        loop, store = st.loop, st.store
+        k, end, w = loop.var, self.ex(loop.end), st.width
+        ct = st.elem.ctype
+        self.emit("{", depth)
+        d = depth + 1
+        self.emit(f"int64_t {k} = {self.ex(loop.begin)};", d)
+        self.emit(f"if (TK_STREAMS && (uint64_t){st.size} * sizeof({ct}) >= "
+                  f"UINT64_C({self.stream_min})) {{", d)
+        self.emit(f"{self.pointer(ct)}tk_nt_dst = 0;", d + 1)
+        self.emit(f"for (; {k} < {end}; {k}++) {{", d + 1)
+        self.block(st.before, d + 2)
+        self.emit(f"tk_nt_dst = &{store.base}[{self.ex(store.index)}];", d + 2)
+        self.emit(f"if (((uintptr_t)tk_nt_dst & {stream.LINE - 1}) == 0) break;", d + 2)
+        self.emit(f"*tk_nt_dst = {self.ex(store.value)};", d + 2)
+        self.emit("}", d + 1)
+        # strips of several lines first (the compute loop vectorises as the plain
+        # loop does, into a buffer that stays in L1), then single lines
+        for n in (st.strip, w):
+            self.emit(f"for (; {end} - {k} >= {n}; {k} += {n}, tk_nt_dst += {n}) {{", d + 1)
+            self.emit(f"{ct} tk_nt_buf[{n}] __attribute__((aligned({stream.LINE})));", d + 2)
+            self.emit(f"const int64_t tk_nt_at = {k};", d + 2)
+            self.emit(f"for (int64_t tk_nt_l = 0; tk_nt_l < {n}; tk_nt_l++) {{", d + 2)
+            self.emit(f"const int64_t {k} = tk_nt_at + tk_nt_l;", d + 3)
+            self.block(st.before, d + 3)
+            self.emit(f"tk_nt_buf[tk_nt_l] = {self.ex(store.value)};", d + 3)
+            self.emit("}", d + 2)
+            self.emit(f"for (int64_t tk_nt_l = 0; tk_nt_l < {n}; tk_nt_l += {w}) "
+                      "tk_stream_line(tk_nt_dst + tk_nt_l, tk_nt_buf + tk_nt_l);", d + 2)
+            self.emit("}", d + 1)
+        self.emit("}", d)
+        self.emit(f"for (; {k} < {end}; {k}++) {{", d)
+        self.block(loop.body, d + 1)
+        self.emit("}", d)
         self.emit("}", depth)
 
     def private_trips(self, private: lir.Iterations, atomic: lir.Iterations) -> None:
@@ -576,7 +635,12 @@ class CEmitter:
         out.append("__attribute__((noinline)) static void tk_body_restrict("
                    f"{head[1:-1]}, {', '.join(ptrs)}) {{")
         self.unpack()
+        if self.STREAMS and not self.plan.debug:
+            self.stream_min = stream.stream_min_bytes()
         self.body()
+        self.stream_min = None
+        if self.streamed_any:
+            self.emit("tk_stream_fence();", 1)
         out.append("}")
         args = [f"({'const ' if a.const else ''}{a.elem.ctype} *){self.ex(a.init)}"
                 for a in self.plan.arrays]
@@ -623,6 +687,11 @@ class CEmitter:
         out.append(header("prelude.h", p.uses_half))
         if p.uses_atomics:
             out.append(header("atomics_cpu.h"))
+        if self.STREAMS and p.restrict and not p.debug and any(
+                isinstance(n, lir.Loop) and self.streamable(n) is not None
+                for n in lir.walk([p.iteration, p.serial, p.serial_plain, p.iteration_split,
+                                   p.iteration_rest, p.private_iterations])):
+            out.append(header("stream_cpu.h"))
         if p.serial_plain or p.plain is not None:  # a launch counts its plain form
             out.append("TK_EXPORT const int tack_kernel_atomics = 1;")
         if p.result_kind:

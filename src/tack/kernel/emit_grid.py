@@ -58,6 +58,7 @@ class GridEmitter(CEmitter):
     # no GPU compiler has -fwrapv: integer + - * wrap through prelude.h's overloads
     WRAPPING = {"+": "tk_add", "-": "tk_sub", "*": "tk_mul", "u-": "tk_neg"}
     ATOMICS = ""  # the header of this target's atomic helpers
+    STREAMS = False  # streaming stores are the CPU's (stream.py)
     COMMENT = ""  # the source's first line
 
     def __init__(self, plan: lir.Plan) -> None:
