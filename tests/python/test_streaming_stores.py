@@ -226,6 +226,8 @@ def test_the_restrict_body_streams_from_the_cache_size(kernels: Any,
     assert "UINT64_C(0)" in restrict_part(source_of(kernels.jacobi, (ARR2, ARR2)))
     monkeypatch.setenv(stream.ENV, "4096")
     assert "UINT64_C(4096)" in restrict_part(source_of(kernels.jacobi, (ARR2, ARR2)))
+    monkeypatch.setenv(stream.ENV, str(10**30))  # more than a uint64: never
+    assert f"UINT64_C({2**64 - 1})" in restrict_part(source_of(kernels.jacobi, (ARR2, ARR2)))
 
 
 @pytest.mark.parametrize("value", ["lots", "-1", "1.5", "0x10"])

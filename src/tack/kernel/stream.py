@@ -69,8 +69,9 @@ def last_level_cache_bytes() -> int:
 
 def stream_min_bytes() -> int:
     """The size from which a stored array's loops stream: TACK_STREAM_MIN_BYTES (a
-    count of bytes, 0: always) or the last-level cache's size. A value that is not
-    a count is refused with ValueError rather than guessed at."""
+    count of bytes, 0: always, 2**64 - 1 or more: never) or the last-level cache's
+    size. A value that is not a count is refused with ValueError rather than
+    guessed at."""
     text = os.environ.get(ENV)
     if text is None or text.strip() == "":
         return last_level_cache_bytes()
@@ -81,7 +82,7 @@ def stream_min_bytes() -> int:
     if value < 0:
         raise ValueError(f"{ENV}={text!r}: expected a count of bytes (0 or more), "
                          "the array size from which kernels write with streaming stores")
-    return value
+    return min(value, 2**64 - 1)  # more than any array holds: never
 
 
 @dataclasses.dataclass
