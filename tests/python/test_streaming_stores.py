@@ -191,20 +191,40 @@ def signature(arrays: list[np.ndarray], scalars: tuple[Any, ...] = ()) -> tuple[
             *("float" for _ in scalars))
 
 
+class Builds:
+    """Kernel name built twice, from new objects: with streaming off (a threshold no
+    array reaches, so the plain trips alone run) and forced on. The threshold is read
+    when a specialization compiles, at its first call, so each build's first call
+    runs under its own setting; later calls reuse the builds."""
+
+    LIMITS = (str(2**64 - 1), "0")
+
+    def __init__(self, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch,
+                 streams: bool = True) -> None:
+        self.kernels = [getattr(load_kernels(tmp_path), name) for _ in self.LIMITS]
+        self.monkeypatch, self.streams, self.checked = monkeypatch, streams, False
+
+    def run(self, arrays: list[np.ndarray], scalars: tuple[Any, ...] = ()) -> tuple[
+            list[np.ndarray], list[np.ndarray]]:
+        """The arrays after each build's call: (plain, streamed). The first call
+        checks that the source has the streamed loop under each threshold (or has
+        none, streams=False)."""
+        out = []
+        for limit, k in zip(self.LIMITS, self.kernels, strict=True):
+            self.monkeypatch.setenv(stream.ENV, limit)
+            if not self.checked:
+                src = restrict_part(source_of(k, signature(arrays, scalars)))
+                assert (STREAMED in src and f"UINT64_C({limit}))" in src) == self.streams
+            out.append(run(k, *arrays, scalars=scalars))
+        self.checked = True
+        return out[0], out[1]
+
+
 def plain_and_streamed(tmp_path: Path, name: str, arrays: list[np.ndarray],
-                       monkeypatch: pytest.MonkeyPatch, scalars: tuple[Any, ...] = (),
-                       streams: bool = True) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Kernel name's results with streaming off (a threshold no array reaches: the
-    plain trips alone run), then forced on (two new builds); checks that the source
-    has the streamed loop under that threshold (or not, streams=False)."""
-    out = []
-    for limit in (str(2**64 - 1), "0"):
-        monkeypatch.setenv(stream.ENV, limit)
-        k = getattr(load_kernels(tmp_path), name)
-        src = restrict_part(source_of(k, signature(arrays, scalars)))
-        assert (STREAMED in src and f"UINT64_C({limit}))" in src) == streams, src
-        out.append(run(k, *arrays, scalars=scalars))
-    return out[0], out[1]
+                       monkeypatch: pytest.MonkeyPatch, scalars: tuple[Any, ...] = ()
+                       ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """One call of kernel name's two builds (Builds)."""
+    return Builds(tmp_path, name, monkeypatch).run(arrays, scalars)
 
 
 ARR2 = ("array", "float64", 2)
@@ -282,11 +302,12 @@ def test_every_dtype_streams_the_plain_loops_result(tmp_path: Path, dtype: str,
                                                     monkeypatch: pytest.MonkeyPatch):
     """Rows of every length across the parts of a streamed loop, in one array whose
     rows start at every offset from a line boundary (odd widths)."""
+    builds = Builds(tmp_path, "neighbours_bool" if dtype == "bool" else "neighbours",
+                    monkeypatch)
     for width in WIDTHS:
         rows = max(2, 4096 // width)
         x, out = values(dtype, (rows, width + 1)), values(dtype, (rows, width), seed=4)
-        name = "neighbours_bool" if dtype == "bool" else "neighbours"
-        plain, streamed = plain_and_streamed(tmp_path, name, [x, out], monkeypatch)
+        plain, streamed = builds.run([x, out])
         np.testing.assert_array_equal(streamed[1], plain[1], err_msg=f"width {width}")
         np.testing.assert_array_equal(streamed[0], x)
         if dtype == "bool":
