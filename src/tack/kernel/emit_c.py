@@ -227,10 +227,11 @@ class CEmitter:
         self.file = c_string(plan.filename)
         self.lines: list[str] = []
         self.ret = ""  # what "return" needs in the current function
-        # while spelling the restrict body: the streaming-store threshold in bytes
-        # (None: no loop streams) and whether a loop streamed
+        # the loops that may stream, by id (found once, in generate), and while
+        # spelling the restrict body, the streaming-store threshold in bytes (None:
+        # no loop streams)
+        self.streams: dict[int, stream.Streamed] = {}
         self.stream_min: int | None = None
-        self.streamed_any = False
 
     def ctype(self, t: ScalarType | DtypeFacts) -> str:
         return t.ctype if isinstance(t, DtypeFacts) else self.VTYPE[t]
@@ -349,7 +350,7 @@ class CEmitter:
             self.block(s.body, depth + 1)
             self.emit("}", depth)
         elif isinstance(s, lir.Loop):
-            st = self.streamable(s) if self.stream_min is not None else None
+            st = self.streams.get(id(s)) if self.stream_min is not None else None
             if st is not None:
                 self.streamed(st, depth)
                 return
@@ -453,20 +454,29 @@ class CEmitter:
         self.block(its.iteration, depth + 1)
         self.emit("}", depth)
 
-    def streamable(self, loop: lir.Loop) -> stream.Streamed | None:
+    def find_streams(self) -> None:
+        """self.streams: the plan's loops that may stream (stream.streamable), in
+        the parts the restrict body spells; none outside it or in debug mode."""
         p = self.plan
+        if not (self.STREAMS and p.restrict and not p.debug):
+            return
+        arrays = {a.name: a for a in p.arrays}
         declared = {s.name for s in p.setup if isinstance(s, lir.Decl)}
-        return stream.streamable(loop, {a.name: a for a in p.arrays}, declared)
+        for n in lir.walk([p.iteration, p.serial, p.serial_plain, p.iteration_split,
+                           p.iteration_rest, p.private_iterations]):
+            if isinstance(n, lir.Loop):
+                st = stream.streamable(n, arrays, declared)
+                if st is not None:
+                    self.streams[id(n)] = st
 
     def streamed(self, st: stream.Streamed, depth: int) -> None:
         """The loop st.loop with streaming stores (stream.py) when its array holds
         at least self.stream_min bytes: plain trips until the store's address is
-        on a line boundary, then blocks of one line's trips, each computing its
-        values into an aligned local buffer in trip order and writing it with
-        streaming stores (strips of stream.STRIP bytes, then single lines), then
-        plain trips for the rest. The same trips in the same
-        order as the plain loop; only when each element reaches memory differs."""
-        self.streamed_any = True
+        on a line boundary; then blocks of trips (strips of stream.STRIP bytes,
+        then single lines), each computing its values into an aligned local
+        buffer in trip order and writing it with streaming stores; then plain
+        trips for the rest. The same trips in the same order as the plain loop;
+        only when each element reaches memory differs."""
         loop, store = st.loop, st.store
         k, end, w = loop.var, self.ex(loop.end), st.width
         ct = st.elem.ctype
@@ -635,12 +645,12 @@ class CEmitter:
         out.append("__attribute__((noinline)) static void tk_body_restrict("
                    f"{head[1:-1]}, {', '.join(ptrs)}) {{")
         self.unpack()
-        if self.STREAMS and not self.plan.debug:
+        if self.streams:
             self.stream_min = stream.stream_min_bytes()
         self.body()
-        self.stream_min = None
-        if self.streamed_any:
+        if self.streams:
             self.emit("tk_stream_fence();", 1)
+        self.stream_min = None
         out.append("}")
         args = [f"({'const ' if a.const else ''}{a.elem.ctype} *){self.ex(a.init)}"
                 for a in self.plan.arrays]
@@ -687,10 +697,8 @@ class CEmitter:
         out.append(header("prelude.h", p.uses_half))
         if p.uses_atomics:
             out.append(header("atomics_cpu.h"))
-        if self.STREAMS and p.restrict and not p.debug and any(
-                isinstance(n, lir.Loop) and self.streamable(n) is not None
-                for n in lir.walk([p.iteration, p.serial, p.serial_plain, p.iteration_split,
-                                   p.iteration_rest, p.private_iterations])):
+        self.find_streams()
+        if self.streams:
             out.append(header("stream_cpu.h"))
         if p.serial_plain or p.plain is not None:  # a launch counts its plain form
             out.append("TK_EXPORT const int tack_kernel_atomics = 1;")

@@ -13,7 +13,9 @@
 #if defined(__x86_64__) && defined(__SSE2__)
 #define TK_STREAMS 1
 typedef long long tk_line_v __attribute__((vector_size(64)));
-TK_INLINE void tk_stream_line(void *dst, const void *src) {
+TK_INLINE void
+tk_stream_line(void *dst, const void *src)
+{
 #if defined(__clang__)
     tk_line_v v;
     __builtin_memcpy(&v, src, sizeof v);
@@ -39,7 +41,9 @@ TK_INLINE void tk_stream_line(void *dst, const void *src) {
 #define tk_stream_fence() __builtin_ia32_sfence()
 #else
 #define TK_STREAMS 0
-TK_INLINE void tk_stream_line(void *dst, const void *src) {
+TK_INLINE void
+tk_stream_line(void *dst, const void *src)
+{
     __builtin_memcpy(dst, src, 64);
 }
 #define tk_stream_fence() ((void)0)
