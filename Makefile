@@ -159,9 +159,17 @@ typecheck: setup
 	$(PY) -m mypy --strict --config-file pyproject.toml --cache-dir $(MYPY_CACHE) docs/examples
 
 # pytest-xdist spreads the tests over $(JOBS) processes: each test is still one process's.
+# --dist loadgroup hands them out one at a time, in the order conftest.py puts them
+# (the long ones first), and keeps a module marked xdist_group on one worker.
 # The dpctl peer is installed first, so its test fails rather than skips without it.
 test-py: setup $(VENV)/.dpctl-ready
-	TACK_REQUIRE_DPCTL_PEER=1 $(PY) -m pytest -q -n $(JOBS) tests/python
+	TACK_REQUIRE_DPCTL_PEER=1 $(PY) -m pytest -q -n $(JOBS) --dist loadgroup -m "not soak" --durations=15 tests/python
+
+# The reruns of whole fuzzer seeds that take minutes each (marked soak): make test runs
+# the quicker tests that pin the same faults instead.
+.PHONY: soak
+soak: setup
+	$(PY) -m pytest -q -n $(JOBS) -m soak tests/python
 
 sanitize: $(VENV)/.ready
 	$(VENV)/bin/meson setup --reconfigure $(BUILD)/asan -Dpython=false -Dtests=true -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
@@ -190,7 +198,7 @@ sanitize-py: $(VENV)/.ready $(VENV)/.dpctl-ready
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	MPI4PY_LIBMPI=$(CURDIR)/$(VENV)/lib TACK_DPCTL_PEER=$(CURDIR)/$(DPCTL_PEER) TACK_REQUIRE_DPCTL_PEER=1 \
 	TACK_OPENCL_RUNTIME_DIR=$(CURDIR)/$(VENV)/lib \
-	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) -p no:cacheprovider -m "not slow" tests/python
+	PYTHONPATH=$(CURDIR)/$(ASAN_PY)/stage $(ASAN_PY)/venv/bin/python -m pytest -q -n $(JOBS) --dist loadgroup -p no:cacheprovider -m "not slow" --durations=15 tests/python
 
 # valgrind cannot execute AVX-512 instructions, which -march=native kernels use on
 # CPUs that have them: the kernels compiled under valgrind leave them out.

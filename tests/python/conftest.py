@@ -31,7 +31,15 @@ def _cuda_unavailable() -> str | None:
     return None
 
 
+def _long(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) for name in ("slow", "long"))
+
+
 def pytest_collection_modifyitems(config, items):
+    # The tests that take a minute or more first, in a stable order that every
+    # pytest-xdist worker computes alike: the scheduler hands tests out in this order,
+    # so no worker is left to end the run alone on a long one while the others idle.
+    items.sort(key=lambda item: not _long(item))
     cuda_items = [item for item in items if "cuda" in item.keywords]
     if not cuda_items:
         return

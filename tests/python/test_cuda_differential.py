@@ -97,6 +97,7 @@ def test_the_kernel_suite_gives_the_same_results_on_the_gpu(tmp_path):
     _check_report(r, report, fewest)
 
 
+@pytest.mark.long
 def test_the_kernel_suite_gives_the_same_results_through_the_standin(tmp_path):
     tests, fewest = _kernel_suite()
     r, report = _suite(tmp_path, tests, driver=_standin())

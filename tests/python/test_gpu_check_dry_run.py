@@ -42,7 +42,9 @@ DROPPED = ["TACK_CUDA_DRIVER", "TACK_REQUIRE_CUDA", "TACK_REQUIRE_DPCTL_PEER",
            "PYTHONHOME", "VIRTUAL_ENV", "LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "OUT",
            "GPU_CHECK_BUILD", "GPU_CHECK_REUSE", "GPU_CHECK_BUDGET", "GPU_CHECK_SMOKE"]
 
-pytestmark = pytest.mark.slow
+# One worker runs the module (make test-py: --dist loadgroup), so the rehearsal
+# machine below is set up once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("gpu_check_rehearsal")]
 
 
 def _shared_packages(into: Path) -> None:
@@ -138,6 +140,20 @@ def _statuses(run: dict[str, Any]) -> dict[str, str]:
     return {name: s["status"] for name, s in run["steps"].items()}
 
 
+def _failures(run: dict[str, Any]) -> str:
+    """Each step that failed or timed out, with the end of its log: what a failed
+    assertion about the statuses must show (a CI log is all there is to read)."""
+    told = []
+    for name, step in run["steps"].items():
+        if step["status"] in ("fail", "timeout"):
+            log = run["logs"].get(f"{name}.log", "(no log)")
+            failing = [line for line in log.splitlines()
+                       if line.startswith("FAIL") or ".c:" in line]
+            told.append(f"--- {name}: {step['status']} after {step['seconds']} s\n"
+                        + "\n".join(failing[:20]) + "\n...\n" + log[-3000:])
+    return "\n".join(told) or "no step failed"
+
+
 def test_the_check_passes_on_the_standin(machine):
     run = machine["full"]
     assert run["rc"] == 0, run["stdout"][-6000:]
@@ -146,7 +162,8 @@ def test_the_check_passes_on_the_standin(machine):
     assert list(statuses) == PASS[:6] + ABSENT[:3] + ["examples", "vtk-example",
                                                        "sanitizer", "racecheck",
                                                        "benchmarks", "mpi"]
-    assert {n: statuses[n] for n in PASS} == dict.fromkeys(PASS, "pass"), statuses
+    assert {n: statuses[n] for n in PASS} == dict.fromkeys(PASS, "pass"), \
+        f"{statuses}\n{_failures(run)}"
     assert {n: statuses[n] for n in ABSENT} == dict.fromkeys(ABSENT, "absent"), statuses
     assert "compute-sanitizer is not installed" in run["steps"]["sanitizer"]["reason"]
 
@@ -205,7 +222,7 @@ def test_without_python_headers_the_c_side_is_still_checked(machine, tmp_path):
     assert not list((tmp_path / "build").glob("_tack*.so"))
     statuses = _statuses(run)
     assert [statuses[n] for n in ("device", "probe", "build", "c-tests", "conformance")] \
-        == ["pass"] * 5, statuses
+        == ["pass"] * 5, f"{statuses}\n{_failures(run)}"
     for name in ("pytest-cuda", "examples", "benchmarks"):
         assert statuses[name] == "not-run"
         assert "no Python headers" in run["steps"][name]["reason"]

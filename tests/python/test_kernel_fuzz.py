@@ -249,9 +249,12 @@ def test_seed_2328_a_nan_sign_that_differs_on_level_zero_is_no_fault(tmp_path: P
     assert results == {2328: []} and by_spirv > 0
 
 
-# about 100 s (a 512-reduction module built and run by the OpenCL runtime): make
-# test-py runs it, make sanitize-py (slow tests left out) does not
+# 80 to 110 s (a 512-reduction module built by gcc, clang and Intel's OpenCL
+# compiler, then run): make soak runs it. make test proves the same fault quickly with
+# test_level_zero_kernels.py::test_many_reductions_fit_the_groups_local_memory (160
+# reductions, whose partials overflow a group of the driver's suggested size).
 @pytest.mark.slow
+@pytest.mark.soak
 def test_seed_2104_512_reductions_fit_a_level_zero_group(tmp_path: Path):
     # 4 KiB of partials a work item: the driver's suggested 256 work items would ask
     # OpenCL for 1 MiB of local memory (CL_OUT_OF_RESOURCES)

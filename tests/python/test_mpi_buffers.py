@@ -20,6 +20,9 @@ from mpi_helpers import RANKS, Job, processes_of, run_mpi
 import tack
 
 SCRIPT = RANKS / "buffers.py"
+# One worker runs the module (make test-py: --dist loadgroup), so each job runs
+# once, not once per worker.
+pytestmark = pytest.mark.xdist_group("mpi_buffers")
 
 
 def case_names() -> list[str]:
